@@ -1,0 +1,36 @@
+# Two entry points: `make demo` and `make test`. Both set everything up on a fresh machine.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test lint typecheck unit bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[all,dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m langchain_references.demo $(ARGS)
+
+lint: $(STAMP)
+	$(PY) -m ruff check langchain_references tests benchmarks
+	$(PY) -m ruff format --check langchain_references tests benchmarks
+
+typecheck: $(STAMP)
+	$(PY) -m mypy --strict langchain_references
+
+unit: $(STAMP)
+	$(PY) -m pytest tests -q
+
+test: lint typecheck unit
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_streaming.py
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,276 @@
+"""Reference styles: how a citation and the final reference list are written.
+
+A style decides two things: the text that replaces a citation marker in the answer
+(:meth:`ReferenceStyle.format_reference`) and the reference list appended at the end
+(:meth:`ReferenceStyle.format_all_references`). Subclass :class:`ReferenceStyle` (or one of the
+built-in styles) to write your own.
+
+Every built-in style escapes titles and URLs for its output format and never emits a link to a
+URL whose scheme can run code (``javascript:``, ``data:``, ``vbscript:``...).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+
+__all__ = [
+    "EmptyReferenceStyle",
+    "HTMLReferenceStyle",
+    "MarkdownReferenceStyle",
+    "ReferenceStyle",
+    "TextReferenceStyle",
+    "is_safe_url",
+]
+
+SourceIdKey = str | Callable[[Document], Any]
+
+_SAFE_SCHEMES = frozenset({"http", "https", "mailto", "ftp", "ftps"})
+_SCHEME_RE = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.\-]*):")
+# Browsers drop these anywhere in a URL before parsing it.
+_URL_NOISE_RE = re.compile(r"[\x00-\x20\x7f]+")
+
+
+def is_safe_url(url: str) -> bool:
+    """Tell whether a URL may be emitted as a link.
+
+    Relative URLs and the schemes http, https, mailto, ftp and ftps are safe; any other scheme
+    (``javascript:``, ``data:``, ``vbscript:``, ``file:``...) is not, however it is disguised with
+    case, blanks or control characters.
+
+    Args:
+        url: The URL to check.
+
+    Returns:
+        True if the URL can be used as a link target.
+    """
+    cleaned = _URL_NOISE_RE.sub("", url)
+    if not cleaned:
+        return False
+    match = _SCHEME_RE.match(cleaned)
+    if match is None:
+        # No scheme: a relative reference, unless a colon hides in the first path segment.
+        first = cleaned.split("/", 1)[0]
+        return ":" not in first
+    return match.group(1).lower() in _SAFE_SCHEMES
+
+
+def _markdown_url(url: str) -> str:
+    """Percent-encode the characters that end a Markdown link destination."""
+    return (
+        url.replace(" ", "%20")
+        .replace("(", "%28")
+        .replace(")", "%29")
+        .replace("<", "%3C")
+        .replace(">", "%3E")
+    )
+
+
+_MD_TEXT_SPECIAL = re.compile(r"([\\`*_\[\]])")
+
+
+def _markdown_text(text: str) -> str:
+    """Escape text shown inside Markdown (and the HTML a Markdown renderer lets through)."""
+    return _MD_TEXT_SPECIAL.sub(r"\\\1", html.escape(" ".join(text.split()), quote=False))
+
+
+class ReferenceStyle:
+    """Base class of reference styles.
+
+    Attributes:
+        source_id_key: How to tell which source a document comes from: a metadata key (default
+            ``"source"``) or a callable ``Document -> str``. Documents with the same source id
+            share one reference number. It may be a plain function or a ``staticmethod`` set on
+            the class, or any callable set on the instance.
+        title_key: Metadata key of the document title shown in the reference list.
+    """
+
+    source_id_key: SourceIdKey = "source"
+    title_key: str = "title"
+
+    def _raw_source_id_key(self) -> Any:
+        """``source_id_key`` as set, not bound: a plain function on the class stays unbound."""
+        instance_vars = getattr(self, "__dict__", None)
+        if instance_vars and "source_id_key" in instance_vars:
+            return instance_vars["source_id_key"]
+        for klass in type(self).__mro__:
+            if "source_id_key" in klass.__dict__:
+                key = klass.__dict__["source_id_key"]
+                if isinstance(key, staticmethod | classmethod):
+                    return key.__get__(self, type(self))
+                return key
+        return "source"  # pragma: no cover - ReferenceStyle defines it
+
+    def get_source_id(self, document: Document) -> str | None:
+        """Return the source id of a document, or None if it has none.
+
+        Args:
+            document: A document that was put in the prompt.
+
+        Returns:
+            The source id as a string, or None when the document lacks it.
+
+        Raises:
+            TypeError: If ``source_id_key`` is neither a string nor a callable.
+        """
+        key = self._raw_source_id_key()
+        if isinstance(key, str):
+            value = document.metadata.get(key)
+        elif callable(key):
+            value = key(document)
+        else:
+            raise TypeError(
+                f"source_id_key must be a metadata key or a callable, not {type(key).__name__}"
+            )
+        if value is None or value == "":
+            return None
+        return str(value)
+
+    def get_title(self, document: Document) -> str | None:
+        """Return the document title shown in the reference list, or None.
+
+        Args:
+            document: The first cited document of a source.
+
+        Returns:
+            The title, or None when the document has none.
+        """
+        title = document.metadata.get(self.title_key)
+        if title is None:
+            return None
+        title = " ".join(str(title).split())
+        return title or None
+
+    def format_reference(self, ref: int, media: Document) -> str | None:
+        """Return the text that replaces a citation in the answer.
+
+        Args:
+            ref: The reference number, dense and in order of first use.
+            media: The cited document.
+
+        Returns:
+            The replacement text, or None to drop this citation (it then takes no number).
+        """
+        raise NotImplementedError
+
+    def format_all_references(self, refs: list[tuple[int, Document]]) -> str:
+        """Return the reference list appended at the end of the answer.
+
+        Called exactly once, when the stream ends, even when nothing was cited.
+
+        Args:
+            refs: ``(number, first cited document)`` for each source, in number order.
+
+        Returns:
+            The text to append (empty for no list).
+        """
+        raise NotImplementedError
+
+    def _links(self, refs: Sequence[tuple[int, Document]]) -> list[tuple[int, str | None, str]]:
+        """Return ``(number, safe URL or None, label)`` for each reference."""
+        rows = []
+        for ref, doc in refs:
+            source = self.get_source_id(doc)
+            url = source if source is not None and is_safe_url(source) else None
+            label = self.get_title(doc) or source or f"Document {ref}"
+            rows.append((ref, url, label))
+        return rows
+
+    def _safe_source(self, media: Document) -> str | None:
+        source = self.get_source_id(media)
+        return source if source is not None and is_safe_url(source) else None
+
+
+class EmptyReferenceStyle(ReferenceStyle):
+    """Remove citations and the reference list.
+
+    Subclass it and override :meth:`format_all_references` to learn which documents the answer
+    used without showing anything.
+    """
+
+    def format_reference(self, ref: int, media: Document) -> str | None:
+        """Remove the citation from the text."""
+        return ""
+
+    def format_all_references(self, refs: list[tuple[int, Document]]) -> str:
+        """Append nothing."""
+        return ""
+
+
+class TextReferenceStyle(ReferenceStyle):
+    """Plain text: ``[1]`` in the answer and ``- [1] Title (URL)`` lines at the end."""
+
+    def format_reference(self, ref: int, media: Document) -> str | None:
+        """Write ``[ref]``."""
+        return f"[{ref}]"
+
+    def format_all_references(self, refs: list[tuple[int, Document]]) -> str:
+        """Write one ``- [n] Title (URL)`` line per source."""
+        if not refs:
+            return ""
+        lines = []
+        for ref, doc in refs:
+            source = self.get_source_id(doc)
+            title = self.get_title(doc)
+            if title and source:
+                lines.append(f"- [{ref}] {title} ({source})")
+            else:
+                lines.append(f"- [{ref}] {title or source or f'Document {ref}'}")
+        return "\n\n" + "\n".join(lines)
+
+
+class MarkdownReferenceStyle(ReferenceStyle):
+    """Markdown: ``<sup>[[1](URL)]</sup>`` in the answer and ``- **1** [Title](URL)`` at the end.
+
+    A source without a title is listed by its URL; a source without a safe URL is not linked.
+    """
+
+    def format_reference(self, ref: int, media: Document) -> str | None:
+        """Write a superscript link to the source."""
+        url = self._safe_source(media)
+        if url is None:
+            return f"<sup>[{ref}]</sup>"
+        return f"<sup>[[{ref}]({_markdown_url(url)})]</sup>"
+
+    def format_all_references(self, refs: list[tuple[int, Document]]) -> str:
+        """Write one ``- **n** [Title](URL)`` line per source."""
+        if not refs:
+            return ""
+        lines = []
+        for ref, url, label in self._links(refs):
+            text = _markdown_text(label)
+            lines.append(
+                f"- **{ref}** [{text}]({_markdown_url(url)})" if url else f"- **{ref}** {text}"
+            )
+        return "\n\n" + "\n".join(lines)
+
+
+class HTMLReferenceStyle(ReferenceStyle):
+    """HTML: ``<sup><a href="URL">1</a></sup>`` in the answer and an ``<ol>`` list at the end.
+
+    Every title and URL is escaped; unsafe URLs are shown as text, never as links.
+    """
+
+    def format_reference(self, ref: int, media: Document) -> str | None:
+        """Write a superscript link to the source."""
+        url = self._safe_source(media)
+        if url is None:
+            return f"<sup>{ref}</sup>"
+        return f'<sup><a href="{html.escape(url, quote=True)}">{ref}</a></sup>'
+
+    def format_all_references(self, refs: list[tuple[int, Document]]) -> str:
+        """Write an ordered list of links to the sources."""
+        if not refs:
+            return ""
+        items = []
+        for _, url, label in self._links(refs):
+            text = html.escape(label, quote=True)
+            if url:
+                items.append(f'<li><a href="{html.escape(url, quote=True)}">{text}</a></li>')
+            else:
+                items.append(f"<li>{text}</li>")
+        return "\n\n<ol>" + "".join(items) + "</ol>"

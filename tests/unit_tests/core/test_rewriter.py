@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+import logging
+
+import pytest
+from langchain_core.documents import Document
+
+from langchain_references import ReferenceRewriter, TextReferenceStyle
+from langchain_references.styles import ReferenceStyle
+
+
+def docs(*sources: str | None) -> list[Document]:
+    return [
+        Document(f"doc {i}", metadata={} if s is None else {"source": s})
+        for i, s in enumerate(sources, start=1)
+    ]
+
+
+def run(text: str, documents: list[Document], style: ReferenceStyle | None = None) -> str:
+    rewriter = ReferenceRewriter(documents, style or TextReferenceStyle())
+    return rewriter.feed(text) + rewriter.finish()
+
+
+def test_numbers_follow_first_use_and_ignore_the_written_number() -> None:
+    out = run("a [9](id=3) b [9](id=1) c [1](id=3)", docs("u1", "u2", "u3"))
+    assert out == "a [1] b [2] c [1]\n\n- [1] u3\n- [2] u1"
+
+
+def test_same_source_shares_a_number_and_lists_the_first_cited_chunk() -> None:
+    d = docs("u", "v", "u")
+    d[2].metadata["title"] = "third chunk"
+    rewriter = ReferenceRewriter(d, TextReferenceStyle())
+    out = rewriter.feed("x [1](id=3) y [2](id=1) z [3](id=2)") + rewriter.finish()
+    assert out == "x [1] y [1] z [2]\n\n- [1] third chunk (u)\n- [2] v"
+    assert [(r.number, r.source, r.positions) for r in rewriter.references] == [
+        (1, "u", [3, 1]),
+        (2, "v", [2]),
+    ]
+
+
+def test_documents_without_source_are_never_merged() -> None:
+    out = run("[1](id=1)[1](id=2)[1](id=1)", docs(None, None))
+    assert out == "[1][2][1]\n\n- [1] Document 1\n- [2] Document 2"
+
+
+def test_out_of_range_ids_are_dropped_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="langchain_references"):
+        out = run("a [1](id=0) b [1](id=3) c [1](id=2)", docs("u1", "u2"))
+    assert out == "a  b  c [1]\n\n- [1] u2"
+    assert sum("not in 1..2" in r.getMessage() for r in caplog.records) == 2
+
+
+def test_unused_documents_are_not_listed() -> None:
+    assert run("only [1](id=2)", docs("u1", "u2", "u3")).endswith("- [1] u2")
+
+
+class DropOdd(TextReferenceStyle):
+    """Refuses documents whose source ends with an odd digit."""
+
+    def format_reference(self, ref: int, media: Document) -> str | None:
+        if int(str(media.metadata["source"])[-1]) % 2:
+            return None
+        return super().format_reference(ref, media)
+
+
+def test_none_from_format_reference_takes_no_number() -> None:
+    out = run("[1](id=1) [1](id=2) [1](id=3) [1](id=4)", docs("u1", "u2", "u3", "u4"), DropOdd())
+    assert out == " [1]  [2]\n\n- [1] u2\n- [2] u4"
+
+
+def test_feed_after_finish_is_an_error() -> None:
+    rewriter = ReferenceRewriter(docs("u"), TextReferenceStyle())
+    rewriter.finish()
+    with pytest.raises(RuntimeError):
+        rewriter.feed("[1](id=1)")
+    with pytest.raises(RuntimeError):
+        rewriter.finish()

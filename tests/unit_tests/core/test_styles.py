@@ -1,0 +1,187 @@
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from typing import Any
+
+import pytest
+from langchain_core.documents import Document
+
+from langchain_references import (
+    EmptyReferenceStyle,
+    HTMLReferenceStyle,
+    MarkdownReferenceStyle,
+    ReferenceStyle,
+    TextReferenceStyle,
+    is_safe_url,
+)
+from langchain_references.rewriter import ReferenceRewriter
+
+A = Document("a", metadata={"source": "https://a.org/x", "title": "Alpha"})
+B = Document("b", metadata={"source": "https://b.org"})
+EVIL = Document(
+    "e",
+    metadata={"source": 'https://e.org/?q="><script>alert(1)</script>', "title": "<b>T</b> & co"},
+)
+JS = Document("j", metadata={"source": "javascript:alert(1)", "title": "click"})
+
+
+def render(style: ReferenceStyle, text: str, docs: list[Document]) -> str:
+    rewriter = ReferenceRewriter(docs, style)
+    return rewriter.feed(text) + rewriter.finish()
+
+
+def test_markdown_exact_forms() -> None:
+    out = render(MarkdownReferenceStyle(), "x [1](id=1) y [2](id=2).", [A, B])
+    assert out == (
+        "x <sup>[[1](https://a.org/x)]</sup> y <sup>[[2](https://b.org)]</sup>."
+        "\n\n- **1** [Alpha](https://a.org/x)\n- **2** [https://b.org](https://b.org)"
+    )
+
+
+def test_text_exact_forms() -> None:
+    out = render(TextReferenceStyle(), "x [1](id=2) y [5](id=1).", [A, B])
+    assert out == "x [1] y [2].\n\n- [1] https://b.org\n- [2] Alpha (https://a.org/x)"
+
+
+def test_html_exact_forms() -> None:
+    out = render(HTMLReferenceStyle(), "x [1](id=1)", [A])
+    assert out == (
+        'x <sup><a href="https://a.org/x">1</a></sup>'
+        '\n\n<ol><li><a href="https://a.org/x">Alpha</a></li></ol>'
+    )
+
+
+def test_empty_style_removes_citations_and_list() -> None:
+    assert render(EmptyReferenceStyle(), "x [1](id=1) y.", [A]) == "x  y."
+
+
+def test_no_citation_means_no_list() -> None:
+    for style in (MarkdownReferenceStyle(), TextReferenceStyle(), HTMLReferenceStyle()):
+        assert render(style, "plain [1] text", [A]) == "plain [1] text"
+        assert render(style, "", [A]) == ""
+
+
+class _Checker(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.hrefs: list[str] = []
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.stack.append(tag)
+        self.tags.append(tag)
+        self.hrefs += [v or "" for k, v in attrs if k == "href"]
+
+    def handle_endtag(self, tag: str) -> None:
+        assert self.stack, f"unbalanced </{tag}>"
+        assert self.stack[-1] == tag, f"unbalanced </{tag}>"
+        self.stack.pop()
+
+
+def test_html_escapes_titles_and_urls_and_is_well_formed() -> None:
+    out = render(HTMLReferenceStyle(), "x [1](id=1) y [2](id=2)", [EVIL, JS])
+    checker = _Checker()
+    checker.feed(out)
+    checker.close()
+    assert checker.stack == []
+    assert "script" not in checker.tags
+    assert "<b>" not in out
+    assert "&lt;b&gt;T&lt;/b&gt; &amp; co" in out
+    assert checker.hrefs == ['https://e.org/?q="><script>alert(1)</script>'] * 2
+    assert "javascript:" not in " ".join(checker.hrefs)
+    assert "<li>click</li>" in out  # the unsafe source is shown as text, not linked
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "javascript:alert(1)",
+        "JaVaScRiPt:alert(1)",
+        " javascript:alert(1)",
+        "java\tscript:alert(1)",
+        "\x01javascript:x",
+        "data:text/html;base64,PHNjcmlwdD4=",
+        "vbscript:msgbox",
+        "file:///etc/passwd",
+        "",
+    ],
+)
+def test_unsafe_urls(url: str) -> None:
+    assert not is_safe_url(url)
+    doc = Document("d", metadata={"source": url})
+    for style in (MarkdownReferenceStyle(), HTMLReferenceStyle()):
+        out = render(style, "[1](id=1)", [doc])
+        assert "](" + url not in out
+        assert 'href="' + url not in out
+
+
+@pytest.mark.parametrize("url", ["https://x.org", "http://x", "mailto:a@b.c", "a.html#chap1", "/p"])
+def test_safe_urls(url: str) -> None:
+    assert is_safe_url(url)
+
+
+def test_markdown_escapes_link_text_and_destination() -> None:
+    doc = Document("d", metadata={"source": "https://x.org/a b(c)", "title": "T] <i>x</i> [y"})
+    out = render(MarkdownReferenceStyle(), "[1](id=1)", [doc])
+    assert "(https://x.org/a%20b%28c%29)" in out
+    assert "[T\\] &lt;i&gt;x&lt;/i&gt; \\[y]" in out
+
+
+def test_document_without_source_is_listed_by_title() -> None:
+    doc = Document("d", metadata={"title": "Only a title"})
+    assert render(TextReferenceStyle(), "[1](id=1)", [doc]).endswith("- [1] Only a title")
+    assert render(MarkdownReferenceStyle(), "[1](id=1)", [doc]) == (
+        "<sup>[1]</sup>\n\n- **1** Only a title"
+    )
+
+
+def by_url(doc: Document) -> str:
+    return str(doc.metadata["url"])
+
+
+class FunctionKey(TextReferenceStyle):
+    source_id_key = by_url
+
+
+class StaticKey(TextReferenceStyle):
+    source_id_key = staticmethod(by_url)
+
+
+def test_source_id_key_callables() -> None:
+    docs = [Document("a", metadata={"url": "u1"}), Document("b", metadata={"url": "u1"})]
+    instance = TextReferenceStyle()
+    instance.source_id_key = lambda d: d.metadata["url"]
+    for style in (FunctionKey(), StaticKey(), instance):
+        assert render(style, "[1](id=1)[2](id=2)", docs) == "[1][1]\n\n- [1] u1"
+
+
+def test_source_id_key_metadata_key() -> None:
+    class ByPage(TextReferenceStyle):
+        source_id_key = "page"
+
+    docs = [Document("a", metadata={"page": 3}), Document("b", metadata={"page": 3})]
+    assert render(ByPage(), "[1](id=2)[1](id=1)", docs) == "[1][1]\n\n- [1] 3"
+
+
+def test_invalid_source_id_key() -> None:
+    style = TextReferenceStyle()
+    style.source_id_key = 42  # type: ignore[assignment]
+    with pytest.raises(TypeError, match="source_id_key"):
+        style.get_source_id(A)
+
+
+class Tracer(EmptyReferenceStyle):
+    def __init__(self) -> None:
+        self.calls: list[list[tuple[int, Any]]] = []
+
+    def format_all_references(self, refs: list[tuple[int, Document]]) -> str:
+        self.calls.append(refs)
+        return ""
+
+
+def test_format_all_references_called_once_with_a_real_list() -> None:
+    tracer = Tracer()
+    assert render(tracer, "a [1](id=2) b [2](id=1) [3](id=2)", [A, B]) == "a  b  "
+    assert tracer.calls == [[(1, B), (2, A)]]
+    assert isinstance(tracer.calls[0], list)
