@@ -1,0 +1,457 @@
+"""An offline, extractive stand-in for a chat model that answers with citations.
+
+:class:`ExtractiveAnswerer` lets the demo (and tests) run the whole citation pipeline without an
+LLM, an API key or a network. It does not generate language: it copies the sentences of the
+prompt's documents that best match the question and cites each one.
+
+Prompt contract
+---------------
+* Documents are blocks ``<document id=N>TEXT</document>`` (``N`` a positive integer, quotes
+  around it allowed) anywhere in the prompt's messages, as written by
+  :func:`langchain_references.format_documents`. If two blocks carry the same id, the last one
+  wins (so an example block in the instructions is superseded by the real documents that follow).
+* The question is in the **last human message**, after the document blocks are removed from it:
+  the text after the last line starting with ``Question:`` if there is one, else the whole
+  remaining text.
+
+Answer format
+-------------
+Up to ``max_sentences`` sentences, most relevant first, each followed by a citation
+``[n](id=k)`` placed before its final punctuation, where ``k`` is the id of the document the
+sentence comes from and ``n`` numbers the cited documents in order of first citation. Citation
+look-alikes inside the documents are removed first, so copied text cannot forge a citation.
+When no sentence is relevant the answer is exactly :data:`NOT_FOUND_ANSWER`, without a
+citation.
+
+Streaming emits one word per chunk (each chunk carries the whitespace before its word, so the
+chunks join to the exact text of :meth:`invoke`); citations are sometimes split across chunks
+(``[1](`` / ``id=3`` / ``)``), deterministically, as a real model's tokens would be.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForLLMRun,
+    CallbackManagerForLLMRun,
+)
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from pydantic import Field
+
+with warnings.catch_warnings():
+    # pysbd 0.3.4 has regex literals with invalid escapes; Python warns when it compiles them.
+    warnings.simplefilter("ignore", DeprecationWarning)
+    warnings.simplefilter("ignore", SyntaxWarning)
+    import pysbd
+
+__all__ = [
+    "NOT_FOUND_ANSWER",
+    "ExtractiveAnswerer",
+    "ParsedPrompt",
+    "PromptDocument",
+    "lexical_scores",
+    "parse_prompt",
+    "split_sentences",
+]
+
+#: The whole answer when no sentence of the documents is relevant to the question.
+NOT_FOUND_ANSWER: Final = "I could not find this in the documents."
+
+_DOCUMENT_RE: Final = re.compile(
+    r"<document\s+id=([\"']?)(?P<id>[0-9]{1,9})\1\s*>(?P<text>.*?)</document\s*>",
+    re.DOTALL | re.IGNORECASE,
+)
+_QUESTION_LINE_RE: Final = re.compile(r"^[ \t]*question[ \t]*:[ \t]*(?P<q>.*)$", re.I | re.M)
+_WORD_RE: Final = re.compile(r"\w+")
+_TOKEN_RE: Final = re.compile(r"\s*\S+")
+_END_PUNCT_RE: Final = re.compile(r"^(?P<body>.*?)(?P<punct>[.!?]+)$", re.DOTALL)
+# Citation look-alikes inside document text: copied verbatim they would forge citations.
+_CITATION_LIKE_RE: Final = re.compile(r"\s*\[(?:[0-9]+|NUMBER)\]\(id=[0-9]+\)")
+
+# Words that carry no topic: a sentence sharing only these with the question is not relevant.
+_STOPWORD_LIST: Final = """
+a about after all also an and any are as at be been before being but by can could did do does
+doing for from get got had has have how i if in into is it its me more most my no not of on or
+our out over please so some such tell than that the their them then there these they this
+those to up us was we were what when where which while who whom why will with would you your
+"""
+_STOPWORDS: Final = frozenset(_STOPWORD_LIST.split())
+# Okapi BM25 parameters (the usual defaults).
+_BM25_K1: Final = 1.2
+_BM25_B: Final = 0.75
+
+
+@dataclass(frozen=True, slots=True)
+class PromptDocument:
+    """A document block found in the prompt.
+
+    Attributes:
+        id: The number in ``<document id=N>``.
+        text: The text between the tags, stripped.
+    """
+
+    id: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedPrompt:
+    """What :class:`ExtractiveAnswerer` reads from a prompt.
+
+    Attributes:
+        question: The question to answer.
+        documents: The document blocks, in prompt order, one per id.
+    """
+
+    question: str
+    documents: tuple[PromptDocument, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    """One sentence of one document."""
+
+    doc_id: int
+    doc_rank: int
+    sentence_rank: int
+    text: str
+
+
+def parse_prompt(messages: Sequence[BaseMessage]) -> ParsedPrompt:
+    """Find the document blocks and the question in chat messages.
+
+    See the module docstring for the contract.
+
+    Args:
+        messages: The prompt messages.
+
+    Returns:
+        The question and the documents.
+
+    Raises:
+        ValueError: If there is no human message or no question in the last one.
+    """
+    by_id: dict[int, str] = {}
+    for message in messages:
+        for match in _DOCUMENT_RE.finditer(message.text):
+            doc_id = int(match.group("id"))
+            by_id.pop(doc_id, None)  # the last block with an id wins, at its own position
+            by_id[doc_id] = match.group("text").strip()
+    humans = [m for m in messages if isinstance(m, HumanMessage)]
+    if not humans:
+        msg = "the prompt has no human message: ExtractiveAnswerer reads the question there"
+        raise ValueError(msg)
+    remaining = _DOCUMENT_RE.sub(" ", humans[-1].text)
+    question_lines = list(_QUESTION_LINE_RE.finditer(remaining))
+    question = question_lines[-1].group("q") if question_lines else remaining
+    question = " ".join(question.split())
+    if not question:
+        msg = "the last human message holds no question (after removing document blocks)"
+        raise ValueError(msg)
+    documents = tuple(PromptDocument(id=k, text=v) for k, v in by_id.items())
+    return ParsedPrompt(question=question, documents=documents)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split text into sentences with pysbd, whitespace inside each sentence collapsed.
+
+    Args:
+        text: The text to split.
+
+    Returns:
+        The non-empty sentences, in order.
+    """
+    segmenter = pysbd.Segmenter(language="en", clean=False)
+    pieces: list[str] = segmenter.segment(text)
+    sentences = [" ".join(piece.split()) for piece in pieces]
+    sentences = [s for s in sentences if s]
+    if not sentences and text.strip():
+        return [" ".join(text.split())]
+    return sentences
+
+
+def _terms(text: str) -> list[str]:
+    return [w for w in _WORD_RE.findall(text.casefold()) if w not in _STOPWORDS]
+
+
+def lexical_scores(question: str, sentences: Sequence[str]) -> list[float]:
+    """Score sentences against a question with Okapi BM25 (content words only).
+
+    The inverse document frequency is Lucene's ``ln(1 + (N - n + 0.5) / (n + 0.5))``, which
+    stays positive even for the handful of sentences of one prompt (the classic formula turns
+    negative for a word in more than half of them). Stop words are ignored, so a sentence
+    scores 0 exactly when it shares no content word with the question.
+
+    Args:
+        question: The question.
+        sentences: The sentences to score (the collection for the statistics).
+
+    Returns:
+        One non-negative score per sentence.
+    """
+    query = set(_terms(question))
+    documents = [Counter(_terms(s)) for s in sentences]
+    if not query or not documents:
+        return [0.0] * len(documents)
+    lengths = [sum(d.values()) for d in documents]
+    average_length = sum(lengths) / len(lengths) or 1.0
+    count = len(documents)
+    idf: dict[str, float] = {}
+    for term in query:
+        containing = sum(1 for d in documents if term in d)
+        idf[term] = math.log(1.0 + (count - containing + 0.5) / (containing + 0.5))
+    scores: list[float] = []
+    for document, length in zip(documents, lengths, strict=True):
+        norm = _BM25_K1 * (1.0 - _BM25_B + _BM25_B * length / average_length)
+        scores.append(
+            sum(
+                idf[term] * document[term] * (_BM25_K1 + 1.0) / (document[term] + norm)
+                for term in query
+                if term in document
+            )
+        )
+    return scores
+
+
+def _cosines(query: Sequence[float], vectors: Sequence[Sequence[float]]) -> list[float]:
+    query_norm = math.sqrt(math.fsum(x * x for x in query))
+    result: list[float] = []
+    for vector in vectors:
+        norm = math.sqrt(math.fsum(x * x for x in vector)) * query_norm
+        dot = math.fsum(a * b for a, b in zip(query, vector, strict=True))
+        result.append(dot / norm if norm > 0.0 else 0.0)
+    return result
+
+
+def _candidates(prompt: ParsedPrompt) -> list[_Candidate]:
+    candidates: list[_Candidate] = []
+    for doc_rank, doc in enumerate(prompt.documents):
+        text = _CITATION_LIKE_RE.sub("", doc.text)
+        for sentence_rank, sentence in enumerate(split_sentences(text)):
+            candidates.append(_Candidate(doc.id, doc_rank, sentence_rank, sentence))
+    return candidates
+
+
+def _tokens_of(text: str) -> list[str]:
+    return _TOKEN_RE.findall(text)
+
+
+def _citation_tokens(label: int, doc_id: int, punct: str, ordinal: int) -> list[str]:
+    """Write `` [label](id=doc_id)`` + punct, cut into tokens in one of three fixed ways."""
+    variant = ordinal % 3
+    if variant == 0:
+        return [f" [{label}](id={doc_id})", *([punct] if punct else [])]
+    if variant == 1:
+        return [f" [{label}](", f"id={doc_id}", f"){punct}"]
+    return [" [", f"{label}](id", f"={doc_id}){punct}"]
+
+
+def _compose(selected: Sequence[_Candidate]) -> list[str]:
+    """Turn the chosen sentences into answer tokens with citations."""
+    if not selected:
+        return _tokens_of(NOT_FOUND_ANSWER)
+    labels: dict[int, int] = {}
+    tokens: list[str] = []
+    for ordinal, candidate in enumerate(selected):
+        label = labels.setdefault(candidate.doc_id, len(labels) + 1)
+        match = _END_PUNCT_RE.match(candidate.text)
+        body, punct = (match["body"], match["punct"]) if match else (candidate.text, ".")
+        words = _tokens_of(body)
+        if ordinal and words:
+            words[0] = " " + words[0]
+        tokens.extend(words)
+        tokens.extend(_citation_tokens(label, candidate.doc_id, punct, ordinal))
+    return tokens
+
+
+def _cut_at_stop(tokens: list[str], stop: Sequence[str] | None) -> list[str]:
+    """Drop the text from the first stop sequence on, as a model would."""
+    if not stop:
+        return tokens
+    text = "".join(tokens)
+    positions = [text.find(s) for s in stop if s]
+    positions = [p for p in positions if p >= 0]
+    if not positions:
+        return tokens
+    limit = min(positions)
+    kept: list[str] = []
+    used = 0
+    for token in tokens:
+        if used + len(token) >= limit:
+            if limit > used:
+                kept.append(token[: limit - used])
+            break
+        kept.append(token)
+        used += len(token)
+    return kept
+
+
+class ExtractiveAnswerer(BaseChatModel):
+    """An extractive stand-in for an LLM: it cites sentences, it does not write an answer.
+
+    **This is not a generative language model.** It exists so that the citation pipeline
+    (prompt with numbered documents -> answer with ``[n](id=k)`` citations -> rewritten
+    references) can be demonstrated and tested offline. It reads ``<document id=N>`` blocks
+    and the question from the prompt (see the module docstring for the exact contract), scores
+    every sentence of every document against the question, and answers with the best few
+    sentences copied verbatim, each followed by a citation of its document. It cannot
+    paraphrase, combine facts, reason or follow instructions; any other text of the prompt is
+    ignored.
+
+    Scoring uses ``embeddings`` (cosine similarity between the question and each sentence, e.g.
+    with :class:`~langchain_references.embeddings.MiniLMEmbeddings`) when given, else an Okapi
+    BM25 lexical score (:func:`lexical_scores`). A sentence is kept if it passes the absolute
+    threshold (``min_similarity`` for embeddings, at least one shared content word for BM25)
+    and scores at least ``relative_threshold`` times the best sentence. Exact duplicate
+    sentences are kept once. When nothing passes, the answer is :data:`NOT_FOUND_ANSWER`.
+
+    Example:
+        .. code-block:: python
+
+            from langchain_core.messages import HumanMessage, SystemMessage
+
+            model = ExtractiveAnswerer()
+            model.invoke(
+                [
+                    SystemMessage("<document id=1>Bees make honey.</document>"),
+                    HumanMessage("What do bees make?"),
+                ]
+            ).content
+            # 'Bees make honey [1](id=1).'
+    """
+
+    embeddings: Embeddings | None = Field(default=None, exclude=True)
+    """Embeddings for semantic scoring; ``None`` uses BM25."""
+    max_sentences: int = Field(default=3, ge=1, le=50)
+    """The most sentences in an answer."""
+    min_similarity: float = Field(default=0.3, ge=-1.0, le=1.0)
+    """Smallest cosine similarity a sentence needs (embeddings only)."""
+    relative_threshold: float = Field(default=0.75, ge=0.0, le=1.0)
+    """A kept sentence scores at least this fraction of the best sentence's score."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "extractive-answerer"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {
+            "embeddings": type(self.embeddings).__name__ if self.embeddings else None,
+            "max_sentences": self.max_sentences,
+            "min_similarity": self.min_similarity,
+            "relative_threshold": self.relative_threshold,
+        }
+
+    def _select(self, candidates: list[_Candidate], scores: Sequence[float]) -> list[_Candidate]:
+        floor = self.min_similarity if self.embeddings is not None else 0.0
+        ranked = sorted(
+            zip(scores, candidates, strict=True),
+            key=lambda pair: (-pair[0], pair[1].doc_rank, pair[1].sentence_rank),
+        )
+        if not ranked or ranked[0][0] <= 0.0 or ranked[0][0] < floor:
+            return []
+        cutoff = max(floor, self.relative_threshold * ranked[0][0])
+        selected: list[_Candidate] = []
+        seen: set[str] = set()
+        for score, candidate in ranked:
+            if score < cutoff or (self.embeddings is None and score <= 0.0):
+                break
+            key = candidate.text.casefold()
+            if key in seen:
+                continue
+            seen.add(key)
+            selected.append(candidate)
+            if len(selected) == self.max_sentences:
+                break
+        return selected
+
+    def _answer_tokens(self, messages: list[BaseMessage], stop: list[str] | None) -> list[str]:
+        prompt = parse_prompt(messages)
+        candidates = _candidates(prompt)
+        if not candidates:
+            return _cut_at_stop(_compose([]), stop)
+        sentences = [c.text for c in candidates]
+        if self.embeddings is None:
+            scores = lexical_scores(prompt.question, sentences)
+        else:
+            query = self.embeddings.embed_query(prompt.question)
+            scores = _cosines(query, self.embeddings.embed_documents(sentences))
+        return _cut_at_stop(_compose(self._select(candidates, scores)), stop)
+
+    async def _aanswer_tokens(
+        self, messages: list[BaseMessage], stop: list[str] | None
+    ) -> list[str]:
+        prompt = parse_prompt(messages)
+        candidates = _candidates(prompt)
+        if not candidates:
+            return _cut_at_stop(_compose([]), stop)
+        sentences = [c.text for c in candidates]
+        if self.embeddings is None:
+            scores = lexical_scores(prompt.question, sentences)
+        else:
+            query = await self.embeddings.aembed_query(prompt.question)
+            scores = _cosines(query, await self.embeddings.aembed_documents(sentences))
+        return _cut_at_stop(_compose(self._select(candidates, scores)), stop)
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        text = "".join(self._answer_tokens(messages, stop))
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        text = "".join(await self._aanswer_tokens(messages, stop))
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        tokens = self._answer_tokens(messages, stop)
+        for index, token in enumerate(tokens):
+            chunk = _chunk(token, last=index == len(tokens) - 1)
+            if run_manager:
+                run_manager.on_llm_new_token(token, chunk=chunk)
+            yield chunk
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        tokens = await self._aanswer_tokens(messages, stop)
+        for index, token in enumerate(tokens):
+            chunk = _chunk(token, last=index == len(tokens) - 1)
+            if run_manager:
+                await run_manager.on_llm_new_token(token, chunk=chunk)
+            yield chunk
+
+
+def _chunk(token: str, *, last: bool) -> ChatGenerationChunk:
+    message = AIMessageChunk(content=token, chunk_position="last" if last else None)
+    return ChatGenerationChunk(message=message)

@@ -1,0 +1,1 @@
+"""Fact-check chain: search, fetch, judge and aggregate evidence for a statement."""

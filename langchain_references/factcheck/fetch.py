@@ -1,0 +1,415 @@
+"""Fetch evidence pages concurrently, safely and with bounds.
+
+:class:`PageFetcher` downloads many URLs at once with ``httpx`` (one ``AsyncClient`` per
+batch), at most ``max_concurrency`` at a time. Each URL gets at most ``timeout_s`` seconds in
+all (DNS, connect, redirects, body), at most ``max_bytes`` of (decompressed) body, which is
+streamed and abandoned as soon as it passes the cap, and at most ``max_redirects`` redirects.
+Redirects are followed by hand so :class:`~langchain_references.factcheck.netguard.NetGuard`
+checks every hop, and each request connects to the address the guard checked (no DNS
+rebinding). Only ``text/html``, ``application/xhtml+xml`` and ``text/plain`` responses are read.
+
+Every URL ends as either a :class:`~langchain_references.factcheck.types.FetchedPage` or a
+:class:`~langchain_references.factcheck.types.SourceFailure` with a short reason; one failing
+URL never stops the others.
+
+Example:
+    >>> fetcher = PageFetcher(cache=PageCache("/tmp/pages"))  # doctest: +SKIP
+    >>> report = fetcher.fetch_all(["https://example.org/"])  # doctest: +SKIP
+    >>> report.pages[0].body[:15], report.failures  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import time
+from collections.abc import Coroutine, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Final, TypeVar
+
+try:
+    import charset_normalizer
+    import httpx
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise ImportError(
+        "Page fetching needs httpx and charset-normalizer: "
+        "pip install 'langchain-references[factcheck]'"
+    ) from exc
+
+from langchain_references.factcheck.cache import PageCache
+from langchain_references.factcheck.netguard import (
+    BlockedURLError,
+    HostResolutionError,
+    NetGuard,
+    ResolvedURL,
+    Resolver,
+    blocked_reason,
+)
+from langchain_references.factcheck.types import (
+    FetchedPage,
+    FetchReport,
+    SearchHit,
+    SourceFailure,
+)
+
+__all__ = [
+    "ACCEPTED_CONTENT_TYPES",
+    "DEFAULT_USER_AGENT",
+    "PageFetcher",
+    "decode_body",
+    "run_sync",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Media types the fetcher reads; anything else is recorded as a failure before its body.
+ACCEPTED_CONTENT_TYPES: Final = frozenset({"text/html", "application/xhtml+xml", "text/plain"})
+#: User-Agent sent with every request.
+DEFAULT_USER_AGENT: Final = (
+    "langchain-references/0.1 (fact-check evidence fetcher; python-httpx/" + httpx.__version__ + ")"
+)
+_ACCEPT: Final = "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8"
+_REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
+
+T = TypeVar("T")
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion from synchronous code.
+
+    Uses ``asyncio.run``; when called from a thread whose event loop is already running
+    (e.g. a notebook cell), runs it on a fresh loop in a worker thread instead.
+
+    Args:
+        coro: The coroutine.
+
+    Returns:
+        Its result.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lcr-sync") as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def decode_body(body: bytes, charset: str | None) -> str:
+    """Decode a response body.
+
+    Uses the charset from the ``Content-Type`` header when it is valid, else UTF-8 when the
+    bytes are valid UTF-8, else the best guess of ``charset_normalizer``, else UTF-8 with
+    replacement characters.
+
+    Args:
+        body: Raw (decompressed) body.
+        charset: Charset announced by the server, if any.
+
+    Returns:
+        The text.
+    """
+    if charset:
+        try:
+            return body.decode(charset)
+        except (LookupError, UnicodeDecodeError):
+            logger.debug("Announced charset %r does not decode the body", charset)
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    best = charset_normalizer.from_bytes(body).best()
+    if best is not None:
+        return str(best)
+    return body.decode("utf-8", errors="replace")
+
+
+@cache
+def _default_ssl_context() -> ssl.SSLContext:
+    # Loading the CA bundle takes ~50 ms: do it once per process, not once per batch.
+    return httpx.create_ssl_context()
+
+
+class _FetchFailureError(Exception):
+    """A URL could not be fetched; ``reason`` is the short human-readable cause."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class _Downloaded:
+    final_url: str
+    status: int
+    content_type: str
+    body: str
+    private: bool
+
+
+def _media_type(response: httpx.Response) -> str:
+    raw: str = response.headers.get("content-type", "")
+    return raw.split(";", 1)[0].strip().lower()
+
+
+class PageFetcher:
+    """Concurrent, bounded, SSRF-guarded page fetcher with an optional on-disk cache.
+
+    Args:
+        max_concurrency: Maximum number of requests in flight.
+        timeout_s: Time budget per URL in seconds (DNS, connect, all redirects, body).
+        max_bytes: Maximum body size in bytes (after decompression).
+        max_redirects: Maximum number of redirects followed per URL.
+        user_agent: ``User-Agent`` header.
+        allow_private: Allow private, loopback and other non-public addresses (tests, intranet).
+        cache: Page cache; ``None`` disables caching.
+        resolver: Async host resolver for the guard (defaults to the loop's ``getaddrinfo``).
+        guard: A ready-made guard (e.g. a subclass with an allow-list) instead of
+            ``allow_private``/``resolver``; it checks the URL before the cache and every hop.
+        accepted_content_types: Media types that are read.
+
+    Raises:
+        ValueError: If a bound is not positive (``max_redirects`` may be 0), or ``guard`` is
+            given together with ``allow_private`` or ``resolver``.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_concurrency: int = 8,
+        timeout_s: float = 10.0,
+        max_bytes: int = 2_000_000,
+        max_redirects: int = 5,
+        user_agent: str = DEFAULT_USER_AGENT,
+        allow_private: bool = False,
+        cache: PageCache | None = None,
+        resolver: Resolver | None = None,
+        guard: NetGuard | None = None,
+        accepted_content_types: Iterable[str] = ACCEPTED_CONTENT_TYPES,
+    ) -> None:
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        if timeout_s <= 0:
+            raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+        if max_bytes < 1:
+            raise ValueError(f"max_bytes must be >= 1, got {max_bytes}")
+        if max_redirects < 0:
+            raise ValueError(f"max_redirects must be >= 0, got {max_redirects}")
+        if guard is not None and (allow_private or resolver is not None):
+            raise ValueError("pass allow_private/resolver or a guard, not both")
+        self.max_concurrency = max_concurrency
+        self.timeout_s = float(timeout_s)
+        self.max_bytes = max_bytes
+        self.max_redirects = max_redirects
+        self.user_agent = user_agent
+        self._guard = guard or NetGuard(allow_private=allow_private, resolver=resolver)
+        self.allow_private = self._guard.allow_private
+        self.cache = cache
+        self.accepted_content_types = frozenset(t.lower() for t in accepted_content_types)
+
+    # ------------------------------------------------------------------ public API
+
+    def fetch_all(self, sources: Sequence[str | SearchHit]) -> FetchReport:
+        """Fetch URLs (or search hits) concurrently; see :meth:`afetch_all`.
+
+        Args:
+            sources: URLs or search hits.
+
+        Returns:
+            The pages and the failures, each in input order.
+        """
+        return run_sync(self.afetch_all(sources))
+
+    async def afetch_all(self, sources: Sequence[str | SearchHit]) -> FetchReport:
+        """Fetch URLs (or search hits) concurrently.
+
+        A hit's rank is kept on its page (a bare URL gets its input position as rank). A URL
+        that appears twice is fetched once, for its first occurrence.
+
+        Args:
+            sources: URLs or search hits.
+
+        Returns:
+            The pages and the failures, each in input order.
+
+        Raises:
+            TypeError: If a source is neither a string nor a :class:`SearchHit`.
+        """
+        jobs: list[tuple[str, int, SearchHit | None]] = []
+        seen: set[str] = set()
+        for position, source in enumerate(sources):
+            if isinstance(source, SearchHit):
+                url, rank, hit = source.link, source.rank, source
+            elif isinstance(source, str):
+                url, rank, hit = source, position, None
+            else:
+                raise TypeError(f"sources must be URLs or SearchHit, got {type(source).__name__}")
+            if url in seen:
+                logger.debug("Skipping duplicate URL %s (rank %d)", url, rank)
+                continue
+            seen.add(url)
+            jobs.append((url, rank, hit))
+        if not jobs:
+            return FetchReport()
+
+        semaphore = asyncio.Semaphore(self.max_concurrency)
+        async with httpx.AsyncClient(
+            follow_redirects=False,
+            timeout=httpx.Timeout(self.timeout_s),
+            headers={"User-Agent": self.user_agent, "Accept": _ACCEPT},
+            limits=httpx.Limits(max_connections=self.max_concurrency),
+            verify=_default_ssl_context(),
+            trust_env=False,  # a proxy would re-resolve host names behind the guard's back
+        ) as client:
+            results = await asyncio.gather(
+                *(self._fetch_one(client, semaphore, url, rank, hit) for url, rank, hit in jobs)
+            )
+        pages = [r for r in results if isinstance(r, FetchedPage)]
+        failures = [r for r in results if isinstance(r, SourceFailure)]
+        logger.info("Fetched %d page(s), %d failure(s)", len(pages), len(failures))
+        return FetchReport(pages=pages, failures=failures)
+
+    # ------------------------------------------------------------------ one URL
+
+    async def _fetch_one(
+        self,
+        client: httpx.AsyncClient,
+        semaphore: asyncio.Semaphore,
+        url: str,
+        rank: int,
+        hit: SearchHit | None,
+    ) -> FetchedPage | SourceFailure:
+        start = time.perf_counter()
+
+        def failure(reason: str) -> SourceFailure:
+            logger.info("Fetch failed for %s: %s", url, reason)
+            return SourceFailure(url=url, stage="fetch", reason=reason, rank=rank)
+
+        try:
+            self._guard.parse(url)
+        except BlockedURLError as exc:
+            return failure(f"refused: {exc.reason}")
+
+        if self.cache is not None:
+            entry = await asyncio.to_thread(self.cache.get, url)
+            if entry is not None and (self.allow_private or not entry.private):
+                return FetchedPage(
+                    url=url,
+                    final_url=entry.final_url,
+                    status=entry.status,
+                    content_type=entry.content_type,
+                    body=entry.body,
+                    from_cache=True,
+                    elapsed_s=time.perf_counter() - start,
+                    rank=rank,
+                    hit=hit,
+                )
+
+        async with semaphore:
+            start = time.perf_counter()
+            try:
+                async with asyncio.timeout(self.timeout_s):
+                    downloaded = await self._download(client, url)
+            except (TimeoutError, httpx.TimeoutException):
+                return failure(f"timeout after {self.timeout_s}s")
+            except HostResolutionError as exc:
+                return failure(exc.reason)
+            except BlockedURLError as exc:
+                return failure(f"refused: {exc.reason}")
+            except _FetchFailureError as exc:
+                return failure(exc.reason)
+            except httpx.ConnectError as exc:
+                return failure(f"connection failed: {exc}" if str(exc) else "connection failed")
+            except httpx.HTTPError as exc:
+                return failure(f"{type(exc).__name__}: {exc}")
+            except Exception as exc:  # one bad source must not stop the run
+                logger.exception("Unexpected error fetching %s", url)
+                return failure(f"unexpected {type(exc).__name__}: {exc}")
+            elapsed = time.perf_counter() - start
+
+        if self.cache is not None:
+            try:
+                await asyncio.to_thread(
+                    self.cache.put,
+                    url,
+                    final_url=downloaded.final_url,
+                    status=downloaded.status,
+                    content_type=downloaded.content_type,
+                    body=downloaded.body,
+                    private=downloaded.private,
+                )
+            except OSError as exc:
+                logger.warning("Could not cache %s: %s", url, exc)
+        return FetchedPage(
+            url=url,
+            final_url=downloaded.final_url,
+            status=downloaded.status,
+            content_type=downloaded.content_type,
+            body=downloaded.body,
+            from_cache=False,
+            elapsed_s=elapsed,
+            rank=rank,
+            hit=hit,
+        )
+
+    def _build_request(self, client: httpx.AsyncClient, target: ResolvedURL) -> httpx.Request:
+        # Connect to the address the guard checked; keep the name for Host, SNI and the
+        # certificate check.
+        pinned = target.url.copy_with(host=target.pinned_ip)
+        extensions: dict[str, Any] = {}
+        if target.url.scheme == "https":
+            extensions["sni_hostname"] = target.host
+        return client.build_request(
+            "GET",
+            pinned,
+            headers={"Host": target.url.netloc.decode("ascii")},
+            extensions=extensions,
+        )
+
+    async def _download(self, client: httpx.AsyncClient, url: str) -> _Downloaded:
+        current = httpx.URL(url)
+        private = False
+        for _hop in range(self.max_redirects + 1):
+            target = await self._guard.check(current)
+            private = private or any(blocked_reason(a) is not None for a in target.addresses)
+            response = await client.send(self._build_request(client, target), stream=True)
+            try:
+                location = response.headers.get("location")
+                if response.status_code in _REDIRECTS and location:
+                    current = target.url.join(location)
+                    logger.debug("Redirect %s -> %s", target.url, current)
+                    continue
+                return await self._read(response, target, private)
+            finally:
+                await response.aclose()
+        raise _FetchFailureError(f"too many redirects (> {self.max_redirects})")
+
+    async def _read(
+        self, response: httpx.Response, target: ResolvedURL, private: bool
+    ) -> _Downloaded:
+        status = response.status_code
+        if not 200 <= status < 300:
+            raise _FetchFailureError(f"HTTP {status}")
+        media_type = _media_type(response)
+        if media_type and media_type not in self.accepted_content_types:
+            raise _FetchFailureError(f"content-type {media_type} not HTML or plain text")
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            raise _FetchFailureError(f"too large: > {self.max_bytes} bytes")
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > self.max_bytes:
+                raise _FetchFailureError(f"too large: > {self.max_bytes} bytes")
+            chunks.append(chunk)
+        body = decode_body(b"".join(chunks), response.charset_encoding)
+        return _Downloaded(
+            final_url=str(target.url),
+            status=status,
+            content_type=media_type,
+            body=body,
+            private=private,
+        )

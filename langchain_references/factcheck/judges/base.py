@@ -1,0 +1,432 @@
+"""Types and base class of the judges that compare a statement with a passage.
+
+A judge decides whether a passage *entails* a statement, *contradicts* it, or says nothing
+about it (*unknown*). Every judge is a LangChain :class:`~langchain_core.runnables.Runnable`
+that takes ``{"statement": str, "passage": str}`` (or a :class:`JudgeInput`) and returns a
+:class:`Judgement`, so judges compose with other runnables and support ``batch`` / ``abatch``
+with ``config={"max_concurrency": n}``.
+
+To write a judge, subclass :class:`Judge` and implement :meth:`Judge._judge`; optionally
+:meth:`Judge._ajudge` (native async) and :meth:`Judge._judge_batch` (vectorised batches).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from typing import Any, ClassVar, Self, TypeAlias
+
+from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.config import run_in_executor
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = [
+    "Judge",
+    "JudgeInput",
+    "JudgeInputLike",
+    "Judgement",
+    "Label",
+    "coerce_judge_input",
+]
+
+logger = logging.getLogger(__name__)
+
+_MAX_ERROR_CHARS = 500
+
+
+class Label(StrEnum):
+    """What a passage says about a statement."""
+
+    ENTAILS = "entails"
+    """The passage, taken as true, implies the statement."""
+    CONTRADICTS = "contradicts"
+    """The passage, taken as true, implies the statement is false."""
+    UNKNOWN = "unknown"
+    """The passage neither entails nor contradicts the statement (or the judge failed)."""
+
+
+class Judgement(BaseModel):
+    """A judge's decision about one (statement, passage) pair.
+
+    Attributes:
+        label: Entails, contradicts or unknown.
+        confidence: The judge's confidence in ``label``, in ``[0, 1]``.
+        rationale: A short explanation (from the model, or how a heuristic decided).
+        error: Why the judge failed, if it did; a failed judgement is always ``unknown`` with
+            confidence 0, so aggregators can skip it.
+        probabilities: Optional per-label probabilities (e.g. an NLI model's softmax), each in
+            ``[0, 1]``; probabilistic aggregators use them when present.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    label: Label
+    confidence: float = Field(ge=0.0, le=1.0)
+    rationale: str = ""
+    error: str | None = None
+    probabilities: dict[Label, float] | None = None
+
+    @field_validator("probabilities")
+    @classmethod
+    def _check_probabilities(cls, value: dict[Label, float] | None) -> dict[Label, float] | None:
+        if value is not None:
+            for label, p in value.items():
+                if not (math.isfinite(p) and 0.0 <= p <= 1.0):
+                    raise ValueError(f"probability of {label.value!r} must be in [0, 1], got {p}")
+        return value
+
+    @model_validator(mode="after")
+    def _failed_is_unknown(self) -> Self:
+        if self.error is not None and (self.label is not Label.UNKNOWN or self.confidence != 0):
+            raise ValueError("a judgement with an error must be 'unknown' with confidence 0")
+        return self
+
+    @classmethod
+    def failed(cls, reason: str) -> Judgement:
+        """Build the judgement recorded when judging fails.
+
+        Args:
+            reason: What went wrong (truncated to 500 characters).
+
+        Returns:
+            An ``unknown`` judgement with confidence 0 and ``error`` set.
+        """
+        reason = reason.strip() or "unspecified error"
+        if len(reason) > _MAX_ERROR_CHARS:
+            reason = reason[: _MAX_ERROR_CHARS - 1] + "…"
+        return cls(label=Label.UNKNOWN, confidence=0.0, error=reason)
+
+    @property
+    def ok(self) -> bool:
+        """Whether the judge succeeded (``error`` is ``None``)."""
+        return self.error is None
+
+
+class JudgeInput(BaseModel):
+    """Input of a judge: a statement to check and a passage to check it against.
+
+    Attributes:
+        statement: The claim to verify (must contain non-blank text).
+        passage: The evidence text (may be empty: an empty passage is judged ``unknown``).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    statement: str
+    passage: str
+
+    @field_validator("statement")
+    @classmethod
+    def _non_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("statement is blank")
+        return value
+
+
+JudgeInputLike: TypeAlias = JudgeInput | Mapping[str, Any]
+"""A :class:`JudgeInput` or a mapping with ``statement`` and ``passage`` string keys."""
+
+
+def coerce_judge_input(value: object) -> JudgeInput:
+    """Validate a judge input.
+
+    Args:
+        value: A :class:`JudgeInput` or a mapping with ``statement`` and ``passage`` strings
+            (other keys are ignored).
+
+    Returns:
+        The validated input.
+
+    Raises:
+        TypeError: If ``value`` is neither a ``JudgeInput`` nor a mapping.
+        ValueError: If a key is missing, not a string, or the statement is blank
+            (``pydantic.ValidationError`` is a ``ValueError``).
+    """
+    if isinstance(value, JudgeInput):
+        return value
+    if isinstance(value, Mapping):
+        return JudgeInput.model_validate(dict(value), strict=True)
+    raise TypeError(
+        "a judge takes a JudgeInput or a mapping with 'statement' and 'passage', "
+        f"not {type(value).__name__}"
+    )
+
+
+class Judge(Runnable[JudgeInputLike, Judgement], ABC):
+    """Base class of judges.
+
+    Subclasses implement :meth:`_judge`. The base class validates the input, answers
+    ``unknown`` for a blank passage without calling the judge, and turns an exception raised by
+    the judge into a failed :class:`Judgement` (``error`` set) so a batch goes on; set
+    ``raise_errors = True`` to let exceptions propagate instead.
+
+    ``batch`` runs :meth:`_judge` in a thread pool limited by ``config["max_concurrency"]``,
+    unless the subclass implements :meth:`_judge_batch`, which then gets chunks of
+    ``batch_size`` pairs. ``ainvoke`` / ``abatch`` use :meth:`_ajudge` (by default
+    :meth:`_judge` in an executor).
+
+    Example:
+        >>> class SubstringJudge(Judge):
+        ...     def _judge(self, statement, passage, *, config):
+        ...         if statement.lower() in passage.lower():
+        ...             return Judgement(label=Label.ENTAILS, confidence=1.0)
+        ...         return Judgement(label=Label.UNKNOWN, confidence=0.5)
+        >>> SubstringJudge().invoke({"statement": "ice melts", "passage": "Ice melts."}).label
+        <Label.ENTAILS: 'entails'>
+    """
+
+    raise_errors: bool = False
+    """Re-raise exceptions of the judge instead of recording them in ``Judgement.error``."""
+    batch_size: int = 32
+    """Chunk size of :meth:`_judge_batch` calls (only used when it is implemented)."""
+
+    _supports_native_batch: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._supports_native_batch = cls._judge_batch is not Judge._judge_batch
+
+    # ----------------------------------------------------------------- hooks for subclasses
+
+    @abstractmethod
+    def _judge(self, statement: str, passage: str, *, config: RunnableConfig) -> Judgement:
+        """Judge one pair.
+
+        Args:
+            statement: The statement (non-blank).
+            passage: The passage (non-blank).
+            config: The runnable config, with callbacks of this judge's run; pass it on to
+                any runnable called inside.
+
+        Returns:
+            The judgement.
+        """
+
+    async def _ajudge(self, statement: str, passage: str, *, config: RunnableConfig) -> Judgement:
+        """Judge one pair asynchronously; by default runs :meth:`_judge` in an executor.
+
+        Args:
+            statement: The statement (non-blank).
+            passage: The passage (non-blank).
+            config: The runnable config, with callbacks of this judge's run.
+
+        Returns:
+            The judgement.
+        """
+        return await run_in_executor(config, self._judge, statement, passage, config=config)
+
+    def _judge_batch(
+        self, items: Sequence[JudgeInput], *, config: RunnableConfig
+    ) -> list[Judgement]:
+        """Judge up to ``batch_size`` pairs at once (optional).
+
+        Implement it when the judge can vectorise (e.g. one model call for many pairs).
+
+        Args:
+            items: The pairs; passages are non-blank.
+            config: The runnable config of the first item of the chunk.
+
+        Returns:
+            One judgement per item, in order.
+        """
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------------- Runnable API
+
+    @property
+    def InputType(self) -> type[JudgeInput]:  # noqa: N802 - Runnable API name
+        """The input type."""
+        return JudgeInput
+
+    @property
+    def OutputType(self) -> type[Judgement]:  # noqa: N802 - Runnable API name
+        """The output type."""
+        return Judgement
+
+    def judge(self, statement: str, passage: str) -> Judgement:
+        """Judge one pair (shortcut for ``invoke({"statement": ..., "passage": ...})``).
+
+        Args:
+            statement: The statement.
+            passage: The passage.
+
+        Returns:
+            The judgement.
+        """
+        return self.invoke(JudgeInput(statement=statement, passage=passage))
+
+    def invoke(
+        self, input: JudgeInputLike, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Judgement:
+        """Judge one pair.
+
+        Args:
+            input: A :class:`JudgeInput` or ``{"statement": ..., "passage": ...}``.
+            config: Runnable config (callbacks, tags, ...).
+            **kwargs: Ignored.
+
+        Returns:
+            The judgement; a failed one (``error`` set) if the judge raised.
+
+        Raises:
+            TypeError: If the input is not a JudgeInput or a mapping.
+            ValueError: If the input is invalid (missing key, blank statement, ...).
+        """
+        return self._call_with_config(self._invoke_one, input, config)
+
+    async def ainvoke(
+        self, input: JudgeInputLike, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Judgement:
+        """Judge one pair asynchronously (see :meth:`invoke`).
+
+        Args:
+            input: A :class:`JudgeInput` or ``{"statement": ..., "passage": ...}``.
+            config: Runnable config.
+            **kwargs: Ignored.
+
+        Returns:
+            The judgement.
+        """
+        return await self._acall_with_config(self._ainvoke_one, input, config)
+
+    def batch(
+        self,
+        inputs: list[JudgeInputLike],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any | None,
+    ) -> list[Judgement]:
+        """Judge many pairs.
+
+        Args:
+            inputs: The pairs.
+            config: One config or one per input; ``max_concurrency`` limits parallel calls.
+            return_exceptions: Return the exception of an invalid input in its slot instead
+                of raising it.
+            **kwargs: Ignored.
+
+        Returns:
+            One judgement per input, in order.
+        """
+        if not self._supports_native_batch:
+            return super().batch(inputs, config, return_exceptions=return_exceptions)
+        return self._batch_with_config(
+            self._batch_native, inputs, config, return_exceptions=return_exceptions
+        )
+
+    async def abatch(
+        self,
+        inputs: list[JudgeInputLike],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any | None,
+    ) -> list[Judgement]:
+        """Judge many pairs asynchronously (see :meth:`batch`).
+
+        Args:
+            inputs: The pairs.
+            config: One config or one per input.
+            return_exceptions: Return the exception of an invalid input in its slot.
+            **kwargs: Ignored.
+
+        Returns:
+            One judgement per input, in order.
+        """
+        if not self._supports_native_batch:
+            return await super().abatch(inputs, config, return_exceptions=return_exceptions)
+        return await run_in_executor(
+            None,
+            self.batch,
+            inputs,
+            config,
+            return_exceptions=return_exceptions,
+        )
+
+    # ---------------------------------------------------------------------- internals
+
+    def _record(self, exc: Exception) -> Judgement:
+        if self.raise_errors:
+            raise exc
+        logger.warning("%s failed: %s: %s", type(self).__name__, type(exc).__name__, exc)
+        return Judgement.failed(f"{type(exc).__name__}: {exc}")
+
+    @staticmethod
+    def _check_output(value: object) -> Judgement:
+        if not isinstance(value, Judgement):
+            raise TypeError(f"a judge must return a Judgement, not {type(value).__name__}")
+        return value
+
+    @staticmethod
+    def _blank_passage() -> Judgement:
+        return Judgement(label=Label.UNKNOWN, confidence=1.0, rationale="The passage is empty.")
+
+    def _invoke_one(
+        self,
+        input: JudgeInputLike,
+        run_manager: CallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> Judgement:
+        item = coerce_judge_input(input)
+        if not item.passage.strip():
+            return self._blank_passage()
+        try:
+            return self._check_output(self._judge(item.statement, item.passage, config=config))
+        except Exception as exc:
+            return self._record(exc)
+
+    async def _ainvoke_one(
+        self,
+        input: JudgeInputLike,
+        run_manager: AsyncCallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> Judgement:
+        item = coerce_judge_input(input)
+        if not item.passage.strip():
+            return self._blank_passage()
+        try:
+            result = await self._ajudge(item.statement, item.passage, config=config)
+            return self._check_output(result)
+        except Exception as exc:
+            return self._record(exc)
+
+    def _batch_native(
+        self,
+        inputs: list[JudgeInputLike],
+        run_manager: list[CallbackManagerForChainRun],
+        config: list[RunnableConfig],
+    ) -> list[Judgement | Exception]:
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+        results: list[Judgement | Exception] = []
+        pending: list[tuple[int, JudgeInput]] = []
+        for value in inputs:
+            try:
+                item = coerce_judge_input(value)
+            except (TypeError, ValueError) as exc:
+                results.append(exc)
+                continue
+            if item.passage.strip():
+                pending.append((len(results), item))
+            results.append(self._blank_passage())
+        for start in range(0, len(pending), self.batch_size):
+            chunk = pending[start : start + self.batch_size]
+            items = [item for _, item in chunk]
+            try:
+                judged = self._judge_batch(items, config=config[chunk[0][0]])
+                if len(judged) != len(items):
+                    raise ValueError(
+                        f"_judge_batch returned {len(judged)} judgements for {len(items)} pairs"
+                    )
+                outputs = [self._check_output(j) for j in judged]
+            except Exception as exc:
+                failed = self._record(exc)
+                outputs = [failed] * len(items)
+            for (index, _), judgement in zip(chunk, outputs, strict=True):
+                results[index] = judgement
+        return results

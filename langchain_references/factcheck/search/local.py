@@ -1,0 +1,249 @@
+"""Search a local corpus: a folder of HTML/text files (BM25) or a LangChain vector store.
+
+:class:`LocalCorpusSearch` indexes the main text of every ``.html``/``.htm``/``.txt`` file
+under a folder (HTML through trafilatura) and ranks files by BM25 (``rank_bm25.BM25Okapi``) on
+lower-cased word tokens; files sharing no word with the query are not returned. A hit's link
+is ``base_url`` + the file's relative path when ``base_url`` is given (serve the folder with
+any HTTP server and fetch the hits like web pages), else the file's ``file://`` URI.
+
+:class:`VectorStoreSearch` asks any LangChain ``VectorStore`` (e.g. a Chroma collection) for
+the documents most similar to the query; the link comes from a metadata key.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import textwrap
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+from urllib.parse import quote, urljoin, urlsplit
+
+from langchain_core.documents import Document
+from langchain_core.vectorstores import VectorStore
+
+from langchain_references.factcheck.fetch import decode_body
+from langchain_references.factcheck.search.base import BaseSearchProvider
+from langchain_references.factcheck.types import SearchHit
+
+__all__ = ["LocalCorpusSearch", "VectorStoreSearch", "tokenize"]
+
+logger = logging.getLogger(__name__)
+
+_WORD = re.compile(r"\w+")
+_HTML_SUFFIXES = frozenset({".html", ".htm"})
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased word tokens used for BM25 (runs of Unicode word characters).
+
+    Args:
+        text: Any text.
+
+    Returns:
+        The tokens.
+    """
+    return _WORD.findall(text.casefold())
+
+
+def _shorten(text: str, width: int) -> str:
+    return textwrap.shorten(" ".join(text.split()), width=width, placeholder=" …")
+
+
+def _best_paragraph(text: str, query_terms: set[str]) -> str:
+    paragraphs = [p for p in text.splitlines() if p.strip()] or [text]
+    return max(paragraphs, key=lambda p: len(query_terms.intersection(tokenize(p))))
+
+
+@dataclass(frozen=True)
+class _Doc:
+    relpath: str
+    link: str
+    title: str
+    text: str
+    tokens: list[str]
+
+
+class LocalCorpusSearch(BaseSearchProvider):
+    """BM25 search over a folder of ``.html``/``.htm``/``.txt`` files.
+
+    The folder is indexed on the first search (call :meth:`reindex` after changing it).
+
+    Args:
+        folder: The corpus folder (searched recursively).
+        base_url: URL under which the folder is served, e.g. ``"http://127.0.0.1:8000/"``;
+            links are then ``base_url`` + relative path instead of ``file://`` URIs.
+        suffixes: File suffixes to index.
+        snippet_chars: Maximum snippet length.
+
+    Raises:
+        ValueError: If ``folder`` is not a directory.
+    """
+
+    name: ClassVar[str] = "local-corpus"
+
+    def __init__(
+        self,
+        folder: str | Path,
+        *,
+        base_url: str | None = None,
+        suffixes: Sequence[str] = (".html", ".htm", ".txt"),
+        snippet_chars: int = 300,
+    ) -> None:
+        self.folder = Path(folder)
+        if not self.folder.is_dir():
+            raise ValueError(f"corpus folder {self.folder} is not a directory")
+        self.base_url = base_url.rstrip("/") + "/" if base_url else None
+        self.suffixes = frozenset(s.lower() for s in suffixes)
+        self.snippet_chars = snippet_chars
+        self._lock = threading.Lock()
+        self._docs: list[_Doc] | None = None
+        self._bm25: Any = None
+
+    def _link(self, path: Path, relpath: str) -> str:
+        if self.base_url is None:
+            return path.resolve().as_uri()
+        return urljoin(self.base_url, quote(relpath))
+
+    def _load(self, path: Path) -> _Doc | None:
+        from langchain_references.factcheck.extract import extract_html
+
+        relpath = path.relative_to(self.folder).as_posix()
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            logger.warning("Skipping unreadable corpus file %s: %s", path, exc)
+            return None
+        content = decode_body(raw, None)
+        title: str | None = None
+        if path.suffix.lower() in _HTML_SUFFIXES:
+            text, title = extract_html(content, self._link(path, relpath))
+        else:
+            text = content.strip()
+        if not text:
+            logger.warning("Skipping corpus file without text: %s", path)
+            return None
+        return _Doc(
+            relpath=relpath,
+            link=self._link(path, relpath),
+            title=title or path.stem,
+            text=text,
+            tokens=tokenize(text),
+        )
+
+    def reindex(self) -> int:
+        """(Re)build the index from the folder.
+
+        Returns:
+            The number of indexed files.
+
+        Raises:
+            ImportError: If ``rank_bm25`` is not installed.
+        """
+        try:
+            from rank_bm25 import BM25Okapi  # type: ignore[import-untyped,import-not-found,unused-ignore]
+        except ImportError as exc:
+            raise ImportError(
+                "LocalCorpusSearch needs rank-bm25: pip install 'langchain-references[factcheck]'"
+            ) from exc
+        paths = sorted(
+            p for p in self.folder.rglob("*") if p.is_file() and p.suffix.lower() in self.suffixes
+        )
+        docs = [doc for doc in (self._load(p) for p in paths) if doc is not None]
+        with self._lock:
+            self._docs = docs
+            self._bm25 = BM25Okapi([d.tokens for d in docs]) if docs else None
+        logger.info("Indexed %d file(s) from %s", len(docs), self.folder)
+        return len(docs)
+
+    def _search(self, query: str, k: int) -> list[SearchHit]:
+        if self._docs is None:
+            self.reindex()
+        with self._lock:
+            docs, bm25 = self._docs or [], self._bm25
+        terms = tokenize(query)
+        if bm25 is None or not terms:
+            return []
+        scores = bm25.get_scores(terms)
+        query_terms = set(terms)
+        matching = [i for i, doc in enumerate(docs) if query_terms.intersection(doc.tokens)]
+        matching.sort(key=lambda i: (-float(scores[i]), docs[i].relpath))
+        return [
+            SearchHit(
+                title=docs[i].title,
+                snippet=_shorten(_best_paragraph(docs[i].text, query_terms), self.snippet_chars),
+                link=docs[i].link,
+                rank=rank,
+            )
+            for rank, i in enumerate(matching[:k])
+        ]
+
+
+class VectorStoreSearch(BaseSearchProvider):
+    """Similarity search over any LangChain ``VectorStore`` (e.g. Chroma).
+
+    Args:
+        store: The vector store.
+        link_key: Metadata key holding the document's URL or path.
+        title_key: Metadata key holding its title (falls back to the link).
+        base_url: If given, links that are not absolute URLs are joined to it (a relative
+            path under a served folder).
+        snippet_chars: Maximum snippet length.
+    """
+
+    name: ClassVar[str] = "vectorstore"
+
+    def __init__(
+        self,
+        store: VectorStore,
+        *,
+        link_key: str = "source",
+        title_key: str = "title",
+        base_url: str | None = None,
+        snippet_chars: int = 300,
+    ) -> None:
+        self.store = store
+        self.link_key = link_key
+        self.title_key = title_key
+        self.base_url = base_url.rstrip("/") + "/" if base_url else None
+        self.snippet_chars = snippet_chars
+
+    def _link(self, doc: Document) -> str | None:
+        value = doc.metadata.get(self.link_key)
+        if not isinstance(value, str) or not value.strip():
+            return None
+        value = value.strip()
+        if urlsplit(value).scheme:
+            return value
+        if self.base_url is not None:
+            return urljoin(self.base_url, quote(value.lstrip("/")))
+        return Path(value).resolve().as_uri()
+
+    def _hits(self, docs: Sequence[Document], k: int) -> list[SearchHit]:
+        hits: list[SearchHit] = []
+        for doc in docs:
+            link = self._link(doc)
+            if link is None:
+                logger.warning("Skipping document without %r metadata", self.link_key)
+                continue
+            title = doc.metadata.get(self.title_key)
+            hits.append(
+                SearchHit(
+                    title=title.strip() if isinstance(title, str) and title.strip() else link,
+                    snippet=_shorten(doc.page_content, self.snippet_chars),
+                    link=link,
+                    rank=len(hits),
+                )
+            )
+            if len(hits) >= k:
+                break
+        return hits
+
+    def _search(self, query: str, k: int) -> list[SearchHit]:
+        return self._hits(self.store.similarity_search(query, k=k), k)
+
+    async def _asearch(self, query: str, k: int) -> list[SearchHit]:
+        return self._hits(await self.store.asimilarity_search(query, k=k), k)

@@ -1,0 +1,173 @@
+"""Replay recorded search results (offline tests, evaluations, reproducible runs).
+
+The recording maps a query to its result list, each result a ``{title, snippet, link}`` dict
+(the Serper-style shape of VeriScore's ``claim_search_results``). Lookup is by exact query,
+then by a normalised form (Unicode NFKC, case-folded, whitespace collapsed, surrounding
+punctuation and quotes stripped). An unknown query returns no hits and logs a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from langchain_references.factcheck.search.base import BaseSearchProvider, hits_from_records
+from langchain_references.factcheck.types import SearchHit
+
+__all__ = ["RecordedSearch", "normalise_query"]
+
+logger = logging.getLogger(__name__)
+
+#: Field of a VeriScore record that holds ``{claim: [{title, snippet, link}]}``.
+VERISCORE_FIELD = "claim_search_results"
+
+_STRIP = "\"'“”‘’«».,;:!?()[]{} \t\n"
+
+
+def normalise_query(query: str) -> str:
+    """Normalise a query for the fallback lookup.
+
+    Args:
+        query: A query.
+
+    Returns:
+        NFKC-normalised, case-folded, whitespace-collapsed text without surrounding punctuation.
+    """
+    text = " ".join(unicodedata.normalize("NFKC", query).casefold().split())
+    return text.strip(_STRIP)
+
+
+def _check_results(query: Any, results: Any, source: str) -> list[Mapping[str, Any]]:
+    if not isinstance(query, str):
+        raise ValueError(f"{source}: query keys must be strings, got {type(query).__name__}")
+    if (
+        isinstance(results, str | bytes)
+        or not isinstance(results, Sequence)
+        or not all(isinstance(r, Mapping) for r in results)
+    ):
+        raise ValueError(f"{source}: results for {query!r} must be a list of objects")
+    return list(results)
+
+
+class RecordedSearch(BaseSearchProvider):
+    """Search provider that replays a recording.
+
+    Args:
+        recording: ``{query: [{"title": ..., "snippet": ..., "link": ...}, ...]}``.
+
+    Raises:
+        ValueError: If the recording is not a mapping of strings to lists of objects.
+    """
+
+    name: ClassVar[str] = "recorded"
+
+    def __init__(self, recording: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
+        if not isinstance(recording, Mapping):
+            raise ValueError(f"recording must be a mapping, got {type(recording).__name__}")
+        self._exact: dict[str, list[Mapping[str, Any]]] = {}
+        self._normalised: dict[str, list[Mapping[str, Any]]] = {}
+        self._add(recording, "recording")
+
+    def _add(self, recording: Mapping[str, Any], source: str) -> None:
+        for query, results in recording.items():
+            checked = _check_results(query, results, source)
+            self._exact.setdefault(query, checked)
+            self._normalised.setdefault(normalise_query(query), checked)
+
+    @property
+    def queries(self) -> list[str]:
+        """The recorded queries, in recording order."""
+        return list(self._exact)
+
+    @classmethod
+    def from_records(
+        cls, records: Iterable[Mapping[str, Any]], *, field: str = VERISCORE_FIELD
+    ) -> RecordedSearch:
+        """Build from records that each hold a recording under ``field``.
+
+        When a query appears in several records, the first recording wins.
+
+        Args:
+            records: E.g. VeriScore records.
+            field: The field holding ``{query: [results]}``.
+
+        Returns:
+            The provider.
+
+        Raises:
+            ValueError: If a record lacks the field or the field is malformed.
+        """
+        provider = cls({})
+        for number, record in enumerate(records, start=1):
+            source = f"record {number}"
+            if not isinstance(record, Mapping) or not isinstance(record.get(field), Mapping):
+                raise ValueError(f"{source}: expected an object with a {field!r} mapping")
+            provider._add(record[field], source)
+        return provider
+
+    @classmethod
+    def from_jsonl(cls, path: str | Path, *, field: str = VERISCORE_FIELD) -> RecordedSearch:
+        """Load a JSONL file of records (e.g. VeriScore's ``data_sample.jsonl``).
+
+        Args:
+            path: The file.
+            field: The field of each record holding ``{query: [results]}``.
+
+        Returns:
+            The provider.
+
+        Raises:
+            ValueError: If a line is not valid JSON or lacks the field.
+        """
+        records: list[Any] = []
+        with Path(path).open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"{path}:{number}: invalid JSON: {exc}") from exc
+        return cls.from_records(records, field=field)
+
+    @classmethod
+    def from_json(cls, path: str | Path, *, field: str = VERISCORE_FIELD) -> RecordedSearch:
+        """Load a JSON file: a recording, a record with ``field``, or a list of such records.
+
+        Args:
+            path: The file.
+            field: The field holding ``{query: [results]}`` in record form.
+
+        Returns:
+            The provider.
+
+        Raises:
+            ValueError: If the file is not valid JSON or has none of the accepted shapes.
+        """
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: invalid JSON: {exc}") from exc
+        if isinstance(data, list):
+            return cls.from_records(data, field=field)
+        if isinstance(data, Mapping) and isinstance(data.get(field), Mapping):
+            return cls.from_records([data], field=field)
+        if isinstance(data, Mapping):
+            return cls(data)
+        raise ValueError(f"{path}: expected a JSON object or list, got {type(data).__name__}")
+
+    def _search(self, query: str, k: int) -> list[SearchHit]:
+        results = self._exact.get(query)
+        if results is None:
+            results = self._normalised.get(normalise_query(query))
+        if results is None:
+            logger.warning("No recorded search results for query %r", query)
+            return []
+        return hits_from_records(results, k=k)
+
+    async def _asearch(self, query: str, k: int) -> list[SearchHit]:
+        return self._search(query, k)

@@ -1,0 +1,314 @@
+"""Factuality metrics from atom marginals, with FactReasoner's conventions.
+
+Conventions follow ``FactReasoner.score`` in IBM FactReasoner's
+``src/fact_reasoner/assessor.py`` (same code in the older ``factreasoner.py``) and
+``get_stats`` / ``get_avg_numbers`` in VeriScore's ``veriscore/utils.py``:
+
+* an atom is *supported* (``"S"``) iff ``P(a) > P(not a)``, i.e. ``P(a) > 0.5``; otherwise
+  ``"NS"``. Here ``P(a)`` is the posterior of the atom being true;
+* factual precision ``Pr(y) = S(y) / |A|`` (``factuality_score``);
+* ``num_false_atoms = |A| - S(y)``: it *includes* the undecided atoms, as in the code
+  (the README's "P(a) < 0.5" describes the decided ones only);
+* ``num_uniform_atoms`` counts atoms with ``P(a) == 0.5``. FactReasoner compares exactly;
+  since in-process inference carries rounding noise, ``uniform_tolerance`` (default
+  ``1e-9``) widens that to ``|P(a) - 0.5| <= tol`` and such atoms are labelled ``"NS"``;
+* entropy: ``entropy = sum_i -p_i log p_i`` and ``avg_entropy = entropy / n`` (the paper's
+  ``E(y)``), with ``p_i < 1e-6`` raised to ``1e-6`` and ``p_i = 1`` lowered to ``0.999999``,
+  and the *natural* log, as the
+  code computes it. The README's "E(y) ~ 0.15 when every P(a) = 0.5" corresponds to a
+  base-10 log: pass ``log_base=10`` to reproduce that scale. ``norm_entropy`` sums the
+  binary entropies in bits;
+* ``R@K = min(S / K, 1)`` and ``F1@K = 2 P R / (P + R)`` (0 when ``S = 0``). FactReasoner
+  uses ``K = floor(n / 2)`` per response; VeriScore uses the median number of claims over
+  the responses of a domain, ``sorted(counts)[len // 2]`` (:func:`median_k`);
+* against gold labels ``"S"``/``"NS"``: ``gold_factuality_score = #S / #labelled``,
+  TP/TN/FP/FN with ``"S"`` as the positive class, and the Brier score.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+PredictedLabel = Literal["S", "NS"]
+
+_CLIP_LOW = 1e-6
+_CLIP_HIGH = 0.999999
+
+
+def atom_label(probability: float, *, uniform_tolerance: float = 1e-9) -> PredictedLabel:
+    """``"S"`` if the atom is more likely true than false, else ``"NS"``.
+
+    Args:
+        probability: Posterior ``P(a = 1)``.
+        uniform_tolerance: Atoms within this distance of 0.5 are undecided (``"NS"``).
+
+    Returns:
+        The predicted label.
+    """
+    return "S" if probability > 0.5 + uniform_tolerance else "NS"
+
+
+def _clipped(probabilities: Iterable[float]) -> npt.NDArray[np.float64]:
+    values = np.asarray(list(probabilities), dtype=np.float64)
+    if values.size and (not np.all(np.isfinite(values)) or values.min() < 0 or values.max() > 1):
+        raise ValueError("probabilities must be finite and within [0, 1]")
+    # FactReasoner: ``p < 1e-6 -> 1e-6``, ``p >= 1.0 -> 0.999999``, otherwise unchanged.
+    return np.where(values >= 1.0, _CLIP_HIGH, np.maximum(values, _CLIP_LOW))
+
+
+def entropy_score(probabilities: Iterable[float], *, log_base: float = math.e) -> float:
+    """FactReasoner's ``E(y) = (1/n) sum_i -P(a_i) log P(a_i)`` (``avg_entropy``).
+
+    Args:
+        probabilities: Posterior ``P(a_i = 1)`` of each atom.
+        log_base: Logarithm base; ``e`` as in FactReasoner's code, ``10`` for the
+            README's scale.
+
+    Returns:
+        The average, or 0.0 for no atoms.
+    """
+    p = _clipped(probabilities)
+    if p.size == 0:
+        return 0.0
+    return float(np.mean(-p * np.log(p)) / math.log(log_base))
+
+
+def f1_at_k(num_supported: int, num_atoms: int, k: int) -> tuple[float, float, float]:
+    """Precision, recall@K and F1@K of one response (VeriScore / FactReasoner).
+
+    Args:
+        num_supported: ``S(y)``.
+        num_atoms: ``|A_y|``.
+        k: The number of supported atoms that earns full recall.
+
+    Returns:
+        ``(precision, recall_k, f1_k)``; all 0.0 when there are no atoms.
+
+    Raises:
+        ValueError: If ``k < 1`` or the counts are inconsistent.
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    if num_atoms < 0 or not 0 <= num_supported <= max(num_atoms, 0):
+        raise ValueError("need 0 <= num_supported <= num_atoms")
+    if num_atoms == 0:
+        return 0.0, 0.0, 0.0
+    precision = num_supported / num_atoms
+    recall = min(num_supported / k, 1.0)
+    f1 = 2 * precision * recall / (precision + recall) if recall > 0 else 0.0
+    return precision, recall, f1
+
+
+def median_k(atom_counts: Sequence[int]) -> int:
+    """VeriScore's ``K_median``: the upper median of the per-response atom counts.
+
+    Args:
+        atom_counts: Number of atoms of every response of a domain / dataset.
+
+    Returns:
+        ``sorted(atom_counts)[len(atom_counts) // 2]``.
+
+    Raises:
+        ValueError: If ``atom_counts`` is empty.
+    """
+    if not atom_counts:
+        raise ValueError("median_k needs at least one response")
+    return sorted(atom_counts)[len(atom_counts) // 2]
+
+
+@dataclass(frozen=True, slots=True)
+class GoldComparison:
+    """Predictions compared with gold ``"S"``/``"NS"`` labels (labelled atoms only).
+
+    Attributes:
+        gold_factuality_score: Share of labelled atoms that are ``"S"``.
+        gold_true_atoms: Number of ``"S"`` atoms.
+        true_positive: Gold ``S``, predicted ``S``.
+        true_negative: Gold ``NS``, predicted ``NS``.
+        false_positive: Gold ``NS``, predicted ``S``.
+        false_negative: Gold ``S``, predicted ``NS``.
+        avg_brier: Mean of ``(P(a) - [gold == S])^2``.
+        references: The gold label of every labelled atom.
+    """
+
+    gold_factuality_score: float
+    gold_true_atoms: int
+    true_positive: int
+    true_negative: int
+    false_positive: int
+    false_negative: int
+    avg_brier: float
+    references: dict[str, PredictedLabel] = field(default_factory=dict)
+
+    @property
+    def accuracy(self) -> float:
+        """Share of labelled atoms predicted correctly."""
+        total = self.true_positive + self.true_negative + self.false_positive + self.false_negative
+        return (self.true_positive + self.true_negative) / total if total else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class FactualityScores:
+    """Response-level factuality scores (FactReasoner's results dictionary).
+
+    Attributes:
+        factuality_score: Factual precision ``S(y) / |A|``.
+        recall_k: ``min(S / K, 1)``.
+        f1_k: F1@K.
+        k: The K used.
+        num_atoms: ``|A|``.
+        num_contexts: Number of contexts in the graph (``None`` if unknown).
+        num_true_atoms: ``S(y)``.
+        num_false_atoms: ``|A| - S(y)`` (undecided atoms included, as in FactReasoner).
+        num_uniform_atoms: Atoms with ``P(a) = 0.5`` (within the tolerance).
+        entropy: ``sum -p log p`` over atoms (clipped ``p``).
+        avg_entropy: ``entropy / |A|``, the paper's ``E(y)``.
+        norm_entropy: Sum of binary entropies in bits.
+        avg_norm_entropy: ``norm_entropy / |A|``.
+        avg_prob: Mean of the clipped ``P(a)``.
+        avg_logprob: Mean of ``log P(a)`` (clipped).
+        avg_explogprob: ``exp(avg_logprob)``.
+        probabilities: ``P(a = 1)`` per atom, in atom order.
+        predictions: ``"S"``/``"NS"`` per atom.
+        gold: Comparison with gold labels, when any atom is labelled.
+    """
+
+    factuality_score: float
+    recall_k: float
+    f1_k: float
+    k: int
+    num_atoms: int
+    num_contexts: int | None
+    num_true_atoms: int
+    num_false_atoms: int
+    num_uniform_atoms: int
+    entropy: float
+    avg_entropy: float
+    norm_entropy: float
+    avg_norm_entropy: float
+    avg_prob: float
+    avg_logprob: float
+    avg_explogprob: float
+    probabilities: dict[str, float]
+    predictions: dict[str, PredictedLabel]
+    gold: GoldComparison | None = None
+
+
+def _gold(
+    probabilities: Mapping[str, float],
+    predictions: Mapping[str, PredictedLabel],
+    labels: Mapping[str, str | None],
+) -> GoldComparison | None:
+    references: dict[str, PredictedLabel] = {}
+    for atom_id, label in labels.items():
+        if label is None:
+            continue
+        if atom_id not in probabilities:
+            raise ValueError(f"gold label for unknown atom {atom_id!r}")
+        if label not in ("S", "NS"):
+            raise ValueError(f"atom {atom_id!r}: gold label must be 'S' or 'NS', got {label!r}")
+        references[atom_id] = "S" if label == "S" else "NS"
+    if not references:
+        return None
+    tp = tn = fp = fn = 0
+    brier = 0.0
+    for atom_id, gold in references.items():
+        predicted = predictions[atom_id]
+        target = 1.0 if gold == "S" else 0.0
+        brier += (probabilities[atom_id] - target) ** 2
+        if gold == "S":
+            tp, fn = (tp + 1, fn) if predicted == "S" else (tp, fn + 1)
+        else:
+            tn, fp = (tn + 1, fp) if predicted == "NS" else (tn, fp + 1)
+    true_atoms = tp + fn
+    return GoldComparison(
+        gold_factuality_score=true_atoms / len(references),
+        gold_true_atoms=true_atoms,
+        true_positive=tp,
+        true_negative=tn,
+        false_positive=fp,
+        false_negative=fn,
+        avg_brier=brier / len(references),
+        references=references,
+    )
+
+
+def score_marginals(
+    marginals: Mapping[str, float],
+    atom_ids: Sequence[str] | None = None,
+    *,
+    labels: Mapping[str, str | None] | None = None,
+    k: int | None = None,
+    num_contexts: int | None = None,
+    log_base: float = math.e,
+    uniform_tolerance: float = 1e-9,
+) -> FactualityScores:
+    """Score a response from the posterior marginals of its atoms.
+
+    Args:
+        marginals: ``P(v = 1)`` per variable (atoms, possibly contexts too).
+        atom_ids: Which variables are atoms (default: every key of ``marginals``).
+            Pass ``graph.atom_ids`` when ``marginals`` comes from
+            :func:`~langchain_references.factuality.inference.infer_marginals`.
+        labels: Optional gold labels ``"S"``/``"NS"`` (``None`` = unlabelled) by atom id.
+        k: K for recall/F1@K; default ``max(1, n // 2)`` as FactReasoner's ``assessor.py``
+            (use :func:`median_k` over a dataset for VeriScore's F1@K-median).
+        num_contexts: Reported as is.
+        log_base: Base of the entropy logarithm (see module docstring).
+        uniform_tolerance: Distance from 0.5 under which an atom counts as undecided.
+
+    Returns:
+        The scores.
+
+    Raises:
+        ValueError: On unknown atom ids, probabilities outside ``[0, 1]`` or bad labels.
+    """
+    ids = list(marginals) if atom_ids is None else list(atom_ids)
+    missing = [a for a in ids if a not in marginals]
+    if missing:
+        raise ValueError(f"no marginal for atom(s) {missing[:5]}")
+    if len(set(ids)) != len(ids):
+        raise ValueError("duplicate atom ids")
+    if not uniform_tolerance >= 0:
+        raise ValueError("uniform_tolerance must be >= 0")
+    raw = {a: float(marginals[a]) for a in ids}
+    p = _clipped(raw.values())
+    n = len(ids)
+    predictions: dict[str, PredictedLabel] = {
+        a: atom_label(v, uniform_tolerance=uniform_tolerance) for a, v in raw.items()
+    }
+    num_true = sum(1 for lab in predictions.values() if lab == "S")
+    num_uniform = sum(1 for v in raw.values() if abs(v - 0.5) <= uniform_tolerance)
+    k_used = max(1, n // 2) if k is None else k
+    precision, recall, f1 = f1_at_k(num_true, n, k_used)
+    scale = math.log(log_base)
+    entropy = float(np.sum(-p * np.log(p)) / scale) if n else 0.0
+    norm = float(np.sum(-(p * np.log2(p) + (1 - p) * np.log2(1 - p)))) if n else 0.0
+    avg_log = float(np.mean(np.log(p))) if n else 0.0
+    return FactualityScores(
+        factuality_score=precision,
+        recall_k=recall,
+        f1_k=f1,
+        k=k_used,
+        num_atoms=n,
+        num_contexts=num_contexts,
+        num_true_atoms=num_true,
+        num_false_atoms=n - num_true,
+        num_uniform_atoms=num_uniform,
+        entropy=entropy,
+        avg_entropy=entropy / n if n else 0.0,
+        norm_entropy=norm,
+        avg_norm_entropy=norm / n if n else 0.0,
+        avg_prob=float(np.mean(p)) if n else 0.0,
+        avg_logprob=avg_log,
+        avg_explogprob=math.exp(avg_log) if n else 0.0,
+        probabilities=raw,
+        predictions=predictions,
+        gold=_gold(raw, predictions, labels) if labels is not None else None,
+    )

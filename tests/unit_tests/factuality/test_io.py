@@ -1,0 +1,207 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from langchain_references.factuality import (
+    FactualityFormatError,
+    Relation,
+    build_fact_graph,
+    infer_marginals,
+    input_to_dict,
+    load_inputs,
+    parse_input,
+    parse_result,
+    result_to_dict,
+    score_marginals,
+    write_jsonl,
+)
+
+RECORD = {
+    "input": "Tell me a bio of X",
+    "output": "X is a painter.",
+    "topic": "X",
+    "cat": 1,
+    "atoms": [
+        {
+            "id": "a0",
+            "text": "X is a painter.",
+            "original": "X paints.",
+            "label": "S",
+            "contexts": ["c0"],
+        },
+        {"id": "a1", "text": "X was born in 1900.", "contexts": []},
+    ],
+    "contexts": [
+        {
+            "id": "c0",
+            "title": "X",
+            "text": "X is a painter.",
+            "snippet": "painter",
+            "link": "https://example.org/x",
+        },
+    ],
+}
+
+
+def test_reads_the_flaherty_example(shared_data: Path) -> None:
+    loaded = load_inputs(shared_data / "factreasoner_flaherty_wikipedia.json")
+    assert loaded.errors == []
+    (record,) = loaded.records
+    assert record.topic == "Lanny Flaherty"
+    assert len(record.atoms) == 26
+    assert len(record.contexts) == 53
+    labels = [a.label for a in record.atoms]
+    assert labels.count("S") == 7
+    assert labels.count("NS") == 19
+    assert record.extra == {"cat": ["very rare", "North America"]}
+    assert record.atoms[0].contexts == ("c_a0_0", "c_a0_1", "c_a0_2")
+    assert parse_input(input_to_dict(record)) == record
+
+
+def test_flaherty_end_to_end_with_gold_derived_judgements(shared_data: Path) -> None:
+    """Judgements that agree with the gold labels must give back the gold labels."""
+    (record,) = load_inputs(shared_data / "factreasoner_flaherty_wikipedia.json").records
+    relations = [
+        Relation(cid, a.id, "entailment" if a.label == "S" else "contradiction", 0.9)
+        for a in record.atoms
+        for cid in a.contexts
+    ]
+    graph = build_fact_graph(record.atoms, record.contexts, relations, version="FR1")
+    scores = score_marginals(
+        infer_marginals(graph),
+        graph.atom_ids,
+        labels=record.labels,
+        num_contexts=len(graph.context_ids),
+    )
+    no_evidence = {a.id for a in record.atoms if not a.contexts}
+    gold = scores.gold
+    assert gold is not None
+    assert gold.true_positive + gold.true_negative == 26 - sum(
+        1 for a in record.atoms if a.id in no_evidence and a.label == "S"
+    )
+    assert gold.false_positive == 0
+    assert scores.num_uniform_atoms == len(no_evidence)
+    result = result_to_dict(scores, record)
+    assert result["num_atoms"] == 26
+    assert result["num_contexts"] == 53
+    assert result["references"] == {a.id: a.label for a in record.atoms}
+    assert result["query"] == record.input
+    json.dumps(result, allow_nan=False)
+
+
+@pytest.mark.parametrize("layout", ["object", "pretty", "list", "jsonl"])
+def test_accepts_object_list_and_jsonl(tmp_path: Path, layout: str) -> None:
+    second = dict(RECORD, topic="Y")
+    path = tmp_path / "data.json"
+    if layout == "object":
+        path.write_text(json.dumps(RECORD))
+    elif layout == "pretty":
+        path.write_text(json.dumps(RECORD, indent=2))
+    elif layout == "list":
+        path.write_text(json.dumps([RECORD, second], indent=1))
+    else:
+        write_jsonl(path, [RECORD])
+        write_jsonl(path, [second], append=True)
+    records = load_inputs(path).records
+    assert [r.topic for r in records] == (["X"] if layout in ("object", "pretty") else ["X", "Y"])
+    first = records[0]
+    assert first.atoms[0].original == "X paints."
+    assert first.atoms[1].original == "X was born in 1900."  # defaults to the text
+    assert first.atoms[1].label is None
+    assert first.contexts[0].link == "https://example.org/x"
+    assert first.extra == {"cat": 1}
+
+
+def test_lenient_loading_records_errors_and_keeps_going(tmp_path: Path) -> None:
+    bad_ref = json.loads(json.dumps(RECORD))
+    bad_ref["atoms"] = [dict(bad_ref["atoms"][0], contexts=["missing"])]
+    path = tmp_path / "data.jsonl"
+    path.write_text(
+        "\n".join([json.dumps(RECORD), "{not json", json.dumps(bad_ref), json.dumps(RECORD)]) + "\n"
+    )
+    loaded = load_inputs(path, strict=False)
+    assert len(loaded.records) == 2
+    assert [e.location for e in loaded.errors] == [f"{path}:2", f"{path}:3"]
+    assert "unknown context" in str(loaded.errors[1])
+    with pytest.raises(FactualityFormatError, match=":2"):
+        load_inputs(path)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda r: r.pop("atoms"), "atoms"),
+        (lambda r: r.pop("output"), "output"),
+        (lambda r: r["atoms"][0].update(label="yes"), "label"),
+        (lambda r: r["atoms"][0].pop("text"), "text"),
+        (lambda r: r["contexts"].append(dict(r["contexts"][0])), "duplicate"),
+        (lambda r: r["contexts"][0].update(title=3), "title"),
+    ],
+)
+def test_parse_input_errors(mutate: object, message: str) -> None:
+    record = json.loads(json.dumps(RECORD))
+    mutate(record)  # type: ignore[operator]
+    with pytest.raises(FactualityFormatError, match=message):
+        parse_input(record)
+
+
+def test_malformed_single_document(tmp_path: Path) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text('{\n  "input": "x",\n  "atoms": [\n')
+    with pytest.raises(FactualityFormatError, match="invalid JSON"):
+        load_inputs(path, strict=False)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    assert load_inputs(empty).records == []
+
+
+def test_result_round_trip() -> None:
+    scores = score_marginals(
+        {"a0": 0.8, "a1": 0.3, "a2": 0.5}, labels={"a0": "S", "a1": "S", "a2": None}, k=2
+    )
+    data = result_to_dict(scores)
+    assert data["marginals"][0] == {"variable": "a0", "probabilities": [pytest.approx(0.2), 0.8]}
+    assert data["factuality_score_per_atom"][1] == {"a1": {"score": 0.3, "support": "NS"}}
+    assert data["predictions"] == {"a0": "S", "a1": "NS", "a2": "NS"}
+    assert data["true_positive"] == 1
+    assert data["false_negative"] == 1
+    assert parse_result(json.loads(json.dumps(data))) == scores
+
+
+def test_parse_result_reads_older_factreasoner_outputs() -> None:
+    old = {
+        "factuality_score": 0.5,
+        "num_atoms": 2,
+        "num_contexts": 5,
+        "num_true_atoms": 1,
+        "num_false_atoms": 1,
+        "num_uniform_atoms": 0,
+        "entropy": 0.4,
+        "avg_entropy": 0.2,
+        "gold_factuality_score": 0.5,
+        "gold_true_atoms": 1,
+        "true_positive": 1,
+        "true_negative": 1,
+        "false_positive": 0,
+        "false_negative": 0,
+        "predictions": " a0: S a1: NS",
+        "references": " a0: S a1: NS",
+        "marginals": [
+            {"variable": "a0", "probabilities": [0.1, 0.9]},
+            {"variable": "a1", "probabilities": [0.8, 0.2]},
+        ],
+    }
+    scores = parse_result(old)
+    assert scores.predictions == {"a0": "S", "a1": "NS"}
+    assert scores.probabilities == {"a0": 0.9, "a1": 0.2}
+    assert scores.k == 1
+    assert scores.recall_k == 1.0
+    assert scores.gold is not None
+    assert scores.gold.references == {"a0": "S", "a1": "NS"}
+    with pytest.raises(FactualityFormatError, match="marginals"):
+        parse_result(dict(old, marginals=[{"variable": "a0"}]))
+    with pytest.raises(FactualityFormatError, match="num_true_atoms"):
+        parse_result(dict(old, num_true_atoms="1"))
