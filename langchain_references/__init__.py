@@ -11,7 +11,7 @@ from langchain_references.manager import (
     ReferencedRunnable,
     manage_references,
 )
-from langchain_references.prompts import FORMAT_REFERENCES
+from langchain_references.prompting import DATA_NOTICE, FORMAT_REFERENCES, delimit, neutralise
 from langchain_references.rewriter import ReferenceRewriter, UsedReference
 from langchain_references.styles import (
     EmptyReferenceStyle,
@@ -23,6 +23,7 @@ from langchain_references.styles import (
 )
 
 __all__ = [
+    "DATA_NOTICE",
     "FORMAT_REFERENCES",
     "REFERENCES_EVENT",
     "EmptyReferenceStyle",
@@ -34,8 +35,10 @@ __all__ = [
     "ReferencedRunnable",
     "TextReferenceStyle",
     "UsedReference",
+    "delimit",
     "format_documents",
     "is_safe_url",
     "manage_references",
+    "neutralise",
     "neutralize_tags",
 ]

@@ -2,32 +2,26 @@
 
 Retrieved text is data, not instructions: each document goes into a
 ``<document id=N>...</document>`` block, and any look-alike tag inside the text (``</document>``,
-``< DOCUMENT id=9 >``...) is neutralised so that a page cannot close its block and forge another
-document.
+``< DOCUMENT id=9 >``, fullwidth or homoglyph forms...) is neutralised so that a page cannot
+close its block and forge another document (see :mod:`langchain_references.prompting`).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from functools import cache
 
 from langchain_core.documents import Document
+
+from langchain_references.prompting import neutralise
 
 __all__ = ["format_documents", "neutralize_tags"]
 
 
-@cache
-def _tag_pattern(tag: str) -> re.Pattern[str]:
-    # "<", optional blanks and "/", the tag name (any case), then a word boundary.
-    return re.compile(r"<(?=\s*/?\s*" + re.escape(tag) + r"(?![\w-]))", re.IGNORECASE)
-
-
 def neutralize_tags(text: str, tag: str) -> str:
-    """Make every opening or closing ``tag`` inside ``text`` harmless.
+    """Make every look-alike of an opening or closing ``tag`` inside ``text`` harmless.
 
-    The ``<`` of each look-alike tag (any case, blanks allowed, attributes or not) is replaced
-    by ``&lt;``, so the text reads the same but can no longer open or close a block.
+    A thin alias of :func:`langchain_references.prompting.neutralise` for one tag: the ``<`` of
+    each look-alike (any case, blanks, fullwidth or homoglyph characters) becomes ``&lt;``.
 
     Args:
         text: Untrusted text to embed in a prompt.
@@ -36,9 +30,7 @@ def neutralize_tags(text: str, tag: str) -> str:
     Returns:
         The text with look-alike tags neutralised; other text is unchanged.
     """
-    if not tag or not re.fullmatch(r"[A-Za-z][\w-]*", tag):
-        raise ValueError(f"invalid tag name: {tag!r}")
-    return _tag_pattern(tag).sub("&lt;", text)
+    return neutralise(text, [tag])
 
 
 def format_documents(documents: Sequence[Document], *, tag: str = "document") -> str:

@@ -48,6 +48,8 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Huma
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import Field
 
+from langchain_references._vectors import cosines
+
 with warnings.catch_warnings():
     # pysbd 0.3.4 has regex literals with invalid escapes; Python warns when it compiles them.
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -223,16 +225,6 @@ def lexical_scores(question: str, sentences: Sequence[str]) -> list[float]:
     return scores
 
 
-def _cosines(query: Sequence[float], vectors: Sequence[Sequence[float]]) -> list[float]:
-    query_norm = math.sqrt(math.fsum(x * x for x in query))
-    result: list[float] = []
-    for vector in vectors:
-        norm = math.sqrt(math.fsum(x * x for x in vector)) * query_norm
-        dot = math.fsum(a * b for a, b in zip(query, vector, strict=True))
-        result.append(dot / norm if norm > 0.0 else 0.0)
-    return result
-
-
 def _candidates(prompt: ParsedPrompt) -> list[_Candidate]:
     candidates: list[_Candidate] = []
     for doc_rank, doc in enumerate(prompt.documents):
@@ -385,7 +377,7 @@ class ExtractiveAnswerer(BaseChatModel):
             scores = lexical_scores(prompt.question, sentences)
         else:
             query = self.embeddings.embed_query(prompt.question)
-            scores = _cosines(query, self.embeddings.embed_documents(sentences))
+            scores = cosines(query, self.embeddings.embed_documents(sentences))
         return _cut_at_stop(_compose(self._select(candidates, scores)), stop)
 
     async def _aanswer_tokens(
@@ -400,7 +392,7 @@ class ExtractiveAnswerer(BaseChatModel):
             scores = lexical_scores(prompt.question, sentences)
         else:
             query = await self.embeddings.aembed_query(prompt.question)
-            scores = _cosines(query, await self.embeddings.aembed_documents(sentences))
+            scores = cosines(query, await self.embeddings.aembed_documents(sentences))
         return _cut_at_stop(_compose(self._select(candidates, scores)), stop)
 
     def _generate(

@@ -17,7 +17,6 @@ and telemetry is off.
 from __future__ import annotations
 
 import logging
-import math
 import uuid
 from collections.abc import Sequence
 from typing import Any, Final
@@ -25,6 +24,7 @@ from typing import Any, Final
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 
+from langchain_references._vectors import cosine
 from langchain_references.factcheck.types import Passage
 
 try:
@@ -75,12 +75,6 @@ def chroma_client() -> ClientAPI:
                 "An in-memory Chroma with custom settings exists in this process: "
                 "pass client=... to select_relevant"
             ) from exc
-
-
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = math.fsum(x * y for x, y in zip(a, b, strict=True))
-    norm = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
-    return dot / norm if norm else 0.0
 
 
 def _add(store: Chroma, passages: Sequence[Passage], run: str) -> list[str]:
@@ -173,7 +167,7 @@ def _select_in_store(
     finally:
         store.delete(ids=ids)
     scored = [
-        (passages[_index_of(doc.metadata)], _cosine(query, [float(x) for x in vector]))
+        (passages[_index_of(doc.metadata)], cosine(query, [float(x) for x in vector]))
         for doc, vector in results
     ]
     scored.sort(key=lambda pair: pair[1], reverse=True)

@@ -36,7 +36,6 @@ the claim level; expect no better on other data. Use
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -45,6 +44,7 @@ from typing import Final
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableConfig
 
+from langchain_references._vectors import cosine
 from langchain_references.factcheck.judges.base import Judge, JudgeInput, Judgement, Label
 
 __all__ = ["CUES", "HeuristicJudge", "LexicalFeatures", "lexical_features"]
@@ -216,12 +216,6 @@ def lexical_features(statement: str, passage: str) -> LexicalFeatures:
     )
 
 
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = math.fsum(x * y for x, y in zip(a, b, strict=True))
-    norm = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
-    return max(-1.0, min(1.0, dot / norm)) if norm > 0 else 0.0
-
-
 class HeuristicJudge(Judge):
     """Lexical / embedding heuristic judge: **not an NLI model; weak** (see module docs).
 
@@ -359,7 +353,7 @@ class HeuristicJudge(Judge):
         if len(vectors) != len(texts):
             raise ValueError(f"embeddings returned {len(vectors)} vectors for {len(texts)} texts")
         index = dict(zip(texts, vectors, strict=True))
-        return [_cosine(index[s], index[p]) for s, p in pairs]
+        return [cosine(index[s], index[p]) for s, p in pairs]
 
     def _judge(self, statement: str, passage: str, *, config: RunnableConfig) -> Judgement:
         (cosine,) = self.similarities([(statement, passage)])

@@ -1,7 +1,7 @@
 """A judge backed by any LangChain chat model, with structured output and retries.
 
 The passage and the statement are untrusted: both go into delimited blocks
-(:func:`~langchain_references.factcheck.prompting.delimit`) and the system prompt tells the model
+(:func:`~langchain_references.prompting.delimit`) and the system prompt tells the model
 that block content is data. The reply is requested with ``llm.with_structured_output`` (a
 :class:`JudgeReply` tool call); a reply that does not validate (unknown label, confidence out of
 ``[0, 1]``, missing field, no tool call) becomes a failed :class:`Judgement`, never an exception.
@@ -23,7 +23,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, Field, field_validator
 
 from langchain_references.factcheck.judges.base import Judge, Judgement, Label
-from langchain_references.factcheck.prompting import DATA_NOTICE, delimit
+from langchain_references.prompting import DATA_NOTICE, delimit
 
 __all__ = [
     "DEFAULT_JUDGE_PROMPT",

@@ -65,9 +65,12 @@ def test_lookalike_tags_cannot_close_or_open_a_block(attack: str) -> None:
 
 
 def test_other_tags_are_untouched() -> None:
-    assert neutralize_tags("<b>x</b> <documents> <document-x>", "document") == (
-        "<b>x</b> <documents> <document-x>"
-    )
+    assert neutralize_tags("<b>x</b> <p>document</p>", "document") == "<b>x</b> <p>document</p>"
+
+
+def test_homoglyph_and_fullwidth_tags_are_neutralised() -> None:
+    for attack in ("＜/document＞", "</dоcument>", "</docu\u200bment>"):
+        assert neutralize_tags(attack, "document").startswith("&lt;")
 
 
 @given(st.text(alphabet=st.sampled_from(list("<>/ documentDOCUMENTid=1x\n")), max_size=60))

@@ -17,7 +17,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_references.factcheck.judges import JudgeReply, Label, LLMJudge
 from langchain_references.factcheck.judges.llm import default_transient_errors
-from langchain_references.factcheck.prompting import find_tag_lookalikes
+from langchain_references.prompting import find_tag_lookalikes
 
 Step = AIMessage | BaseException | Callable[[list[BaseMessage]], AIMessage]
 

@@ -1,4 +1,6 @@
-r"""Delimit untrusted text (retrieved passages, user statements) inside prompts.
+r"""Prompt text: the citation instruction, and delimiting of untrusted text.
+
+:data:`FORMAT_REFERENCES` asks a model to cite the documents it was given as ``[n](id=k)``.
 
 Text that comes from the web or from a user is *data*: it goes into a ``<tag>...</tag>`` block,
 and every look-alike of an opening or closing delimiter inside the text is neutralised, so the
@@ -25,7 +27,14 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Final
 
-__all__ = ["DATA_NOTICE", "delimit", "find_tag_lookalikes", "neutralise"]
+__all__ = ["DATA_NOTICE", "FORMAT_REFERENCES", "delimit", "find_tag_lookalikes", "neutralise"]
+
+#: Instruction to put in a prompt so that the model cites documents as ``[n](id=k)``.
+FORMAT_REFERENCES: Final = (
+    "When referencing the documents, add a citation right after. "
+    'Use "[NUMBER](id=ID_NUMBER)" for the citation '
+    '(e.g. "The Space Needle is in Seattle [1](id=55)[2](id=12).").'
+)
 
 #: Sentence to put in a system prompt that uses :func:`delimit` blocks.
 DATA_NOTICE: Final = (

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from langchain_references.factcheck.prompting import delimit, find_tag_lookalikes, neutralise
+from langchain_references.prompting import delimit, find_tag_lookalikes, neutralise
 
 TAGS = ("passage", "statement")
 _SKIP = {"Cc", "Cf", "Mn", "Me", "Zs", "Zl", "Zp"}

@@ -1,0 +1,24 @@
+"""Cosine similarity of embedding vectors (pure Python, exact summation)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+__all__ = ["cosine", "cosines"]
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Return the cosine similarity of two vectors, clipped to [-1, 1] (0 for a zero vector).
+
+    Raises:
+        ValueError: If the vectors differ in length.
+    """
+    dot = math.fsum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
+    return max(-1.0, min(1.0, dot / norm)) if norm > 0 else 0.0
+
+
+def cosines(query: Sequence[float], vectors: Sequence[Sequence[float]]) -> list[float]:
+    """Return the cosine similarity of ``query`` with each of ``vectors``."""
+    return [cosine(query, vector) for vector in vectors]
