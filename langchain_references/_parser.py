@@ -102,6 +102,9 @@ class CitationParser:
             raise TypeError(f"CitationParser.feed() takes str, not {type(text).__name__}")
         if self.pending:
             text = self.pending + text
+            if _PREFIX_RE.fullmatch(text):
+                self.pending = text  # still only the beginning of a citation
+                return []
             self.pending = ""
         elif "[" not in text:
             return [text] if text else []

@@ -14,6 +14,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Any
 
 from langchain_core.documents import Document
@@ -35,6 +36,7 @@ _SCHEME_RE = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.\-]*):")
 _URL_NOISE_RE = re.compile(r"[\x00-\x20\x7f]+")
 
 
+@lru_cache(maxsize=1024)
 def is_safe_url(url: str) -> bool:
     """Tell whether a URL may be emitted as a link.
 
@@ -59,6 +61,7 @@ def is_safe_url(url: str) -> bool:
     return match.group(1).lower() in _SAFE_SCHEMES
 
 
+@lru_cache(maxsize=1024)
 def _markdown_url(url: str) -> str:
     """Percent-encode the characters that end a Markdown link destination."""
     return (
@@ -103,7 +106,7 @@ class ReferenceStyle:
                 if isinstance(key, staticmethod | classmethod):
                     return key.__get__(self, type(self))
                 return key
-        return "source"  # pragma: no cover - ReferenceStyle defines it
+        raise TypeError("source_id_key is not set")  # unreachable: ReferenceStyle defines it
 
     def get_source_id(self, document: Document) -> str | None:
         """Return the source id of a document, or None if it has none.
