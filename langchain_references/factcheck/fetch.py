@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import ssl
 import time
 from collections.abc import Coroutine, Iterable, Sequence
@@ -97,12 +98,21 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, coro).result()
 
 
+_META_CHARSET = re.compile(
+    rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0-9_:.\-]{1,40})""", re.I
+)
+# Below this size, statistical charset detection guesses wrong too often (e.g. short Latin-1
+# French read as Estonian); the web's legacy default, windows-1252, is the better bet.
+_MIN_DETECT_BYTES = 2048
+
+
 def decode_body(body: bytes, charset: str | None) -> str:
     """Decode a response body.
 
-    Uses the charset from the ``Content-Type`` header when it is valid, else UTF-8 when the
-    bytes are valid UTF-8, else the best guess of ``charset_normalizer``, else UTF-8 with
-    replacement characters.
+    In order: the charset from the ``Content-Type`` header when it is valid; the charset a
+    ``<meta>`` tag declares in the first 2 KB; UTF-8 when the bytes are valid UTF-8; the best
+    guess of ``charset_normalizer`` for bodies of 2 KB or more; windows-1252 (the HTML
+    standard's fallback for unlabelled Western pages).
 
     Args:
         body: Raw (decompressed) body.
@@ -111,19 +121,23 @@ def decode_body(body: bytes, charset: str | None) -> str:
     Returns:
         The text.
     """
-    if charset:
+    declared = [charset] if charset else []
+    if meta := _META_CHARSET.search(body[:2048]):
+        declared.append(meta.group(1).decode("ascii"))
+    for name in declared:
         try:
-            return body.decode(charset)
+            return body.decode(name)
         except (LookupError, UnicodeDecodeError):
-            logger.debug("Announced charset %r does not decode the body", charset)
+            logger.debug("Declared charset %r does not decode the body", name)
     try:
         return body.decode("utf-8")
     except UnicodeDecodeError:
         pass
-    best = charset_normalizer.from_bytes(body).best()
-    if best is not None:
-        return str(best)
-    return body.decode("utf-8", errors="replace")
+    if len(body) >= _MIN_DETECT_BYTES:
+        best = charset_normalizer.from_bytes(body).best()
+        if best is not None:
+            return str(best)
+    return body.decode("cp1252", errors="replace")
 
 
 @cache

@@ -174,6 +174,8 @@ def _make_handler(site: LocalSite) -> type[BaseHTTPRequestHandler]:
 
 class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
+    # The default backlog of 5 drops connections under concurrent fetches (retried after 1 s).
+    request_queue_size = 128
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass

@@ -278,10 +278,17 @@ def test_declared_charset_is_used(local_site: LocalSite) -> None:
 
 
 def test_decode_body_guesses_undeclared_encodings() -> None:
-    text = "Příliš žluťoučký kůň úpěl ďábelské ódy. " * 5
+    text = "Příliš žluťoučký kůň úpěl ďábelské ódy. " * 60  # long enough to detect
     assert decode_body(text.encode("utf-8"), None) == text
     assert decode_body(text.encode("cp1250"), None) == text
-    assert decode_body("naïve".encode("latin-1"), "bogus-charset") != ""
+    assert decode_body("naïve".encode("latin-1"), "bogus-charset") == "naïve"
+
+
+def test_decode_body_short_unlabelled_latin1_and_meta_charset() -> None:
+    short = "Le café est très bon, et la crème brûlée à côté aussi."
+    assert decode_body(short.encode("latin-1"), None) == short
+    page = f'<html><head><meta charset="iso-8859-2"></head><body>{"Žluťoučký kůň"}</body>'
+    assert "Žluťoučký kůň" in decode_body(page.encode("iso-8859-2"), None)
 
 
 def test_empty_input_and_bad_arguments() -> None:

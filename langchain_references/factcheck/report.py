@@ -1,0 +1,375 @@
+"""Render a :class:`~langchain_references.factcheck.result.FactCheckResult` for people or programs.
+
+:func:`render_report` writes a report in Markdown, plain text or HTML: a header with the
+verdict and its confidence, each supporting and contradicting snippet followed by a citation,
+a line about the neutral passages, the sources that failed, and the reference list.
+
+Citations go through the package's reference styles: every snippet becomes a
+:class:`~langchain_core.documents.Document` (metadata ``source`` = URL, ``title`` = page title)
+and its citation marker ``[n](id=k)`` is rendered by a
+:class:`~langchain_references.rewriter.ReferenceRewriter`, so snippets from the same URL share
+one reference number and the style decides how citations and the reference list look. Only the
+markers pass through the rewriter: snippet text is escaped separately, so a page cannot forge a
+citation.
+
+All text taken from the result (statement, snippets, titles, rationales, URLs, reasons) is
+treated as untrusted: control and bidirectional-override characters are removed, whitespace is
+collapsed, and the text is escaped for the output format (everything in HTML).
+:func:`render_json` gives the JSON for programs.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import textwrap
+from collections.abc import Callable, Sequence
+from typing import Final, Literal, TypeAlias
+
+from langchain_core.documents import Document
+
+from langchain_references.factcheck.result import Evidence, FactCheckResult
+from langchain_references.factcheck.types import SourceFailure
+from langchain_references.factcheck.verdict import Verdict
+from langchain_references.rewriter import ReferenceRewriter
+from langchain_references.styles import (
+    HTMLReferenceStyle,
+    MarkdownReferenceStyle,
+    ReferenceStyle,
+    TextReferenceStyle,
+)
+
+__all__ = [
+    "DEFAULT_MAX_SNIPPET_CHARS",
+    "REPORT_SEPARATORS",
+    "ReportFormat",
+    "render_json",
+    "render_report",
+    "render_reports",
+]
+
+#: Output format of :func:`render_report`.
+ReportFormat: TypeAlias = Literal["markdown", "text", "html"]
+#: Default maximum length of a snippet in a report (longer passages are shortened).
+DEFAULT_MAX_SNIPPET_CHARS: Final = 400
+
+_VERDICT_NAMES: Final = {
+    Verdict.SUPPORTED: "Supported",
+    Verdict.REFUTED: "Refuted",
+    Verdict.NOT_ENOUGH_EVIDENCE: "Not enough evidence",
+    Verdict.DISPUTED: "Disputed",
+}
+_DEFAULT_STYLES: Final[dict[ReportFormat, Callable[[], ReferenceStyle]]] = {
+    "markdown": MarkdownReferenceStyle,
+    "text": TextReferenceStyle,
+    "html": HTMLReferenceStyle,
+}
+#: What separates two reports of :func:`render_reports`, by format.
+REPORT_SEPARATORS: Final[dict[ReportFormat, str]] = {
+    "markdown": "\n\n---\n\n",
+    "text": "\n\n" + "=" * 72 + "\n\n",
+    "html": "\n",
+}
+# C0 controls (the whitespace ones are collapsed instead), DEL, C1 controls, the bidirectional
+# embedding / override / isolate characters that can make text display differently from what
+# it is ("Trojan Source"), and U+FFFE / U+FFFF (not allowed in XML).
+_UNSAFE_CHARS = re.compile(
+    r"[\x00-\x08\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ufffe\uffff]"
+)
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]()#|~])")
+
+
+def _clean(text: str) -> str:
+    """Untrusted text on one line: unsafe characters removed, whitespace collapsed."""
+    return " ".join(_UNSAFE_CHARS.sub("", text).split())
+
+
+def _md(text: str) -> str:
+    return _MD_SPECIAL.sub(r"\\\1", html.escape(_clean(text), quote=False))
+
+
+def _html(text: str) -> str:
+    return html.escape(_clean(text), quote=True)
+
+
+def _text(text: str) -> str:
+    return _clean(text)
+
+
+def _shorten(text: str, limit: int | None) -> str:
+    text = _clean(text)
+    if limit is None or len(text) <= limit:
+        return text
+    return textwrap.shorten(text, width=limit, placeholder=" …")
+
+
+def _format_of(style: ReferenceStyle) -> ReportFormat:
+    if isinstance(style, HTMLReferenceStyle):
+        return "html"
+    if isinstance(style, MarkdownReferenceStyle):
+        return "markdown"
+    return "text"
+
+
+def _resolve(
+    style: ReferenceStyle | None, fmt: ReportFormat | None
+) -> tuple[ReferenceStyle, ReportFormat]:
+    if fmt is not None and fmt not in _DEFAULT_STYLES:
+        raise ValueError(f"fmt must be one of {sorted(_DEFAULT_STYLES)}, got {fmt!r}")
+    if style is None:
+        chosen: ReportFormat = fmt or "markdown"
+        return _DEFAULT_STYLES[chosen](), chosen
+    if not isinstance(style, ReferenceStyle):
+        raise TypeError(f"style must be a ReferenceStyle, not {type(style).__name__}")
+    return style, fmt or _format_of(style)
+
+
+def _cite(evidence: Sequence[Evidence], style: ReferenceStyle) -> tuple[list[str], str]:
+    """Render one citation per evidence item and the reference list, through the rewriter."""
+    source_key = style.source_id_key if isinstance(style.source_id_key, str) else "source"
+    documents = [
+        Document(
+            page_content=item.text,
+            metadata={source_key: item.url, style.title_key: _clean(item.title) or None},
+        )
+        for item in evidence
+    ]
+    rewriter = ReferenceRewriter(documents, style)
+    # Only the markers go through the rewriter; the snippets are escaped separately.
+    citations = [rewriter.feed(f"[{i}](id={i})") for i in range(1, len(documents) + 1)]
+    return citations, rewriter.finish()
+
+
+def _percent(value: float) -> str:
+    return f"{value:.0%}"
+
+
+def _failure_subject(failure: SourceFailure) -> str:
+    if failure.url:
+        return failure.url
+    if failure.query:
+        return f"search for {failure.query!r}"
+    return failure.stage
+
+
+def _neutral_line(result: FactCheckResult) -> str:
+    n = result.neutral_count
+    line = f"{n} passage{'' if n == 1 else 's'} said nothing about the statement"
+    errors = result.counts.judge_errors
+    if errors:
+        line += f"; the judge failed on {errors}"
+    return line + "."
+
+
+class _Renderer:
+    """Lays out one report; subclasses escape and mark up for their format."""
+
+    def __init__(self, result: FactCheckResult, style: ReferenceStyle, limit: int | None) -> None:
+        self.result = result
+        self.limit = limit
+        citations, self.references = _cite(result.evidence, style)
+        split = len(result.supporting)
+        self.supporting = list(zip(result.supporting, citations[:split], strict=True))
+        self.contradicting = list(zip(result.contradicting, citations[split:], strict=True))
+
+    def render(self) -> str:
+        raise NotImplementedError
+
+
+class _MarkdownRenderer(_Renderer):
+    def _evidence(self, title: str, items: Sequence[tuple[Evidence, str]]) -> list[str]:
+        lines = [f"#### {title} ({len(items)})", ""]
+        if not items:
+            return [*lines, "_None found._", ""]
+        for item, citation in items:
+            snippet = _md(_shorten(item.text, self.limit))
+            lines.append(f"> {snippet}{citation}")
+            lines.append(">")
+            note = f"confidence {_percent(item.confidence)}"
+            if item.rationale.strip():
+                note += f": {_md(item.rationale)}"
+            lines.extend([f"> *{note}*", ""])
+        return lines
+
+    def render(self) -> str:
+        r = self.result
+        lines = [
+            f"### Fact check: {_md(r.statement)}",
+            "",
+            f"**Verdict: {_VERDICT_NAMES[r.verdict]}** "
+            f"(confidence {_percent(r.confidence)}, score {r.score:+.2f})",
+            "",
+            *self._evidence("Supporting evidence", self.supporting),
+            *self._evidence("Contradicting evidence", self.contradicting),
+            _neutral_line(r),
+        ]
+        if r.failed_sources:
+            lines.extend(["", f"#### Sources that could not be used ({len(r.failed_sources)})", ""])
+            lines.extend(
+                f"- {_md(_failure_subject(f))} ({f.stage}): {_md(f.reason)}"
+                for f in r.failed_sources
+            )
+        if self.references:
+            lines.extend(["", "#### References"])
+        return "\n".join(lines) + self.references
+
+
+class _TextRenderer(_Renderer):
+    def _evidence(self, title: str, items: Sequence[tuple[Evidence, str]]) -> list[str]:
+        if not items:
+            return [f"{title}: none found.", ""]
+        lines = [f"{title} ({len(items)}):"]
+        for number, (item, citation) in enumerate(items, start=1):
+            snippet = _text(_shorten(item.text, self.limit))
+            lines.append(f'  {number}. "{snippet}"' + (f" {citation}" if citation else ""))
+            note = f"confidence {_percent(item.confidence)}"
+            if item.rationale.strip():
+                note += f": {_text(item.rationale)}"
+            lines.append(f"     {note}")
+        return [*lines, ""]
+
+    def render(self) -> str:
+        r = self.result
+        lines = [
+            f"Fact check: {_text(r.statement)}",
+            f"Verdict: {_VERDICT_NAMES[r.verdict].upper()} "
+            f"(confidence {_percent(r.confidence)}, score {r.score:+.2f})",
+            "",
+            *self._evidence("Supporting evidence", self.supporting),
+            *self._evidence("Contradicting evidence", self.contradicting),
+            _neutral_line(r),
+        ]
+        if r.failed_sources:
+            lines.extend(["", f"Sources that could not be used ({len(r.failed_sources)}):"])
+            lines.extend(
+                f"  - {_text(_failure_subject(f))} ({f.stage}): {_text(f.reason)}"
+                for f in r.failed_sources
+            )
+        if self.references:
+            lines.extend(["", "References:"])
+            return "\n".join(lines) + self.references.removeprefix("\n")
+        return "\n".join(lines)
+
+
+class _HTMLRenderer(_Renderer):
+    def _evidence(self, title: str, css: str, items: Sequence[tuple[Evidence, str]]) -> list[str]:
+        lines = [f"<h3>{title} ({len(items)})</h3>"]
+        if not items:
+            return [*lines, '<p class="none">None found.</p>']
+        lines.append(f'<ul class="evidence {css}">')
+        for item, citation in items:
+            snippet = _html(_shorten(item.text, self.limit))
+            note = f"confidence {_percent(item.confidence)}"
+            if item.rationale.strip():
+                note += f": {_html(item.rationale)}"
+            lines.append(
+                f"<li><blockquote>{snippet}</blockquote>{citation}"
+                f'<p class="judgement">{note}</p></li>'
+            )
+        return [*lines, "</ul>"]
+
+    def render(self) -> str:
+        r = self.result
+        verdict = r.verdict.value.replace("_", "-")
+        lines = [
+            '<section class="fact-check">',
+            f"<h2>Fact check: {_html(r.statement)}</h2>",
+            f'<p class="verdict verdict-{verdict}"><strong>{_VERDICT_NAMES[r.verdict]}</strong> '
+            f"(confidence {_percent(r.confidence)}, score {r.score:+.2f})</p>",
+            *self._evidence("Supporting evidence", "supporting", self.supporting),
+            *self._evidence("Contradicting evidence", "contradicting", self.contradicting),
+            f'<p class="neutral">{_html(_neutral_line(r))}</p>',
+        ]
+        if r.failed_sources:
+            lines.append(f"<h3>Sources that could not be used ({len(r.failed_sources)})</h3>")
+            lines.append('<ul class="failures">')
+            lines.extend(
+                f"<li><code>{_html(_failure_subject(f))}</code> ({_html(f.stage)}): "
+                f"{_html(f.reason)}</li>"
+                for f in r.failed_sources
+            )
+            lines.append("</ul>")
+        if self.references:
+            lines.append("<h3>References</h3>" + self.references.lstrip("\n"))
+        lines.append("</section>")
+        return "\n".join(lines)
+
+
+_RENDERERS: Final[dict[ReportFormat, type[_Renderer]]] = {
+    "markdown": _MarkdownRenderer,
+    "text": _TextRenderer,
+    "html": _HTMLRenderer,
+}
+
+
+def render_report(
+    result: FactCheckResult,
+    style: ReferenceStyle | None = None,
+    *,
+    fmt: ReportFormat | None = None,
+    max_snippet_chars: int | None = DEFAULT_MAX_SNIPPET_CHARS,
+) -> str:
+    """Render a readable report of a fact-check result.
+
+    Args:
+        result: The result.
+        style: Reference style of the citations and the reference list; defaults to the
+            style of ``fmt`` (Markdown if neither is given).
+        fmt: Layout: ``"markdown"``, ``"text"`` or ``"html"``. Defaults to the format of
+            ``style`` (HTML for :class:`~langchain_references.styles.HTMLReferenceStyle`,
+            Markdown for :class:`~langchain_references.styles.MarkdownReferenceStyle`, text
+            otherwise).
+        max_snippet_chars: Shorten longer snippets to this many characters (``None`` = full
+            passages).
+
+    Returns:
+        The report. HTML output is one well-formed ``<section class="fact-check">`` element.
+
+    Raises:
+        TypeError: If ``result`` or ``style`` has the wrong type.
+        ValueError: If ``fmt`` is unknown or ``max_snippet_chars`` < 10.
+    """
+    if not isinstance(result, FactCheckResult):
+        raise TypeError(f"result must be a FactCheckResult, not {type(result).__name__}")
+    if max_snippet_chars is not None and max_snippet_chars < 10:
+        raise ValueError(f"max_snippet_chars must be >= 10 or None, got {max_snippet_chars}")
+    chosen_style, chosen_fmt = _resolve(style, fmt)
+    return _RENDERERS[chosen_fmt](result, chosen_style, max_snippet_chars).render()
+
+
+def render_reports(
+    results: Sequence[FactCheckResult],
+    style: ReferenceStyle | None = None,
+    *,
+    fmt: ReportFormat | None = None,
+    max_snippet_chars: int | None = DEFAULT_MAX_SNIPPET_CHARS,
+) -> str:
+    """Render several results, one report each (each with its own reference numbers).
+
+    Args:
+        results: The results.
+        style: See :func:`render_report`.
+        fmt: See :func:`render_report`.
+        max_snippet_chars: See :func:`render_report`.
+
+    Returns:
+        The reports, separated by a rule (Markdown, text) or simply concatenated (HTML).
+    """
+    chosen_style, chosen_fmt = _resolve(style, fmt)
+    return REPORT_SEPARATORS[chosen_fmt].join(
+        render_report(r, chosen_style, fmt=chosen_fmt, max_snippet_chars=max_snippet_chars)
+        for r in results
+    )
+
+
+def render_json(result: FactCheckResult, *, indent: int | None = 2) -> str:
+    """The result as JSON, for programs (same as ``result.to_json()``).
+
+    Args:
+        result: The result.
+        indent: Indentation; ``None`` for one compact line.
+
+    Returns:
+        The JSON text.
+    """
+    return result.to_json(indent=indent)

@@ -1,0 +1,175 @@
+"""Typed output of the fact-check chain: the result, its evidence and progress events.
+
+:class:`FactCheckResult` is what the chain built by
+:func:`~langchain_references.factcheck.chain.create_fact_check_chain` returns: the verdict
+with its confidence and signed score, the passages that support or contradict the statement
+(:class:`Evidence`, each traceable to its URL and search rank), the sources that failed and
+why, and the time spent in each stage. :class:`FactCheckProgress` is what the chain's
+``astream`` yields before the result.
+
+All models are frozen pydantic v2 models; ``to_json()`` gives the JSON that programs consume.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from langchain_references.factcheck.judges.base import Label
+from langchain_references.factcheck.types import SourceFailure
+from langchain_references.factcheck.verdict import Verdict
+
+__all__ = [
+    "STAGES",
+    "Evidence",
+    "FactCheckCounts",
+    "FactCheckProgress",
+    "FactCheckResult",
+    "Stage",
+]
+
+#: A stage of the fact-check chain, in run order.
+Stage = Literal["search", "fetch", "extract", "passages", "relevance", "judge", "aggregate"]
+#: The stages in run order.
+STAGES: tuple[Stage, ...] = (
+    "search",
+    "fetch",
+    "extract",
+    "passages",
+    "relevance",
+    "judge",
+    "aggregate",
+)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+class Evidence(_Model):
+    """A judged passage.
+
+    Attributes:
+        text: The passage text (retrieved data, not instructions).
+        url: URL of the page it comes from (after redirects).
+        title: Title of the page.
+        rank: Search rank of the page (0 = first search result).
+        relevance_rank: Position of the passage among the passages kept for judging
+            (0 = most similar to the statement).
+        similarity: Cosine similarity between the passage and the statement.
+        label: The judge's label.
+        confidence: The judge's confidence in ``label``, in ``[0, 1]``.
+        rationale: The judge's explanation.
+        error: Why the judge failed on this passage, if it did (the label is then unknown).
+    """
+
+    text: str
+    url: str
+    title: str
+    rank: int = Field(ge=0)
+    relevance_rank: int = Field(ge=0)
+    similarity: float
+    label: Label
+    confidence: float = Field(ge=0.0, le=1.0)
+    rationale: str = ""
+    error: str | None = None
+
+
+class FactCheckCounts(_Model):
+    """How many items each stage produced.
+
+    Attributes:
+        hits: Search hits.
+        fetched: Pages downloaded.
+        extracted: Pages with main text.
+        passages: Passages cut from the pages.
+        judged: Passages kept by the relevance stage and judged.
+        supporting: Passages judged to entail the statement.
+        contradicting: Passages judged to contradict it.
+        neutral: Passages judged to say nothing about it.
+        judge_errors: Passages the judge failed on.
+    """
+
+    hits: int = Field(default=0, ge=0)
+    fetched: int = Field(default=0, ge=0)
+    extracted: int = Field(default=0, ge=0)
+    passages: int = Field(default=0, ge=0)
+    judged: int = Field(default=0, ge=0)
+    supporting: int = Field(default=0, ge=0)
+    contradicting: int = Field(default=0, ge=0)
+    neutral: int = Field(default=0, ge=0)
+    judge_errors: int = Field(default=0, ge=0)
+
+
+class FactCheckResult(_Model):
+    """The outcome of checking one statement.
+
+    Attributes:
+        statement: The statement that was checked.
+        verdict: Supported, refuted, not enough evidence, or disputed.
+        confidence: Confidence in the verdict, in ``[0, 1]``.
+        score: Signed evidence balance in ``[-1, 1]`` (positive supports, negative refutes).
+        supporting: Passages judged to entail the statement, most confident first.
+        contradicting: Passages judged to contradict it, most confident first.
+        neutral_count: Number of judged passages that say nothing about the statement
+            (judge failures not included; see ``counts.judge_errors``).
+        failed_sources: Sources (or passages, at the ``"judge"`` stage) that could not be used,
+            with the stage and the reason.
+        timings: Seconds spent in each stage that ran, in run order.
+        total_s: Seconds for the whole check.
+        counts: Items produced by each stage.
+        verdict_details: Aggregator-specific numbers (JSON-serialisable).
+    """
+
+    statement: str
+    verdict: Verdict
+    confidence: float = Field(ge=0.0, le=1.0)
+    score: float = Field(ge=-1.0, le=1.0)
+    supporting: list[Evidence] = Field(default_factory=list)
+    contradicting: list[Evidence] = Field(default_factory=list)
+    neutral_count: int = Field(default=0, ge=0)
+    failed_sources: list[SourceFailure] = Field(default_factory=list)
+    timings: dict[Stage, float] = Field(default_factory=dict)
+    total_s: float = Field(default=0.0, ge=0.0)
+    counts: FactCheckCounts = Field(default_factory=FactCheckCounts)
+    verdict_details: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def evidence(self) -> list[Evidence]:
+        """Supporting then contradicting evidence."""
+        return [*self.supporting, *self.contradicting]
+
+    def to_json(self, *, indent: int | None = None) -> str:
+        """Serialise the result as JSON.
+
+        Args:
+            indent: Indentation for pretty printing; ``None`` for one compact line.
+
+        Returns:
+            The JSON text (enum values as strings, e.g. ``"verdict": "supported"``).
+        """
+        return self.model_dump_json(indent=indent)
+
+
+class FactCheckProgress(_Model):
+    """A progress event yielded by the chain's ``astream`` before the result.
+
+    Each stage yields one event when it starts (``done=False``) and one when it ends
+    (``done=True``, with its counts and duration).
+
+    Attributes:
+        statement: The statement being checked.
+        stage: The stage.
+        done: Whether the stage has finished.
+        detail: Human-readable summary, e.g. ``"5 pages, 1 failed"``.
+        counts: Numbers behind the summary (e.g. ``{"pages": 5, "failed": 1}``).
+        elapsed_s: Seconds the stage took (0 for a start event).
+    """
+
+    statement: str
+    stage: Stage
+    done: bool
+    detail: str = ""
+    counts: dict[str, int] = Field(default_factory=dict)
+    elapsed_s: float = Field(default=0.0, ge=0.0)

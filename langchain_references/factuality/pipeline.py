@@ -1,0 +1,575 @@
+"""Long-form factuality evaluator: a Runnable from a response to FactReasoner scores.
+
+:func:`create_factuality_evaluator` composes small runnables::
+
+    prepare -> atomize (+ revise) -> retrieve -> judge -> infer
+
+* **prepare**: the input is a :class:`~langchain_references.factuality.io.FactualityInput`, a
+  FactReasoner record (a dict with ``atoms``; see :mod:`~langchain_references.factuality.io`)
+  or ``{"response": str, "topic": str, "question": str}`` (``topic`` and ``question``
+  optional);
+* **atomize**: only when the input has no atoms: the
+  :class:`~langchain_references.factuality.atomizer.Atomizer` splits the response and the
+  :class:`~langchain_references.factuality.reviser.Reviser` makes the atoms self-contained
+  (both need a chat model);
+* **retrieve**: a :class:`~langchain_references.factuality.retrieval.ContextRetriever`
+  (default: the contexts given in the input);
+* **judge**: a :class:`~langchain_references.factuality.relations.RelationJudge` runs the
+  judge over the pairs the graph version needs, in one batch;
+* **infer**: :func:`~langchain_references.factuality.model.build_fact_graph`,
+  :func:`~langchain_references.factuality.inference.run_inference` and
+  :func:`~langchain_references.factuality.metrics.score_marginals`.
+
+The output is a :class:`FactualityResult` (scores, marginals, atoms with their texts,
+relations, failures, per-stage timings); :meth:`FactualityResult.to_dict` writes FactReasoner's
+result fields (:func:`~langchain_references.factuality.io.result_to_dict`) plus those extras.
+
+Errors: a malformed input, or an input without atoms when no chat model is configured,
+raises ``ValueError`` (use ``batch(..., return_exceptions=True)`` to go on with the other
+records). Failures met while running (a malformed atomizer reply, a retrieval error, failed
+judgements) are recorded in :attr:`FactualityResult.failures`; when atomization fails there
+is nothing to score and :attr:`FactualityResult.scores` is ``None``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeAlias
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+
+from langchain_references.factcheck.judges.base import JudgeInputLike, Judgement
+from langchain_references.factcheck.judges.baseline import HeuristicJudge
+from langchain_references.factcheck.judges.llm import LLMJudge
+from langchain_references.factuality.atomizer import Atomizer
+from langchain_references.factuality.inference import InferenceResult, Method, run_inference
+from langchain_references.factuality.io import (
+    FactualityFormatError,
+    FactualityInput,
+    parse_input,
+    result_to_dict,
+)
+from langchain_references.factuality.metrics import FactualityScores, score_marginals
+from langchain_references.factuality.model import (
+    PRIOR_PROB_ATOM,
+    PRIOR_PROB_CONTEXT,
+    Atom,
+    FactGraph,
+    GraphVersion,
+    Relation,
+    build_fact_graph,
+)
+from langchain_references.factuality.relations import (
+    RelationJudge,
+    RelationResult,
+    normalize_version,
+)
+from langchain_references.factuality.retrieval import ContextRetriever, InputContexts
+from langchain_references.factuality.reviser import Reviser, RevisionResult
+
+__all__ = [
+    "FactualityInputLike",
+    "FactualityPipeline",
+    "FactualityResult",
+    "StageFailure",
+    "coerce_factuality_input",
+    "create_factuality_evaluator",
+    "offline_judge",
+]
+
+logger = logging.getLogger(__name__)
+
+FactualityInputLike: TypeAlias = FactualityInput | Mapping[str, Any]
+"""A :class:`FactualityInput`, a FactReasoner record dict, or ``{"response": ...}``."""
+
+
+@dataclass(frozen=True, slots=True)
+class StageFailure:
+    """Something that went wrong in a stage; the evaluation went on without it.
+
+    Attributes:
+        stage: ``"atomize"``, ``"revise"``, ``"retrieve"`` (or a fact-check stage such as
+            ``"search"``, ``"fetch"``), ``"judge"``.
+        reason: Short human-readable reason.
+        item: What it concerns: an atom id, a pair ``"c_a0_1->a0"`` or a URL.
+    """
+
+    stage: str
+    reason: str
+    item: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form."""
+        return {"stage": self.stage, "reason": self.reason, "item": self.item}
+
+
+@dataclass(frozen=True)
+class FactualityResult:
+    """The assessment of one response.
+
+    Attributes:
+        record: The record as assessed: atoms (revised, with their context ids) and contexts.
+        version: The graph version used.
+        scores: The scores, or ``None`` if the response could not be atomized.
+        marginals: ``P(true)`` of every variable (atoms and contexts).
+        relations: The relations that became factors of the graph.
+        num_judged_pairs: Number of pairs sent to the judge.
+        failures: What went wrong, stage by stage.
+        timings: Seconds spent per stage.
+        inference: How the marginals were computed.
+        graph: The Markov network.
+    """
+
+    record: FactualityInput
+    version: GraphVersion
+    scores: FactualityScores | None
+    marginals: dict[str, float] = field(default_factory=dict)
+    relations: tuple[Relation, ...] = ()
+    num_judged_pairs: int = 0
+    failures: tuple[StageFailure, ...] = ()
+    timings: dict[str, float] = field(default_factory=dict)
+    inference: InferenceResult | None = field(default=None, repr=False)
+    graph: FactGraph | None = field(default=None, repr=False)
+
+    @property
+    def atoms(self) -> tuple[Atom, ...]:
+        """The atoms as assessed."""
+        return self.record.atoms
+
+    def to_dict(self) -> dict[str, Any]:
+        """FactReasoner's results dictionary plus atoms, relations, failures and timings."""
+        if self.scores is not None:
+            out = result_to_dict(self.scores, self.record)
+        else:
+            out = {
+                "topic": self.record.topic,
+                "query": self.record.input,
+                "response": self.record.output,
+                "factuality_score": None,
+                "num_atoms": len(self.record.atoms),
+            }
+        out["version"] = self.version
+        out["atoms"] = [
+            {
+                "id": a.id,
+                "text": a.text,
+                "original": a.original if a.original is not None else a.text,
+                "label": a.label,
+                "contexts": list(a.contexts),
+            }
+            for a in self.record.atoms
+        ]
+        out["relations"] = [
+            {"from": r.source, "to": r.target, "relation": r.kind, "probability": r.probability}
+            for r in self.relations
+        ]
+        out["num_judged_pairs"] = self.num_judged_pairs
+        out["failures"] = [f.to_dict() for f in self.failures]
+        out["timings"] = dict(self.timings)
+        return out
+
+
+@dataclass(frozen=True)
+class _State:
+    """What flows between the stages (internal)."""
+
+    record: FactualityInput
+    failures: tuple[StageFailure, ...] = ()
+    timings: tuple[tuple[str, float], ...] = ()
+    judged: RelationResult | None = None
+    stopped: bool = False
+
+    def add(self, stage: str, seconds: float, *failures: StageFailure, **changes: Any) -> _State:
+        return replace(
+            self,
+            failures=self.failures + failures,
+            timings=(*self.timings, (stage, seconds)),
+            **changes,
+        )
+
+
+def coerce_factuality_input(value: object) -> FactualityInput:
+    """Read a pipeline input (see module docstring).
+
+    Args:
+        value: A :class:`FactualityInput`, a FactReasoner record dict or a ``{"response"}``
+            dict.
+
+    Returns:
+        The record (no atoms for a ``{"response"}`` dict).
+
+    Raises:
+        FactualityFormatError: On a malformed dict (a ``ValueError``).
+        TypeError: If ``value`` is neither a record nor a mapping.
+    """
+    if isinstance(value, FactualityInput):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(
+            f"the evaluator takes a FactualityInput or a mapping, not {type(value).__name__}"
+        )
+    if "atoms" in value:
+        return parse_input(value)
+    response = value.get("response", value.get("output"))
+    if not isinstance(response, str) or not response.strip():
+        raise FactualityFormatError("the input needs 'atoms' or a non-blank 'response' string")
+    topic = value.get("topic")
+    question = value.get("question", value.get("input", ""))
+    if topic is not None and not isinstance(topic, str):
+        raise FactualityFormatError("'topic' must be a string")
+    if not isinstance(question, str):
+        raise FactualityFormatError("'question' must be a string")
+    return FactualityInput(input=question, output=response, topic=topic, atoms=(), contexts=())
+
+
+def offline_judge(*, use_embeddings: bool = True) -> HeuristicJudge:
+    """The offline baseline judge: :class:`HeuristicJudge`, with MiniLM embeddings if possible.
+
+    It is weak (a lexical / embedding heuristic, not an NLI model): use an LLM judge for
+    real assessments.
+
+    Args:
+        use_embeddings: Try the offline all-MiniLM-L6-v2 embeddings; falls back to the
+            lexical-only heuristic (with a warning) when they cannot be loaded.
+
+    Returns:
+        The judge.
+    """
+    embeddings: Embeddings | None = None
+    if use_embeddings:
+        try:
+            from langchain_references.embeddings import MiniLMEmbeddings
+
+            candidate = MiniLMEmbeddings()
+            candidate.embed_query("probe")  # load (and verify) the model now
+            embeddings = candidate
+        except Exception as exc:  # any load failure: fall back to the lexical heuristic
+            logger.warning("MiniLM embeddings unavailable (%s); lexical heuristic only", exc)
+    # Texts are embedded once per chunk of ``batch_size`` pairs: one large chunk embeds each
+    # (long, repeated) context once instead of once per chunk.
+    return HeuristicJudge(embeddings, batch_size=4096)
+
+
+def _since(start: float) -> float:
+    return time.perf_counter() - start
+
+
+class FactualityPipeline:
+    """The stages of the evaluator, configured once; :meth:`as_runnable` composes them.
+
+    Args:
+        judge: The judge of context -> atom (and context -> context) pairs. Default:
+            :class:`~langchain_references.factcheck.judges.LLMJudge` on ``llm`` if given, else
+            :func:`offline_judge` (weak).
+        llm: Chat model for the atomizer and reviser (needed for inputs without atoms).
+        atomizer: A custom atomizer runnable (default: ``Atomizer(llm)``).
+        reviser: A custom reviser runnable (default: ``Reviser(llm)``).
+        revise: Revise freshly extracted atoms (ignored for inputs that come with atoms).
+        retriever: Where the contexts come from (default: :class:`InputContexts`).
+        version: Graph version 1, 2 or 3 (FactReasoner's FR1/FR2/FR3).
+        top_k: FR1: contexts per atom used (also trims :class:`InputContexts` by default).
+        atom_prior: Prior probability of an atom being true.
+        context_prior: Prior probability of a context being true.
+        use_priors: FactReasoner's "with priors" factor tables.
+        inference_method: ``"auto"``, ``"exact"``, ``"bp"`` or ``"brute"``.
+        max_concurrency: Parallel judge / model calls.
+
+    Raises:
+        ValueError: On a bad version, bound or prior.
+    """
+
+    def __init__(
+        self,
+        *,
+        judge: Runnable[JudgeInputLike, Judgement] | None = None,
+        llm: BaseChatModel | None = None,
+        atomizer: Runnable[Any, tuple[Atom, ...]] | None = None,
+        reviser: Runnable[Any, RevisionResult] | None = None,
+        revise: bool = True,
+        retriever: ContextRetriever | None = None,
+        version: int | str = 2,
+        top_k: int | None = None,
+        atom_prior: float = PRIOR_PROB_ATOM,
+        context_prior: float = PRIOR_PROB_CONTEXT,
+        use_priors: bool = True,
+        inference_method: Method = "auto",
+        max_concurrency: int | None = None,
+    ) -> None:
+        for name, prior in (("atom_prior", atom_prior), ("context_prior", context_prior)):
+            if not 0.0 <= prior <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {prior}")
+        if judge is None:
+            judge = LLMJudge(llm) if llm is not None else offline_judge()
+        self.version = normalize_version(version)
+        self.relation_judge = RelationJudge(
+            judge, version=self.version, top_k=top_k, max_concurrency=max_concurrency
+        )
+        self.atomizer = atomizer if atomizer is not None else (Atomizer(llm) if llm else None)
+        if reviser is None and revise and llm is not None:
+            reviser = Reviser(llm, max_concurrency=max_concurrency)
+        self.reviser = reviser if revise else None
+        self.retriever = retriever if retriever is not None else InputContexts(top_k)
+        self.top_k = top_k
+        self.atom_prior = atom_prior
+        self.context_prior = context_prior
+        self.use_priors = use_priors
+        self.inference_method: Method = inference_method
+
+    # ------------------------------------------------------------------ composition
+
+    def as_runnable(self) -> Runnable[FactualityInputLike, FactualityResult]:
+        """The evaluator: ``prepare | atomize | retrieve | judge | infer``.
+
+        Returns:
+            A runnable with ``invoke`` / ``ainvoke`` / ``batch`` / ``abatch``.
+        """
+        chain = (
+            RunnableLambda(self._prepare, name="prepare")
+            | RunnableLambda(self._atomize, afunc=self._aatomize, name="atomize")
+            | RunnableLambda(self._retrieve, afunc=self._aretrieve, name="retrieve")
+            | RunnableLambda(self._judge, afunc=self._ajudge, name="judge")
+            | RunnableLambda(self._infer, name="infer")
+        )
+        return chain.with_config(run_name="factuality_evaluator")
+
+    # ------------------------------------------------------------------ stages
+
+    def _prepare(self, value: FactualityInputLike) -> _State:
+        record = coerce_factuality_input(value)
+        if not record.atoms and self.atomizer is None:
+            raise ValueError(
+                "the input has no atoms: pass llm= (or atomizer=) to extract them from the response"
+            )
+        return _State(record)
+
+    @staticmethod
+    def _atomize_input(record: FactualityInput) -> dict[str, Any]:
+        out: dict[str, Any] = {"response": record.output}
+        if record.topic:
+            out["topic"] = record.topic
+        return out
+
+    def _revised(
+        self,
+        state: _State,
+        atoms: tuple[Atom, ...],
+        revision: RevisionResult | None,
+        seconds: float,
+    ) -> _State:
+        failures: list[StageFailure] = []
+        if revision is not None:
+            atoms = revision.atoms
+            failures.extend(StageFailure("revise", e) for e in revision.errors)
+            if revision.unrevised:
+                failures.append(
+                    StageFailure(
+                        "revise",
+                        f"{len(revision.unrevised)} atom(s) left unrevised",
+                        ",".join(revision.unrevised),
+                    )
+                )
+        return state.add("atomize", seconds, *failures, record=replace(state.record, atoms=atoms))
+
+    def _atomize_failed(self, state: _State, exc: Exception, seconds: float) -> _State:
+        logger.warning("atomization failed: %s", exc)
+        failure = StageFailure("atomize", f"{type(exc).__name__}: {exc}")
+        return state.add("atomize", seconds, failure, stopped=True)
+
+    def _atomize(self, state: _State, config: RunnableConfig) -> _State:
+        if state.record.atoms or self.atomizer is None:
+            return state
+        start = time.perf_counter()
+        try:
+            atoms = tuple(self.atomizer.invoke(self._atomize_input(state.record), config))
+            revision = None
+            if self.reviser is not None and atoms:
+                revision = self.reviser.invoke(
+                    {**self._atomize_input(state.record), "atoms": atoms}, config
+                )
+        except Exception as exc:  # a failed response is recorded; a batch goes on
+            return self._atomize_failed(state, exc, _since(start))
+        return self._revised(state, atoms, revision, _since(start))
+
+    async def _aatomize(self, state: _State, config: RunnableConfig) -> _State:
+        if state.record.atoms or self.atomizer is None:
+            return state
+        start = time.perf_counter()
+        try:
+            atoms = tuple(await self.atomizer.ainvoke(self._atomize_input(state.record), config))
+            revision = None
+            if self.reviser is not None and atoms:
+                revision = await self.reviser.ainvoke(
+                    {**self._atomize_input(state.record), "atoms": atoms}, config
+                )
+        except Exception as exc:  # a failed response is recorded; a batch goes on
+            return self._atomize_failed(state, exc, _since(start))
+        return self._revised(state, atoms, revision, _since(start))
+
+    def _retrieved(self, state: _State, result: Any, seconds: float) -> _State:
+        failures = [
+            StageFailure(f.stage, f.reason, f.atom_id or f.url or None) for f in result.failures
+        ]
+        record = replace(state.record, atoms=result.atoms, contexts=result.contexts)
+        return state.add("retrieve", seconds, *failures, record=record)
+
+    def _retrieve_failed(self, state: _State, exc: Exception, seconds: float) -> _State:
+        logger.warning("retrieval failed: %s", exc)
+        atoms = tuple(replace(a, contexts=()) for a in state.record.atoms)
+        record = replace(state.record, atoms=atoms, contexts=())
+        failure = StageFailure("retrieve", f"{type(exc).__name__}: {exc}")
+        return state.add("retrieve", seconds, failure, record=record)
+
+    def _retrieve(self, state: _State, config: RunnableConfig) -> _State:
+        if state.stopped:
+            return state
+        start = time.perf_counter()
+        record = state.record
+        try:
+            result = self.retriever.retrieve(
+                record.atoms, record.contexts, topic=record.topic, config=config
+            )
+        except Exception as exc:  # a retrieval failure is recorded; atoms keep their prior
+            return self._retrieve_failed(state, exc, _since(start))
+        return self._retrieved(state, result, _since(start))
+
+    async def _aretrieve(self, state: _State, config: RunnableConfig) -> _State:
+        if state.stopped:
+            return state
+        start = time.perf_counter()
+        record = state.record
+        try:
+            result = await self.retriever.aretrieve(
+                record.atoms, record.contexts, topic=record.topic, config=config
+            )
+        except Exception as exc:  # a retrieval failure is recorded; atoms keep their prior
+            return self._retrieve_failed(state, exc, _since(start))
+        return self._retrieved(state, result, _since(start))
+
+    @staticmethod
+    def _judged(state: _State, result: RelationResult, seconds: float) -> _State:
+        failures = [
+            StageFailure("judge", p.judgement.error or "failed", f"{p.source}->{p.target}")
+            for p in result.failures
+        ]
+        return state.add("judge", seconds, *failures, judged=result)
+
+    def _judge(self, state: _State, config: RunnableConfig) -> _State:
+        if state.stopped:
+            return state
+        start = time.perf_counter()
+        result = self.relation_judge.judge_pairs(
+            state.record.atoms, state.record.contexts, config=config
+        )
+        return self._judged(state, result, _since(start))
+
+    async def _ajudge(self, state: _State, config: RunnableConfig) -> _State:
+        if state.stopped:
+            return state
+        start = time.perf_counter()
+        result = await self.relation_judge.ajudge_pairs(
+            state.record.atoms, state.record.contexts, config=config
+        )
+        return self._judged(state, result, _since(start))
+
+    def _infer(self, state: _State) -> FactualityResult:
+        if state.stopped or state.judged is None:
+            return FactualityResult(
+                record=state.record,
+                version=self.version,
+                scores=None,
+                failures=state.failures,
+                timings=dict(state.timings),
+            )
+        start = time.perf_counter()
+        record = state.record
+        graph = build_fact_graph(
+            record.atoms,
+            record.contexts,
+            state.judged.relations,
+            version=self.version,
+            top_k=self.top_k if self.version == "FR1" else None,
+            atom_prior=self.atom_prior,
+            context_prior=self.context_prior,
+            use_priors=self.use_priors,
+        )
+        inference = run_inference(graph, self.inference_method)
+        scores = score_marginals(
+            inference.marginals,
+            graph.atom_ids,
+            labels=record.labels,
+            num_contexts=len(graph.context_ids),
+        )
+        timings = dict(state.timings)
+        timings["infer"] = _since(start)
+        return FactualityResult(
+            record=record,
+            version=self.version,
+            scores=scores,
+            marginals=dict(inference.marginals),
+            relations=graph.relations,
+            num_judged_pairs=len(state.judged.pairs),
+            failures=state.failures,
+            timings=timings,
+            inference=inference,
+            graph=graph,
+        )
+
+
+def create_factuality_evaluator(
+    llm: BaseChatModel | None = None,
+    *,
+    judge: Runnable[JudgeInputLike, Judgement] | None = None,
+    retriever: ContextRetriever | None = None,
+    version: int | str = 2,
+    top_k: int | None = None,
+    atom_prior: float = PRIOR_PROB_ATOM,
+    context_prior: float = PRIOR_PROB_CONTEXT,
+    use_priors: bool = True,
+    revise: bool = True,
+    inference_method: Method = "auto",
+    max_concurrency: int | None = None,
+) -> Runnable[FactualityInputLike, FactualityResult]:
+    """Build the long-form factuality evaluator (see module docstring).
+
+    Args:
+        llm: Chat model for atomizing and revising responses given without atoms (and the
+            default judge).
+        judge: Judge of the pairs; default ``LLMJudge(llm)``, or the weak
+            :func:`offline_judge` without ``llm``.
+        retriever: Context source; default: the contexts given in the input.
+        version: FactReasoner graph version, 1, 2 or 3.
+        top_k: FR1: contexts per atom.
+        atom_prior: Prior of an atom being true.
+        context_prior: Prior of a context being true.
+        use_priors: FactReasoner's "with priors" factor tables.
+        revise: Decontextualise freshly extracted atoms.
+        inference_method: ``"auto"``, ``"exact"``, ``"bp"`` or ``"brute"``.
+        max_concurrency: Parallel judge / model calls.
+
+    Returns:
+        ``Runnable[FactualityInput | dict, FactualityResult]``.
+
+    Example:
+        >>> from langchain_references.factuality import load_inputs
+        >>> evaluator = create_factuality_evaluator(judge=my_judge, version=2)  # doctest: +SKIP
+        >>> (record,) = load_inputs("flaherty_wikipedia.json").records  # doctest: +SKIP
+        >>> evaluator.invoke(record).scores.factuality_score  # doctest: +SKIP
+    """
+    return FactualityPipeline(
+        judge=judge,
+        llm=llm,
+        retriever=retriever,
+        version=version,
+        top_k=top_k,
+        atom_prior=atom_prior,
+        context_prior=context_prior,
+        use_priors=use_priors,
+        revise=revise,
+        inference_method=inference_method,
+        max_concurrency=max_concurrency,
+    ).as_runnable()

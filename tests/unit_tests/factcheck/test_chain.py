@@ -1,0 +1,623 @@
+"""The fact-check chain end to end against local HTTP servers, with scripted judges."""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import re
+import threading
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from typing import Any, cast
+from uuid import UUID
+
+import pytest
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.embeddings import Embeddings
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+
+from langchain_references.factcheck.chain import (
+    PROGRESS_EVENT,
+    FactCheckChain,
+    FactCheckRequest,
+    coerce_request,
+    create_fact_check_chain,
+)
+from langchain_references.factcheck.demo_site import serve_pages
+from langchain_references.factcheck.fetch import PageFetcher
+from langchain_references.factcheck.judges import Judge, Judgement, Label
+from langchain_references.factcheck.passages import PassageSplitter
+from langchain_references.factcheck.result import STAGES, FactCheckProgress, FactCheckResult
+from langchain_references.factcheck.search import RecordedSearch
+from langchain_references.factcheck.types import SearchHit
+from langchain_references.factcheck.verdict import (
+    RankedJudgement,
+    Verdict,
+    VerdictResult,
+    WeightedVoteAggregator,
+)
+from tests.unit_tests.factcheck.conftest import LocalSite
+
+STATEMENT = "Arctic terns migrate from pole to pole every year"
+
+
+class HashEmbeddings(Embeddings):
+    """Deterministic bag-of-words vectors; records the threads it ran on."""
+
+    def __init__(self) -> None:
+        self.threads: set[int] = set()
+
+    def _vector(self, text: str) -> list[float]:
+        self.threads.add(threading.get_ident())
+        vector = [0.0] * 256
+        for word in re.findall(r"\w+", text.lower()):
+            vector[int(hashlib.sha256(word.encode()).hexdigest(), 16) % 256] += 1.0
+        vector[0] += 0.01  # never the zero vector
+        return vector
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._vector(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vector(text)
+
+
+class KeywordJudge(Judge):
+    """Labels a passage by the first keyword it contains; unknown otherwise."""
+
+    def __init__(self, rules: Mapping[str, Label], *, confidence: float = 0.9) -> None:
+        self.rules = dict(rules)
+        self.confidence = confidence
+        self.seen: list[str] = []
+        self._lock = threading.Lock()
+
+    def decide(self, passage: str) -> Judgement:
+        with self._lock:
+            self.seen.append(passage)
+        lowered = passage.lower()
+        for word, label in self.rules.items():
+            if word in lowered:
+                return Judgement(
+                    label=label, confidence=self.confidence, rationale=f"mentions {word}"
+                )
+        return Judgement(label=Label.UNKNOWN, confidence=0.6, rationale="off topic")
+
+    def _judge(self, statement: str, passage: str, *, config: RunnableConfig) -> Judgement:
+        return self.decide(passage)
+
+
+class AsyncOnlyJudge(KeywordJudge):
+    """Its sync path raises: only the async path can produce real judgements."""
+
+    def _judge(self, statement: str, passage: str, *, config: RunnableConfig) -> Judgement:
+        raise RuntimeError("sync judge path used")
+
+    async def _ajudge(self, statement: str, passage: str, *, config: RunnableConfig) -> Judgement:
+        return self.decide(passage)
+
+
+class RecordingAggregator:
+    """Records what it is given, then delegates to the weighted vote."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[RankedJudgement]] = []
+
+    def aggregate(self, judgements: Sequence[RankedJudgement]) -> VerdictResult:
+        self.calls.append(list(judgements))
+        return WeightedVoteAggregator().aggregate(judgements)
+
+
+def page(title: str, *paragraphs: str) -> str:
+    body = "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs)
+    return (
+        f"<!DOCTYPE html><html><head><title>{html.escape(title)}</title></head>"
+        f"<body><article><h1>{html.escape(title)}</h1>{body}</article></body></html>"
+    )
+
+
+TERN_PAGES = {
+    "/terns/support-a": page(
+        "Tern facts",
+        "Arctic terns migrate from the Arctic to the Antarctic and back every year, "
+        "the supportive finding of every survey.",
+    ),
+    "/terns/support-b": page(
+        "Bird migration",
+        "Each year the arctic tern flies pole to pole, a supportive record of the longest "
+        "migration of any animal.",
+    ),
+    "/terns/contra-c": page(
+        "A contrarian blog",
+        "Arctic terns do not migrate pole to pole every year, this contrary blog claims "
+        "without evidence.",
+    ),
+}
+RULES = {"supportive": Label.ENTAILS, "contrary": Label.CONTRADICTS}
+
+
+def recording(base_url: str, paths: Sequence[str], query: str = STATEMENT) -> RecordedSearch:
+    return RecordedSearch(
+        {
+            query: [
+                {"title": f"hit {i}", "snippet": "", "link": base_url + path.lstrip("/")}
+                for i, path in enumerate(paths)
+            ]
+        }
+    )
+
+
+def make_chain(search: Any, judge: Any, **kwargs: Any) -> FactCheckChain:
+    kwargs.setdefault("embeddings", HashEmbeddings())
+    kwargs.setdefault("fetcher", PageFetcher(allow_private=True, timeout_s=5))
+    kwargs.setdefault("splitter", PassageSplitter(min_chars=20))
+    return create_fact_check_chain(search=search, judge=judge, **kwargs)
+
+
+@pytest.fixture
+def tern_site() -> Any:
+    with serve_pages(TERN_PAGES) as base_url:
+        yield base_url
+
+
+async def test_verdict_and_evidence_come_from_the_judged_pages(tern_site: str) -> None:
+    paths = list(TERN_PAGES)
+    chain = make_chain(recording(tern_site, paths), KeywordJudge(RULES), weight_by="search")
+
+    result = await chain.ainvoke(STATEMENT)
+
+    assert result.statement == STATEMENT
+    assert result.verdict is Verdict.SUPPORTED
+    assert result.score > 0
+    urls = {e.url: e for e in result.evidence}
+    assert sorted(e.url for e in result.supporting) == [
+        tern_site + "terns/support-a",
+        tern_site + "terns/support-b",
+    ]
+    assert [e.url for e in result.contradicting] == [tern_site + "terns/contra-c"]
+    for rank, path in enumerate(paths):
+        evidence = urls[tern_site + path.lstrip("/")]
+        assert evidence.rank == rank  # the search rank travels with the source
+        assert evidence.title == TERN_PAGES[path].split("<title>")[1].split("</title>")[0]
+        assert evidence.text in html.unescape(TERN_PAGES[path])
+        assert evidence.rationale.startswith("mentions ")
+        assert -1.0 <= evidence.similarity <= 1.0
+    assert result.counts.hits == result.counts.fetched == result.counts.extracted == 3
+    assert result.counts.supporting == 2
+    assert result.counts.contradicting == 1
+    assert result.failed_sources == []
+
+
+async def test_contradicting_majority_gives_refuted(tern_site: str) -> None:
+    rules = {"supportive": Label.CONTRADICTS, "contrary": Label.CONTRADICTS}
+    chain = make_chain(recording(tern_site, list(TERN_PAGES)), KeywordJudge(rules))
+
+    result = await chain.ainvoke({"statement": STATEMENT})
+
+    assert result.verdict is Verdict.REFUTED
+    assert result.score < 0
+    assert result.supporting == []
+    assert len(result.contradicting) == 3
+
+
+async def test_dead_urls_timeouts_and_errors_are_recorded_and_the_run_goes_on(
+    local_site: LocalSite, dead_local_url: str
+) -> None:
+    links = [
+        local_site.url("/page/supportive-terns"),
+        dead_local_url,
+        local_site.url("/slow?s=5"),
+        local_site.url("/404"),
+        local_site.url("/pdf"),
+    ]
+    search = RecordedSearch(
+        {STATEMENT: [{"title": f"t{i}", "link": link} for i, link in enumerate(links)]}
+    )
+    fetcher = PageFetcher(allow_private=True, timeout_s=0.5)
+    chain = make_chain(search, KeywordJudge(RULES), fetcher=fetcher)
+
+    result = await chain.ainvoke(STATEMENT)
+
+    failures = {f.url: f for f in result.failed_sources}
+    assert set(failures) == set(links[1:])
+    assert all(f.stage == "fetch" for f in failures.values())
+    assert failures[dead_local_url].reason.startswith("connection failed")
+    assert failures[dead_local_url].rank == 1
+    assert failures[links[2]].reason == "timeout after 0.5s"
+    assert failures[links[3]].reason == "HTTP 404"
+    assert "application/pdf" in failures[links[4]].reason
+    assert result.verdict is Verdict.SUPPORTED
+    assert {e.url for e in result.supporting} == {links[0]}
+    assert result.counts.hits == 5
+    assert result.counts.fetched == 1
+
+
+async def test_a_failed_search_is_recorded_and_nothing_is_judged() -> None:
+    class BrokenSearch(RecordedSearch):
+        def _search(self, query: str, k: int) -> list[SearchHit]:
+            raise ConnectionError("search API down")
+
+    judge = KeywordJudge(RULES)
+    result = await make_chain(BrokenSearch({}), judge).ainvoke(STATEMENT)
+
+    assert result.verdict is Verdict.NOT_ENOUGH_EVIDENCE
+    assert [(f.stage, f.query) for f in result.failed_sources] == [("search", STATEMENT)]
+    assert "search API down" in result.failed_sources[0].reason
+    assert result.counts.hits == 0
+    assert judge.seen == []
+    assert set(result.timings) == set(STAGES)
+
+
+async def test_judge_failures_become_unknown_with_the_error_recorded(tern_site: str) -> None:
+    class FlakyJudge(KeywordJudge):
+        def _judge(self, statement: str, passage: str, *, config: RunnableConfig) -> Judgement:
+            if "contrary" in passage:
+                raise TimeoutError("model timed out")
+            return self.decide(passage)
+
+    chain = make_chain(recording(tern_site, list(TERN_PAGES)), FlakyJudge(RULES))
+
+    result = await chain.ainvoke(STATEMENT)
+
+    assert result.contradicting == []
+    assert len(result.supporting) == 2
+    assert result.counts.judge_errors == 1
+    assert result.neutral_count == 0
+    [failure] = result.failed_sources
+    assert failure.stage == "judge"
+    assert failure.url == tern_site + "terns/contra-c"
+    assert failure.rank == 2
+    assert "TimeoutError: model timed out" in failure.reason
+    assert result.verdict is Verdict.SUPPORTED
+
+
+async def test_any_runnable_can_judge_and_its_exceptions_are_recorded(tern_site: str) -> None:
+    def judge(item: dict[str, str]) -> Judgement:
+        if "contrary" in item["passage"]:
+            raise ValueError("cannot parse the reply")
+        if "supportive" in item["passage"]:
+            return Judgement(label=Label.ENTAILS, confidence=0.8)
+        return "not a judgement"  # type: ignore[return-value]
+
+    chain = make_chain(recording(tern_site, list(TERN_PAGES)), RunnableLambda(judge))
+
+    result = await chain.ainvoke(STATEMENT)
+
+    assert len(result.supporting) == 2
+    reasons = [f.reason for f in result.failed_sources]
+    assert reasons == ["ValueError: cannot parse the reply"]
+
+
+async def test_async_path_is_native_and_offloads_cpu_work(tern_site: str) -> None:
+    import asyncio
+
+    embeddings = HashEmbeddings()
+    judge = AsyncOnlyJudge(RULES)
+    chain = make_chain(recording(tern_site, list(TERN_PAGES)), judge, embeddings=embeddings)
+    loop_thread = threading.get_ident()
+
+    result = await chain.ainvoke(STATEMENT)
+
+    assert asyncio.get_running_loop() is not None
+    assert result.counts.judge_errors == 0  # the sync judge path, which raises, was not used
+    assert len(result.supporting) == 2
+    assert embeddings.threads  # embedding ran...
+    assert loop_thread not in embeddings.threads  # ...off the event loop's thread
+
+
+def test_sync_invoke_uses_the_sync_judge_path(tern_site: str) -> None:
+    chain = make_chain(recording(tern_site, list(TERN_PAGES)), AsyncOnlyJudge(RULES))
+
+    result = chain.invoke(STATEMENT)
+
+    assert result.counts.judge_errors == 3
+    assert {f.reason for f in result.failed_sources} == {"RuntimeError: sync judge path used"}
+    assert result.verdict is Verdict.NOT_ENOUGH_EVIDENCE
+
+
+async def test_sync_invoke_works_inside_a_running_event_loop(tern_site: str) -> None:
+    chain = make_chain(
+        recording(tern_site, list(TERN_PAGES)), KeywordJudge(RULES), weight_by="search"
+    )
+
+    result = chain.invoke(STATEMENT)  # e.g. a notebook cell: runs on a worker thread's loop
+
+    assert result.verdict is Verdict.SUPPORTED
+
+
+async def test_astream_yields_progress_for_each_stage_then_the_result(tern_site: str) -> None:
+    chain = make_chain(recording(tern_site, list(TERN_PAGES)), KeywordJudge(RULES))
+
+    items = [item async for item in chain.astream(STATEMENT)]
+
+    *rest, result = items
+    assert isinstance(result, FactCheckResult)
+    events = [e for e in rest if isinstance(e, FactCheckProgress)]
+    assert len(events) == len(rest)
+    assert [(e.stage, e.done) for e in events] == [
+        (stage, done) for stage in STAGES for done in (False, True)
+    ]
+    assert all(e.statement == STATEMENT for e in events)
+    done = {e.stage: e for e in events if e.done}
+    assert done["search"].counts["hits"] == result.counts.hits == 3
+    assert done["fetch"].counts == {"pages": 3, "failed": 0}
+    assert done["relevance"].counts["kept"] == result.counts.judged
+    assert done["judge"].counts["supporting"] == len(result.supporting)
+    assert result.timings == {stage: done[stage].elapsed_s for stage in STAGES}
+
+
+async def test_astream_stops_cleanly_when_the_consumer_leaves_early(tern_site: str) -> None:
+    chain = make_chain(recording(tern_site, list(TERN_PAGES)), KeywordJudge(RULES))
+
+    stream = cast("AsyncGenerator[Any, None]", chain.astream(STATEMENT))
+    first = await anext(stream)
+    await stream.aclose()
+
+    assert isinstance(first, FactCheckProgress)
+    assert first.stage == "search"
+
+
+async def test_astream_events_show_the_judge_as_child_runs(tern_site: str) -> None:
+    chain = make_chain(recording(tern_site, list(TERN_PAGES)), KeywordJudge(RULES))
+
+    events = [e async for e in chain.astream_events(STATEMENT, version="v2")]
+
+    root = events[0]
+    assert root["event"] == "on_chain_start"
+    assert root["name"] == "fact_check"
+    judge_starts = [
+        e for e in events if e["event"] == "on_chain_start" and e["name"] == "KeywordJudge"
+    ]
+    assert len(judge_starts) == 3
+    assert all(root["run_id"] in e["parent_ids"] for e in judge_starts)
+    progress = [e for e in events if e["event"] == "on_custom_event"]
+    assert {e["name"] for e in progress} == {PROGRESS_EVENT}
+    assert len(progress) == 2 * len(STAGES)
+    end = events[-1]
+    assert end["event"] == "on_chain_end"
+    assert isinstance(end["data"]["output"], FactCheckResult)
+
+
+class RunRecorder(BaseCallbackHandler):
+    def __init__(self) -> None:
+        self.starts: list[tuple[str, UUID, UUID | None]] = []
+        self.custom: list[Any] = []
+
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.starts.append((kwargs.get("name") or "", run_id, parent_run_id))
+
+    def on_custom_event(self, name: str, data: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self.custom.append(data)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_callbacks_reach_the_judge_runs(tern_site: str, mode: str) -> None:
+    chain = make_chain(recording(tern_site, list(TERN_PAGES)), KeywordJudge(RULES))
+    recorder = RunRecorder()
+    config: RunnableConfig = {"callbacks": [recorder], "tags": ["t1"]}
+
+    if mode == "sync":
+        chain.invoke(STATEMENT, config)
+    else:
+        await chain.ainvoke(STATEMENT, config)
+
+    [(_, root_id, root_parent)] = [s for s in recorder.starts if s[0] == "fact_check"]
+    assert root_parent is None
+    judges = [s for s in recorder.starts if s[0] == "KeywordJudge"]
+    assert len(judges) == 3
+    assert all(parent == root_id for _, _, parent in judges)
+    assert [(p.stage, p.done) for p in recorder.custom][:2] == [("search", False), ("search", True)]
+
+
+def test_batch_checks_statements_in_order(tern_site: str) -> None:
+    other = "Puffins nest in burrows"
+    search = RecordedSearch(
+        {
+            STATEMENT: [{"title": "a", "link": tern_site + "terns/support-a"}],
+            other: [{"title": "c", "link": tern_site + "terns/contra-c"}],
+        }
+    )
+    chain = make_chain(search, KeywordJudge(RULES))
+
+    results = chain.batch([STATEMENT, {"statement": other}])
+
+    assert [r.statement for r in results] == [STATEMENT, other]
+    assert [r.verdict for r in results] == [Verdict.SUPPORTED, Verdict.REFUTED]
+
+
+async def test_abatch_checks_statements_concurrently_in_order(tern_site: str) -> None:
+    other = "Puffins nest in burrows"
+    search = RecordedSearch(
+        {
+            STATEMENT: [{"title": "a", "link": tern_site + "terns/support-a"}],
+            other: [{"title": "c", "link": tern_site + "terns/contra-c"}],
+        }
+    )
+    chain = make_chain(search, AsyncOnlyJudge(RULES))
+
+    results = await chain.abatch([other, STATEMENT], {"max_concurrency": 2})
+
+    assert [r.statement for r in results] == [other, STATEMENT]
+    assert [r.verdict for r in results] == [Verdict.REFUTED, Verdict.SUPPORTED]
+
+
+async def test_the_query_key_replaces_the_statement_as_search_query(tern_site: str) -> None:
+    search = recording(tern_site, ["/terns/support-a"], query="arctic tern migration")
+    chain = make_chain(search, KeywordJudge(RULES))
+
+    with_query = await chain.ainvoke({"statement": STATEMENT, "query": "arctic tern migration"})
+    without = await chain.ainvoke(STATEMENT)
+
+    assert with_query.counts.hits == 1
+    assert with_query.verdict is Verdict.SUPPORTED
+    assert without.counts.hits == 0
+
+
+async def test_the_aggregator_gets_relevance_positions_by_default(tern_site: str) -> None:
+    aggregator = RecordingAggregator()
+    chain = make_chain(
+        recording(tern_site, list(TERN_PAGES)), KeywordJudge(RULES), aggregator=aggregator
+    )
+
+    result = await chain.ainvoke(STATEMENT)
+
+    [call] = aggregator.calls
+    assert [rank for _, rank, _ in call] == list(range(3))
+    similarities = [similarity for _, _, similarity in call if similarity is not None]
+    assert len(similarities) == 3
+    assert similarities == sorted(similarities, reverse=True)
+    by_position = {e.relevance_rank: e for e in result.evidence}
+    assert [j.label for j, _, _ in call] == [by_position[i].label for i in range(3)]
+
+
+async def test_k_bounds_the_judged_passages(tern_site: str) -> None:
+    judge = KeywordJudge(RULES)
+    chain = make_chain(recording(tern_site, list(TERN_PAGES)), judge, k=2)
+
+    result = await chain.ainvoke(STATEMENT)
+
+    assert result.counts.passages == 3
+    assert result.counts.judged == len(judge.seen) == 2
+
+
+async def test_an_existing_chroma_store_is_used_and_left_as_it_was(tern_site: str) -> None:
+    import uuid
+
+    from langchain_chroma import Chroma
+
+    from langchain_references.factcheck.relevance import chroma_client
+
+    store = Chroma(
+        collection_name=f"test-{uuid.uuid4().hex}",
+        embedding_function=HashEmbeddings(),
+        client=chroma_client(),
+    )
+    store.add_texts(["an unrelated document about supportive terns"], ids=["own"])
+    try:
+        chain = make_chain(
+            recording(tern_site, list(TERN_PAGES)),
+            KeywordJudge(RULES),
+            embeddings=None,
+            vector_store=store,
+        )
+        result = await chain.ainvoke(STATEMENT)
+        assert result.counts.judged == 3
+        assert tern_site in result.supporting[0].url
+        assert store.get()["ids"] == ["own"]
+    finally:
+        store.delete_collection()
+
+
+def test_result_json_round_trips(tern_site: str) -> None:
+    chain = make_chain(
+        recording(tern_site, list(TERN_PAGES)), KeywordJudge(RULES), weight_by="search"
+    )
+
+    result = chain.invoke(STATEMENT)
+
+    assert FactCheckResult.model_validate_json(result.to_json()) == result
+    assert '"verdict":"supported"' in result.to_json()
+
+
+def test_recorded_veriscore_search_over_pages_served_under_the_recorded_titles(
+    factcheck_data_dir: Any,
+) -> None:
+    import json
+
+    record = json.loads((factcheck_data_dir / "veriscore_data_sample.jsonl").read_text())
+    claim, hits = next(iter(record["claim_search_results"].items()))
+    pages = {
+        f"/r/{i}": page(hit["title"], f"{hit['snippet']} (search result {i})")
+        for i, hit in enumerate(hits)
+    }
+    with serve_pages(pages) as base_url:
+        local = [{**hit, "link": f"{base_url}r/{i}"} for i, hit in enumerate(hits)]
+        chain = make_chain(
+            RecordedSearch({claim: local}),
+            KeywordJudge({"hormon": Label.ENTAILS, "cycle": Label.ENTAILS}),
+            max_results=len(hits),
+        )
+        result = chain.invoke(claim)
+
+    assert result.counts.hits == result.counts.fetched == len(hits)
+    assert result.failed_sources == []
+    assert result.verdict is Verdict.SUPPORTED
+    for evidence in result.supporting:
+        index = int(evidence.url.rsplit("/", 1)[1])
+        assert evidence.rank == index
+        assert evidence.title == " ".join(hits[index]["title"].split())
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        ("", ValueError),
+        ("   ", ValueError),
+        (42, TypeError),
+        ({"statement": 3}, ValueError),
+        ({"text": "no statement key"}, ValueError),
+        ({"statement": "ok", "query": " "}, ValueError),
+    ],
+)
+def test_bad_input_is_refused_with_a_clear_error(value: Any, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        coerce_request(value)
+
+
+def test_good_input_is_normalised() -> None:
+    assert coerce_request("  a   b ") == FactCheckRequest(statement="a b")
+    assert coerce_request({"statement": "a", "extra": 1}).search_query == "a"
+    assert coerce_request({"statement": "a", "query": "q"}).search_query == "q"
+
+
+def test_bad_input_raises_from_invoke_without_searching() -> None:
+    class CountingSearch(RecordedSearch):
+        calls = 0
+
+        def _search(self, query: str, k: int) -> list[SearchHit]:
+            CountingSearch.calls += 1
+            return []
+
+    chain = make_chain(CountingSearch({}), KeywordJudge(RULES))
+    with pytest.raises(ValueError, match="blank"):
+        chain.invoke(" ")
+    assert CountingSearch.calls == 0
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"k": 0},
+        {"max_results": 0},
+        {"max_concurrency": 0},
+        {"k": True},
+        {"weight_by": "title"},
+    ],
+)
+def test_bad_numbers_are_refused(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="must be"):
+        make_chain(RecordedSearch({}), KeywordJudge(RULES), **kwargs)
+
+
+def test_bad_components_are_refused() -> None:
+    with pytest.raises(TypeError, match="search"):
+        make_chain(object(), KeywordJudge(RULES))
+    with pytest.raises(TypeError, match="judge"):
+        make_chain(RecordedSearch({}), lambda x: x)
+    with pytest.raises(TypeError, match="aggregator"):
+        make_chain(RecordedSearch({}), KeywordJudge(RULES), aggregator=object())
+    with pytest.raises(ValueError, match="not both"):
+        make_chain(RecordedSearch({}), KeywordJudge(RULES), vector_store=object())
+
+
+def test_schema_names_the_input_and_output() -> None:
+    chain = make_chain(RecordedSearch({}), KeywordJudge(RULES))
+    assert chain.get_name() == "fact_check"
+    assert "statement" in chain.get_input_jsonschema()["properties"]
+    assert "verdict" in chain.get_output_jsonschema()["properties"]

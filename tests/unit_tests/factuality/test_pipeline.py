@@ -1,0 +1,348 @@
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.vectorstores import InMemoryVectorStore
+
+from langchain_references.factcheck.judges import HeuristicJudge, Judge, Judgement, Label, LLMJudge
+from langchain_references.factuality import (
+    FactualityFormatError,
+    FactualityInput,
+    candidate_pairs,
+    load_inputs,
+    parse_result,
+    write_jsonl,
+)
+from langchain_references.factuality.model import Atom, Context
+from langchain_references.factuality.pipeline import (
+    FactualityPipeline,
+    coerce_factuality_input,
+    create_factuality_evaluator,
+    offline_judge,
+)
+from langchain_references.factuality.relations import normalize_version
+from langchain_references.factuality.retrieval import (
+    ContextRetriever,
+    RetrievedContexts,
+    VectorStoreContexts,
+)
+from tests.unit_tests.factcheck.test_judges_llm import ScriptedChatModel
+from tests.unit_tests.factuality.test_retrieval import BagOfWords
+
+
+class GoldJudge(Judge):
+    """Entails (0.9) an atom labelled S, contradicts (0.9) one labelled NS; unknown otherwise."""
+
+    def __init__(self, record: FactualityInput) -> None:
+        self.labels = {a.text: a.label for a in record.atoms}
+        self.calls = 0
+
+    def _judge(self, statement: str, passage: str, *, config: RunnableConfig) -> Judgement:
+        self.calls += 1
+        label = self.labels.get(statement)
+        if label == "S":
+            return Judgement(label=Label.ENTAILS, confidence=0.9)
+        if label == "NS":
+            return Judgement(label=Label.CONTRADICTS, confidence=0.9)
+        return Judgement(label=Label.UNKNOWN, confidence=0.5)
+
+
+@pytest.fixture
+def flaherty(shared_data: Path) -> FactualityInput:
+    (record,) = load_inputs(shared_data / "factreasoner_flaherty_wikipedia.json").records
+    return record
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_flaherty_with_a_gold_judge(flaherty: FactualityInput, version: int) -> None:
+    judge = GoldJudge(flaherty)
+    result = create_factuality_evaluator(judge=judge, version=version).invoke(flaherty)
+    scores = result.scores
+    assert scores is not None
+    assert scores.gold is not None
+    fr = normalize_version(version)
+    assert result.num_judged_pairs == judge.calls
+    assert judge.calls == len(candidate_pairs(flaherty.atoms, flaherty.contexts, version=fr))
+    with_contexts = {a.id for a in flaherty.atoms if a.contexts}
+    for atom in flaherty.atoms:
+        decided = version > 1 or atom.id in with_contexts
+        p = scores.probabilities[atom.id]
+        if not decided:
+            assert p == pytest.approx(0.5)
+        elif atom.label == "S":
+            assert p > 0.5
+        else:
+            assert p < 0.5
+    s_with = sum(
+        1 for a in flaherty.atoms if a.label == "S" and (version > 1 or a.id in with_contexts)
+    )
+    assert scores.gold.true_positive == s_with
+    assert scores.gold.false_positive == 0
+    assert scores.gold.true_negative == sum(1 for a in flaherty.atoms if a.label == "NS")
+    assert scores.gold.gold_factuality_score == pytest.approx(7 / 26)
+    assert result.version == fr
+    assert set(result.timings) == {"retrieve", "judge", "infer"}
+    assert result.graph is not None
+    assert len(result.relations) == len(result.graph.relations)
+
+
+def test_result_dict_has_factreasoner_fields(flaherty: FactualityInput, tmp_path: Path) -> None:
+    result = create_factuality_evaluator(judge=GoldJudge(flaherty), version=1).invoke(flaherty)
+    data = json.loads(json.dumps(result.to_dict()))
+    for key in (
+        "factuality_score",
+        "marginals",
+        "predictions",
+        "true_positive",
+        "entropy",
+        "topic",
+        "query",
+        "response",
+        "atoms",
+        "relations",
+        "failures",
+        "timings",
+    ):
+        assert key in data
+    assert data["num_atoms"] == 26
+    assert data["atoms"][0] == {
+        "id": "a0",
+        "text": "Lanny Flaherty is an American.",
+        "original": "Lanny Flaherty is an American.",
+        "label": "S",
+        "contexts": ["c_a0_0", "c_a0_1", "c_a0_2"],
+    }
+    assert {f["item"] for f in data["failures"]} == {a.id for a in flaherty.atoms if not a.contexts}
+    write_jsonl(tmp_path / "out.jsonl", [data])
+    back = parse_result(json.loads((tmp_path / "out.jsonl").read_text(encoding="utf-8")))
+    assert back.predictions == result.scores.predictions  # type: ignore[union-attr]
+
+
+def tool(name: str, **args: Any) -> AIMessage:
+    return AIMessage(
+        content="", tool_calls=[{"name": name, "args": args, "id": "1", "type": "tool_call"}]
+    )
+
+
+RESPONSE = "Paris is the capital of France. It is on the Seine. Rome is in Spain."
+ATOMIZED = tool(
+    "AtomicClaims",
+    claims=["Paris is the capital of France.", "It is on the Seine.", "Rome is in Spain."],
+)
+REVISED = tool(
+    "RevisedAtoms",
+    atoms=[
+        {"id": "a0", "text": "Paris is the capital of France."},
+        {"id": "a1", "text": "Paris is on the Seine."},
+        {"id": "a2", "text": "Rome is in Spain."},
+    ],
+)
+STORE_DOCS = [
+    "Paris is the capital of France.",
+    "Paris lies on the river Seine.",
+    "Rome is the capital of Italy, not Spain.",
+]
+
+
+class WordJudge(Judge):
+    """Contradicts when the passage says 'not <last word>'; entails when it shares the first
+    and last content words with the statement; unknown otherwise."""
+
+    def _judge(self, statement: str, passage: str, *, config: RunnableConfig) -> Judgement:
+        words = [w.strip(".,").lower() for w in statement.split()]
+        text = passage.lower()
+        if f"not {words[-1]}" in text:
+            return Judgement(label=Label.CONTRADICTS, confidence=0.9)
+        if words[0] in text and words[-1] in text:
+            return Judgement(label=Label.ENTAILS, confidence=0.9)
+        return Judgement(label=Label.UNKNOWN, confidence=0.6)
+
+
+def response_evaluator(*steps: Any, **kwargs: Any) -> tuple[Any, ScriptedChatModel]:
+    model = ScriptedChatModel(script=list(steps))
+    store = InMemoryVectorStore(BagOfWords())
+    store.add_texts(STORE_DOCS)
+    evaluator = create_factuality_evaluator(
+        model,
+        judge=WordJudge(),
+        retriever=VectorStoreContexts(store, k=1),
+        version=1,
+        **kwargs,
+    )
+    return evaluator, model
+
+
+def check_response_result(result: Any) -> None:
+    assert [(a.id, a.text, a.original) for a in result.atoms] == [
+        ("a0", "Paris is the capital of France.", "Paris is the capital of France."),
+        ("a1", "Paris is on the Seine.", "It is on the Seine."),
+        ("a2", "Rome is in Spain.", "Rome is in Spain."),
+    ]
+    contexts = {c.id: c.text for c in result.record.contexts}
+    assert [contexts[a.contexts[0]] for a in result.atoms] == STORE_DOCS
+    scores = result.scores
+    assert scores.predictions == {"a0": "S", "a1": "S", "a2": "NS"}
+    assert scores.probabilities["a2"] < 0.5
+    assert scores.gold is None
+    assert set(result.timings) == {"atomize", "retrieve", "judge", "infer"}
+    assert result.failures == ()
+    assert result.record.output == RESPONSE
+    assert result.record.topic == "Capitals"
+
+
+def test_response_is_atomized_revised_retrieved_and_scored() -> None:
+    evaluator, model = response_evaluator(ATOMIZED, REVISED)
+    result = evaluator.invoke({"response": RESPONSE, "topic": "Capitals"})
+    check_response_result(result)
+    assert len(model.calls) == 2
+    assert "It is on the Seine" in model.calls[1][1].text  # the reviser saw the atoms
+
+
+async def test_async_path() -> None:
+    evaluator, _ = response_evaluator(ATOMIZED, REVISED)
+    check_response_result(await evaluator.ainvoke({"response": RESPONSE, "topic": "Capitals"}))
+
+
+def test_without_revision() -> None:
+    evaluator, model = response_evaluator(ATOMIZED, revise=False)
+    result = evaluator.invoke({"response": RESPONSE})
+    assert result.atoms[1].text == "It is on the Seine."
+    assert len(model.calls) == 1
+
+
+def test_atomizer_failure_is_recorded_and_batch_goes_on(flaherty: FactualityInput) -> None:
+    evaluator, _ = response_evaluator(AIMessage(content="no tool"))
+    bad, good = evaluator.batch(
+        [{"response": RESPONSE}, flaherty], {"max_concurrency": 1}, return_exceptions=True
+    )
+    assert bad.scores is None
+    (failure,) = bad.failures
+    assert failure.stage == "atomize"
+    assert "AtomizerError" in failure.reason
+    assert bad.to_dict()["factuality_score"] is None
+    assert good.scores is not None
+    assert good.scores.num_atoms == 26
+
+
+def test_reviser_failures_are_recorded() -> None:
+    evaluator, _ = response_evaluator(
+        ATOMIZED, tool("RevisedAtoms", atoms=[{"id": "a1", "text": "Paris is on the Seine."}])
+    )
+    result = evaluator.invoke({"response": RESPONSE})
+    (failure,) = result.failures
+    assert failure.stage == "revise"
+    assert failure.item == "a0,a2"
+    assert result.scores is not None
+
+
+def test_input_without_atoms_needs_a_model(flaherty: FactualityInput) -> None:
+    evaluator = create_factuality_evaluator(judge=GoldJudge(flaherty))
+    with pytest.raises(ValueError, match="no atoms"):
+        evaluator.invoke({"response": RESPONSE})
+    out = evaluator.batch([{"response": RESPONSE}, flaherty], return_exceptions=True)
+    assert isinstance(out[0], ValueError)
+    assert out[1].scores is not None
+
+
+class BrokenRetriever(ContextRetriever):
+    def retrieve(
+        self, atoms: Any, contexts: Any = (), *, topic: Any = None, config: Any = None
+    ) -> RetrievedContexts:
+        raise ConnectionError("search backend down")
+
+
+def test_retriever_failure_leaves_atoms_at_their_prior(flaherty: FactualityInput) -> None:
+    evaluator = create_factuality_evaluator(
+        judge=GoldJudge(flaherty), retriever=BrokenRetriever(), atom_prior=0.3
+    )
+    for result in (evaluator.invoke(flaherty), evaluator.batch([flaherty])[0]):
+        assert result.scores is not None
+        assert all(p == pytest.approx(0.3) for p in result.scores.probabilities.values())
+        assert result.failures[0].stage == "retrieve"
+        assert "backend down" in result.failures[0].reason
+        assert result.record.contexts == ()
+
+
+def test_judge_failures_are_recorded() -> None:
+    class Failing(Judge):
+        def _judge(self, statement: str, passage: str, *, config: RunnableConfig) -> Judgement:
+            if "Seine" in passage:
+                raise TimeoutError("judge timed out")
+            return Judgement(label=Label.ENTAILS, confidence=0.8)
+
+    record = FactualityInput(
+        input="q",
+        output="r",
+        topic=None,
+        atoms=(Atom("a0", "Paris is on the Seine.", contexts=("c0", "c1")),),
+        contexts=(Context("c0", "Paris lies on the Seine."), Context("c1", "Paris is big.")),
+    )
+    result = create_factuality_evaluator(judge=Failing(), version=1).invoke(record)
+    (failure,) = result.failures
+    assert (failure.stage, failure.item) == ("judge", "c0->a0")
+    assert "timed out" in failure.reason
+    assert [(r.source, r.kind) for r in result.relations] == [("c1", "entailment")]
+
+
+def test_priors_and_inference_options(flaherty: FactualityInput) -> None:
+    judge = GoldJudge(flaherty)
+    base = create_factuality_evaluator(judge=judge, version=1).invoke(flaherty)
+    high = create_factuality_evaluator(judge=judge, version=1, atom_prior=0.8).invoke(flaherty)
+    lone = next(a.id for a in flaherty.atoms if not a.contexts)
+    assert high.marginals[lone] == pytest.approx(0.8)
+    assert base.marginals[lone] == pytest.approx(0.5)
+    bp = create_factuality_evaluator(judge=judge, version=2, inference_method="bp").invoke(flaherty)
+    assert bp.inference is not None
+    assert bp.inference.bp is not None
+    assert {c.method for c in bp.inference.components} <= {"loopy_bp", "isolated"}
+    assert base.inference is not None
+    assert base.inference.exact
+    with pytest.raises(ValueError, match="atom_prior"):
+        create_factuality_evaluator(judge=judge, atom_prior=1.5)
+    with pytest.raises(ValueError, match="version"):
+        create_factuality_evaluator(judge=judge, version=4)
+
+
+def test_default_judges(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    model = ScriptedChatModel()
+    assert isinstance(FactualityPipeline(llm=model).relation_judge.judge, LLMJudge)
+    assert offline_judge(use_embeddings=False).embeddings is None
+
+    import langchain_references.embeddings as embeddings_module
+
+    class Unloadable:
+        def embed_query(self, text: str) -> list[float]:
+            raise embeddings_module.EmbeddingModelError("weights missing")
+
+    monkeypatch.setattr(embeddings_module, "MiniLMEmbeddings", Unloadable)
+    with caplog.at_level(logging.WARNING):
+        judge = offline_judge()
+    assert isinstance(judge, HeuristicJudge)
+    assert judge.embeddings is None
+    assert "weights missing" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        ({"response": "  "}, FactualityFormatError),
+        ({"response": "x", "topic": 3}, FactualityFormatError),
+        ({"response": "x", "question": 3}, FactualityFormatError),
+        ({"atoms": [], "output": "x"}, FactualityFormatError),
+        ("text", TypeError),
+    ],
+)
+def test_coerce_errors(value: Any, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        coerce_factuality_input(value)
+
+
+def test_coerce_response_dict() -> None:
+    record = coerce_factuality_input({"response": "R.", "question": "Q?", "topic": "T"})
+    assert (record.input, record.output, record.topic, record.atoms) == ("Q?", "R.", "T", ())
