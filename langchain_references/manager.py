@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.callbacks.manager import adispatch_custom_event, dispatch_custom_event
@@ -14,8 +14,18 @@ from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
 from langchain_core.runnables.config import ensure_config
 from typing_extensions import override
 
-from langchain_references.rewriter import ReferenceRewriter, UsedReference
+from langchain_references.checking import (
+    CITATION_CHECK_KEY,
+    CitationChecker,
+    StreamingCitationCheck,
+    UnsupportedClaim,
+    citation_report,
+)
+from langchain_references.rewriter import ReferenceRewriter
 from langchain_references.styles import MarkdownReferenceStyle, ReferenceStyle
+
+if TYPE_CHECKING:
+    from langchain_references.factuality.citations import SentenceVerdict
 
 __all__ = ["REFERENCES_EVENT", "MissingDocumentsError", "ReferencedRunnable", "manage_references"]
 
@@ -34,6 +44,15 @@ class MissingDocumentsError(KeyError):
         return str(self.args[0]) if self.args else super().__str__()
 
 
+class _AlwaysPending:
+    """Stands for the parser in the hot loop when every chunk must go through ``feed``."""
+
+    pending = True
+
+
+_ALWAYS_PENDING = _AlwaysPending()
+
+
 def _merge_inputs(chunks: Iterator[Any]) -> Any:
     final: Any = None
     for chunk in chunks:
@@ -48,18 +67,42 @@ def _merge_inputs(chunks: Iterator[Any]) -> Any:
 
 
 class _Session:
-    """State of one run: the rewriter and the shape of the output being streamed."""
+    """State of one run: the rewriter, the optional citation check, the output's shape."""
 
-    __slots__ = ("has_list_content", "last_id", "rewriter", "saw_chunks")
+    __slots__ = (
+        "check",
+        "check_data",
+        "has_list_content",
+        "last_id",
+        "mark_unsupported",
+        "rewriter",
+        "saw_chunks",
+        "unsupported",
+    )
 
-    def __init__(self, rewriter: ReferenceRewriter) -> None:
+    def __init__(
+        self,
+        rewriter: ReferenceRewriter,
+        check: StreamingCitationCheck | None = None,
+        *,
+        mark_unsupported: bool = False,
+    ) -> None:
         self.rewriter = rewriter
+        self.check = check
+        self.mark_unsupported = mark_unsupported
+        self.check_data: dict[str, Any] | None = None
+        self.unsupported: list[UnsupportedClaim] = []
         self.has_list_content = False
         self.saw_chunks = False
         self.last_id: str | None = None
 
+    def feed(self, text: str) -> str:
+        if self.check is not None:
+            self.check.feed(text)
+        return self.rewriter.feed(text)
+
     def rewrite_content(self, content: str | list[Any]) -> str | list[Any]:
-        feed = self.rewriter.feed
+        feed = self.feed
         if isinstance(content, str):
             return feed(content)
         self.has_list_content = True
@@ -81,7 +124,7 @@ class _Session:
     def rewrite(self, chunk: Any) -> Any:
         """Rewrite one streamed chunk; return the chunk to yield (None for nothing)."""
         if isinstance(chunk, str):
-            return self.rewriter.feed(chunk) or None
+            return self.feed(chunk) or None
         if isinstance(chunk, BaseMessageChunk):
             self.saw_chunks = True
             if chunk.id:
@@ -95,42 +138,73 @@ class _Session:
             f"chunks), got {type(chunk).__name__}. Put output parsers after it."
         )
 
-    def finish_message(self, message: BaseMessage) -> BaseMessage:
-        """Rewrite a whole (non-streamed) message and append the reference list."""
-        content = self.rewrite_content(message.content)
+    # -- end of the answer -----------------------------------------------------------------
+
+    def _record_check(self, verdicts: list[SentenceVerdict]) -> None:
+        numbers = {
+            position: ref.number for ref in self.rewriter.references for position in ref.positions
+        }
+        self.check_data, self.unsupported = citation_report(verdicts, numbers)
+
+    def collect_check(self) -> None:
+        """Wait for the citation check, if any (sync path)."""
+        if self.check is not None:
+            self._record_check(self.check.finish())
+
+    async def acollect_check(self) -> None:
+        """Wait for the citation check, if any (async path)."""
+        if self.check is not None:
+            self._record_check(await self.check.afinish())
+
+    def tail(self) -> str:
+        """Held-back text, the reference list and, if asked, the unsupported claims."""
         tail = self.rewriter.finish()
+        if self.mark_unsupported and self.unsupported:
+            tail += self.rewriter.style.format_citation_check(self.unsupported)
+        return tail
+
+    def metadata(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            REFERENCES_METADATA_KEY: [ref.to_dict() for ref in self.rewriter.references]
+        }
+        if self.check_data is not None:
+            data[CITATION_CHECK_KEY] = self.check_data
+        return data
+
+    def event_payload(self) -> dict[str, Any]:
+        references = self.rewriter.references
+        payload: dict[str, Any] = {
+            "references": [ref.to_dict() for ref in references],
+            "documents": [(ref.number, ref.document) for ref in references],
+        }
+        if self.check_data is not None:
+            payload[CITATION_CHECK_KEY] = self.check_data
+        return payload
+
+    def finish_output(self, output: Any) -> Any:
+        """The whole output of a non-streamed run (text fed already), closed."""
+        if isinstance(output, str):
+            return output + self.tail()
+        content = output.content
+        tail = self.tail()
         if tail:
             content = _append(content, tail)
-        metadata = {**message.response_metadata, REFERENCES_METADATA_KEY: self.metadata()}
-        return message.model_copy(update={"content": content, "response_metadata": metadata})
+        metadata = {**output.response_metadata, **self.metadata()}
+        return output.model_copy(update={"content": content, "response_metadata": metadata})
 
     def final_chunk(self) -> AIMessageChunk:
         """The closing chunk of a chat stream: held-back text, the list and the metadata."""
-        tail = self.rewriter.finish()
+        tail = self.tail()
         content: str | list[Any] = tail
         if self.has_list_content and tail:
             content = [{"type": "text", "text": tail}]
-        return AIMessageChunk(
-            content=content,
-            id=self.last_id,
-            response_metadata={REFERENCES_METADATA_KEY: self.metadata()},
-        )
-
-    def metadata(self) -> list[dict[str, Any]]:
-        return [ref.to_dict() for ref in self.rewriter.references]
+        return AIMessageChunk(content=content, id=self.last_id, response_metadata=self.metadata())
 
 
 def _append(content: str | list[Any], tail: str) -> str | list[Any]:
     if isinstance(content, str):
         return content + tail
     return [*content, {"type": "text", "text": tail}]
-
-
-def _event_payload(references: list[UsedReference]) -> dict[str, Any]:
-    return {
-        "references": [ref.to_dict() for ref in references],
-        "documents": [(ref.number, ref.document) for ref in references],
-    }
 
 
 class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
@@ -156,6 +230,8 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         *,
         documents_key: str = "documents",
         style: ReferenceStyle | None = None,
+        verifier: CitationChecker | None = None,
+        mark_unsupported: bool = False,
         name: str | None = None,
     ) -> None:
         if not isinstance(bound, Runnable):
@@ -165,6 +241,15 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         self.bound = bound
         self.documents_key = documents_key
         self.style = style if style is not None else MarkdownReferenceStyle()
+        if verifier is not None and not isinstance(verifier, CitationChecker):
+            raise TypeError(
+                "verifier must have verify() and averify() (e.g. a CitationVerifier), "
+                f"not {type(verifier).__name__}"
+            )
+        if mark_unsupported and verifier is None:
+            raise ValueError("mark_unsupported=True needs a verifier")
+        self.verifier = verifier
+        self.mark_unsupported = mark_unsupported
         self.name = name or f"ManageReferences[{bound.get_name()}]"
         inner = bound.bound if isinstance(bound, RunnableBinding) else bound
         self._is_model = isinstance(inner, BaseLanguageModel)
@@ -204,8 +289,16 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
                 )
         return documents
 
-    def _session(self, input: Any) -> _Session:
-        return _Session(ReferenceRewriter(self._documents(input), self.style))
+    def _session(self, input: Any, config: RunnableConfig, *, use_async: bool) -> _Session:
+        documents = self._documents(input)
+        check = None
+        if self.verifier is not None:
+            check = StreamingCitationCheck(self.verifier, documents, config, use_async=use_async)
+        return _Session(
+            ReferenceRewriter(documents, self.style),
+            check,
+            mark_unsupported=self.mark_unsupported,
+        )
 
     def _bound_input(self, input: Mapping[str, Any]) -> Any:
         """The input of the wrapped runnable: the dict itself, or its model input."""
@@ -221,11 +314,13 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
 
     # -- whole outputs ---------------------------------------------------------------------
 
-    def _finish_output(self, session: _Session, output: Any) -> Any:
+    @staticmethod
+    def _feed_output(session: _Session, output: Any) -> Any:
+        """Rewrite the text of a whole output; the tail is added by ``finish_output``."""
         if isinstance(output, str):
-            return session.rewriter.feed(output) + session.rewriter.finish()
+            return session.feed(output)
         if isinstance(output, BaseMessage):
-            return session.finish_message(output)
+            return output.model_copy(update={"content": session.rewrite_content(output.content)})
         raise TypeError(
             "manage_references() needs a runnable that outputs text (str or a message), "
             f"got {type(output).__name__}. Put output parsers after it."
@@ -237,11 +332,11 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         run_manager: CallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> Any:
-        session = self._session(input)
-        output = self._finish_output(session, self.bound.invoke(self._bound_input(input), config))
-        dispatch_custom_event(
-            REFERENCES_EVENT, _event_payload(session.rewriter.references), config=config
-        )
+        session = self._session(input, config, use_async=False)
+        output = self._feed_output(session, self.bound.invoke(self._bound_input(input), config))
+        session.collect_check()
+        output = session.finish_output(output)
+        dispatch_custom_event(REFERENCES_EVENT, session.event_payload(), config=config)
         return output
 
     async def _ainvoke(
@@ -250,13 +345,12 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         run_manager: AsyncCallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> Any:
-        session = self._session(input)
-        output = self._finish_output(
-            session, await self.bound.ainvoke(self._bound_input(input), config)
-        )
-        await adispatch_custom_event(
-            REFERENCES_EVENT, _event_payload(session.rewriter.references), config=config
-        )
+        session = self._session(input, config, use_async=True)
+        output = await self.bound.ainvoke(self._bound_input(input), config)
+        output = self._feed_output(session, output)
+        await session.acollect_check()
+        output = session.finish_output(output)
+        await adispatch_custom_event(REFERENCES_EVENT, session.event_payload(), config=config)
         return output
 
     @override
@@ -286,28 +380,34 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         config: RunnableConfig,
     ) -> Iterator[Any]:
         input = _merge_inputs(inputs)
-        session = self._session(input)
+        session = self._session(input, config, use_async=False)
         whole: BaseMessage | None = None
-        feed = session.rewriter.feed
-        parser = session.rewriter.parser
-        for chunk in self.bound.stream(self._bound_input(input), config):
-            if type(chunk) is str:  # the hot path of string streams, inlined
-                if "[" not in chunk and not parser.pending:
-                    if chunk:
-                        yield chunk
-                elif text := feed(chunk):
-                    yield text
-                continue
-            if isinstance(chunk, BaseMessage) and not isinstance(chunk, BaseMessageChunk):
-                whole = chunk  # a non-streaming runnable: the message is the whole output
-                continue
-            out = session.rewrite(chunk)
-            if out is not None:
-                yield out
+        parser: Any
+        if session.check is None:
+            feed, parser = session.rewriter.feed, session.rewriter.parser
+        else:  # every chunk also goes to the citation check
+            feed, parser = session.feed, _ALWAYS_PENDING
+        try:
+            for chunk in self.bound.stream(self._bound_input(input), config):
+                if type(chunk) is str:  # the hot path of string streams, inlined
+                    if "[" not in chunk and not parser.pending:
+                        if chunk:
+                            yield chunk
+                    elif text := feed(chunk):
+                        yield text
+                    continue
+                if isinstance(chunk, BaseMessage) and not isinstance(chunk, BaseMessageChunk):
+                    whole = self._feed_output(session, chunk)  # non-streaming: the whole output
+                    continue
+                out = session.rewrite(chunk)
+                if out is not None:
+                    yield out
+            session.collect_check()
+        finally:
+            if session.check is not None:
+                session.check.cancel()
         yield from self._close(session, whole)
-        dispatch_custom_event(
-            REFERENCES_EVENT, _event_payload(session.rewriter.references), config=config
-        )
+        dispatch_custom_event(REFERENCES_EVENT, session.event_payload(), config=config)
 
     async def _atransform(
         self,
@@ -318,28 +418,31 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         input: Any = None
         async for item in inputs:
             input = item if input is None else _merge_inputs(iter((input, item)))
-        session = self._session(input)
+        session = self._session(input, config, use_async=True)
         whole: BaseMessage | None = None
-        async for chunk in self.bound.astream(self._bound_input(input), config):
-            if isinstance(chunk, BaseMessage) and not isinstance(chunk, BaseMessageChunk):
-                whole = chunk
-                continue
-            out = session.rewrite(chunk)
-            if out is not None:
-                yield out
+        try:
+            async for chunk in self.bound.astream(self._bound_input(input), config):
+                if isinstance(chunk, BaseMessage) and not isinstance(chunk, BaseMessageChunk):
+                    whole = self._feed_output(session, chunk)
+                    continue
+                out = session.rewrite(chunk)
+                if out is not None:
+                    yield out
+            await session.acollect_check()
+        finally:
+            if session.check is not None:
+                session.check.cancel()
         for out in self._close(session, whole):
             yield out
-        await adispatch_custom_event(
-            REFERENCES_EVENT, _event_payload(session.rewriter.references), config=config
-        )
+        await adispatch_custom_event(REFERENCES_EVENT, session.event_payload(), config=config)
 
     def _close(self, session: _Session, whole: BaseMessage | None) -> Iterator[Any]:
         if whole is not None:
-            yield session.finish_message(whole)
+            yield session.finish_output(whole)
         elif session.saw_chunks:
             yield session.final_chunk()
         else:
-            tail = session.rewriter.finish()
+            tail = session.tail()
             if tail:
                 yield tail
 
@@ -392,6 +495,8 @@ def manage_references(
     *,
     documents_key: str = "documents",
     style: ReferenceStyle | None = None,
+    verifier: CitationChecker | None = None,
+    mark_unsupported: bool = False,
 ) -> ReferencedRunnable:
     """Wrap a chat model, LLM or chain so that its citations become real references.
 
@@ -407,9 +512,20 @@ def manage_references(
         documents_key: The input key holding the list of Documents put in the prompt.
         style: How citations and the list are written; :class:`MarkdownReferenceStyle` by
             default.
+        verifier: Check each sentence's citations against the cited documents while the
+            answer streams, e.g. ``CitationVerifier(LLMJudge(model))`` from
+            :mod:`langchain_references.factuality`. The report (citation recall and precision,
+            unsupported sentences and citations) goes to ``response_metadata["citation_check"]``
+            of chat outputs and to the ``"references"`` event of every output.
+        mark_unsupported: Also append the unsupported sentences to the text, after the
+            reference list, in the style's form (:meth:`ReferenceStyle.format_citation_check`).
 
     Returns:
         A runnable taking the same dict input and producing the same output type.
+
+    Raises:
+        TypeError: If ``runnable``, ``style`` or ``verifier`` has the wrong type.
+        ValueError: If ``mark_unsupported`` is set without a verifier.
 
     Example:
         >>> from langchain_core.documents import Document
@@ -423,4 +539,10 @@ def manage_references(
         <BLANKLINE>
         - [1] https://fr.example
     """
-    return ReferencedRunnable(runnable, documents_key=documents_key, style=style)
+    return ReferencedRunnable(
+        runnable,
+        documents_key=documents_key,
+        style=style,
+        verifier=verifier,
+        mark_unsupported=mark_unsupported,
+    )

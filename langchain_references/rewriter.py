@@ -130,6 +130,11 @@ class ReferenceRewriter:
         return tail + self._style.format_all_references(refs)
 
     @property
+    def style(self) -> ReferenceStyle:
+        """The reference style."""
+        return self._style
+
+    @property
     def parser(self) -> CitationParser:
         """The underlying parser (its ``pending`` tells whether text is held back)."""
         return self._parser

@@ -19,6 +19,8 @@ from typing import Any
 
 from langchain_core.documents import Document
 
+from langchain_references.checking import UnsupportedClaim
+
 __all__ = [
     "EmptyReferenceStyle",
     "HTMLReferenceStyle",
@@ -79,6 +81,12 @@ _MD_TEXT_SPECIAL = re.compile(r"([\\`*_\[\]])")
 def _markdown_text(text: str) -> str:
     """Escape text shown inside Markdown (and the HTML a Markdown renderer lets through)."""
     return _MD_TEXT_SPECIAL.sub(r"\\\1", html.escape(" ".join(text.split()), quote=False))
+
+
+def _check_reason(claim: UnsupportedClaim) -> str:
+    if not claim.supported:
+        return "not supported by its citations"
+    return "some citations do not support it"
 
 
 class ReferenceStyle:
@@ -173,6 +181,23 @@ class ReferenceStyle:
         """
         raise NotImplementedError
 
+    def format_citation_check(self, unsupported: list[UnsupportedClaim]) -> str:
+        """Return the note appended after the list when ``mark_unsupported=True``.
+
+        Args:
+            unsupported: Sentences whose citations do not (all) support them, in order.
+
+        Returns:
+            The text to append (plain text here; each built-in style writes its own form).
+        """
+        if not unsupported:
+            return ""
+        lines = []
+        for claim in unsupported:
+            refs = "".join(f"[{n}]" for n in claim.numbers)
+            lines.append(f'- "{claim.sentence}" {refs}'.rstrip() + f" ({_check_reason(claim)})")
+        return "\n\nCitation check:\n" + "\n".join(lines)
+
     def _links(self, refs: Sequence[tuple[int, Document]]) -> list[tuple[int, str | None, str]]:
         """Return ``(number, safe URL or None, label)`` for each reference."""
         rows = []
@@ -201,6 +226,10 @@ class EmptyReferenceStyle(ReferenceStyle):
 
     def format_all_references(self, refs: list[tuple[int, Document]]) -> str:
         """Append nothing."""
+        return ""
+
+    def format_citation_check(self, unsupported: list[UnsupportedClaim]) -> str:
+        """Append nothing (the check stays in the metadata)."""
         return ""
 
 
@@ -251,6 +280,17 @@ class MarkdownReferenceStyle(ReferenceStyle):
             )
         return "\n\n" + "\n".join(lines)
 
+    def format_citation_check(self, unsupported: list[UnsupportedClaim]) -> str:
+        """Write a bold heading and one bullet per unsupported sentence."""
+        if not unsupported:
+            return ""
+        lines = []
+        for claim in unsupported:
+            refs = " ".join(f"**{n}**" for n in claim.numbers)
+            text = _markdown_text(claim.sentence)
+            lines.append(f"- {text} {refs}".rstrip() + f" *({_check_reason(claim)})*")
+        return "\n\n**Citation check**\n\n" + "\n".join(lines)
+
 
 class HTMLReferenceStyle(ReferenceStyle):
     """HTML: ``<sup><a href="URL">1</a></sup>`` in the answer and an ``<ol>`` list at the end.
@@ -277,3 +317,18 @@ class HTMLReferenceStyle(ReferenceStyle):
             else:
                 items.append(f"<li>{text}</li>")
         return "\n\n<ol>" + "".join(items) + "</ol>"
+
+    def format_citation_check(self, unsupported: list[UnsupportedClaim]) -> str:
+        """Write an ``<aside class="citation-check">`` list; everything escaped."""
+        if not unsupported:
+            return ""
+        items = []
+        for claim in unsupported:
+            refs = "".join(f"<sup>{n}</sup>" for n in claim.numbers)
+            reason = html.escape(_check_reason(claim))
+            items.append(f"<li>{html.escape(claim.sentence)}{refs} <em>({reason})</em></li>")
+        return (
+            '\n\n<aside class="citation-check"><p>Citation check</p><ul>'
+            + "".join(items)
+            + "</ul></aside>"
+        )

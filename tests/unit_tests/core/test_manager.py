@@ -24,8 +24,7 @@ from langchain_references import (
     format_documents,
     manage_references,
 )
-
-from .fakes import ScriptedChatModel, text_chunks
+from tests.unit_tests.fakes import StreamingChatModel, text_chunks
 
 DOCS = [
     Document("The Space Needle is in Seattle.", metadata={"source": "https://s.org", "title": "S"}),
@@ -69,7 +68,7 @@ def test_chat_model_six_modes_agree() -> None:
 @pytest.mark.parametrize("split", [1, 2, 3, 5, 7])
 def test_stream_split_anywhere_gives_the_same_text(split: int) -> None:
     pieces = [ANSWER[i : i + split] for i in range(0, len(ANSWER), split)]
-    model = ScriptedChatModel(chunks=text_chunks(pieces))
+    model = StreamingChatModel(chunks=text_chunks(pieces))
     wrapped = manage_references(model, style=TextReferenceStyle())
     assert text_of(list(wrapped.stream(chat_inputs()[0]))) == EXPECTED
 
@@ -125,7 +124,7 @@ def test_list_content_blocks() -> None:
         AIMessageChunk(content=[{"type": "text", "text": ANSWER[:35], "index": 0}]),
         AIMessageChunk(content=[{"type": "text", "text": ANSWER[35:], "index": 0}]),
     ]
-    wrapped = manage_references(ScriptedChatModel(chunks=chunks), style=TextReferenceStyle())
+    wrapped = manage_references(StreamingChatModel(chunks=chunks), style=TextReferenceStyle())
     streamed = list(wrapped.stream(chat_inputs()[0]))
     merged = streamed[0]
     for chunk in streamed[1:]:
@@ -149,7 +148,7 @@ def test_metadata_usage_and_tool_call_chunks_survive() -> None:
             tool_call_chunks=[{"name": "f", "args": '{"a": 1}', "id": "c1", "index": 0}],
         )
     )
-    wrapped = manage_references(ScriptedChatModel(chunks=chunks), style=TextReferenceStyle())
+    wrapped = manage_references(StreamingChatModel(chunks=chunks), style=TextReferenceStyle())
     streamed = list(wrapped.stream(chat_inputs()[0]))
     merged = streamed[0]
     for chunk in streamed[1:]:
@@ -269,8 +268,8 @@ def test_async_path_uses_async_model_and_does_not_block_the_loop() -> None:
     trace: list[tuple[str, int]] = []
     pieces = [ANSWER[i : i + 4] for i in range(0, len(ANSWER), 4)]
 
-    def model(tag: str) -> ScriptedChatModel:
-        return ScriptedChatModel(
+    def model(tag: str) -> StreamingChatModel:
+        return StreamingChatModel(
             chunks=text_chunks(pieces), async_delay=0.001, forbid_sync=True, trace=trace, tag=tag
         )
 
@@ -289,7 +288,7 @@ def test_async_path_uses_async_model_and_does_not_block_the_loop() -> None:
 
 
 def test_async_invoke_and_batch_use_async_model() -> None:
-    model = ScriptedChatModel(chunks=text_chunks([ANSWER]), forbid_sync=True)
+    model = StreamingChatModel(chunks=text_chunks([ANSWER]), forbid_sync=True)
     wrapped = manage_references(model, style=TextReferenceStyle())
 
     async def run() -> list[BaseMessage]:

@@ -1,72 +1,20 @@
 from __future__ import annotations
 
 import re
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.prompts import ChatPromptTemplate
-from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_references.factcheck.judges import JudgeReply, Label, LLMJudge
 from langchain_references.factcheck.judges.llm import default_transient_errors
 from langchain_references.prompting import find_tag_lookalikes
+from tests.unit_tests.fakes import ScriptedChatModel
 
 Step = AIMessage | BaseException | Callable[[list[BaseMessage]], AIMessage]
-
-
-class ScriptedChatModel(BaseChatModel):
-    """Chat model that plays a script of replies / exceptions and supports tool calling.
-
-    Each call pops the next step; a callable step gets the messages and builds the reply.
-    """
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    script: list[Any] = Field(default_factory=list)
-    calls: list[list[BaseMessage]] = Field(default_factory=list)
-    bound_tools: list[dict[str, Any]] = Field(default_factory=list)
-    tool_choice: Any = None
-    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted"
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        with self._lock:
-            self.calls.append(list(messages))
-            if not self.script:
-                raise AssertionError("script exhausted")
-            step = self.script.pop(0)
-        if isinstance(step, BaseException):
-            raise step
-        message = step(messages) if callable(step) else step
-        return ChatResult(generations=[ChatGeneration(message=message)])
-
-    def bind_tools(
-        self,
-        tools: Sequence[Any],
-        *,
-        tool_choice: Any = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        self.bound_tools = [convert_to_openai_tool(t) for t in tools]
-        self.tool_choice = tool_choice
-        return self.bind(tools=self.bound_tools, tool_choice=tool_choice)
 
 
 def reply(**args: Any) -> AIMessage:

@@ -13,7 +13,7 @@ from langchain_references.factuality.atomizer import (
     read_structured_reply,
 )
 from langchain_references.prompting import find_tag_lookalikes
-from tests.unit_tests.factcheck.test_judges_llm import ScriptedChatModel
+from tests.unit_tests.fakes import ScriptedChatModel
 
 RESPONSE = "Lanny Flaherty is an American actor. He was born in Pensacola."
 

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 from langchain_core.documents import Document
+from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
-from langchain_references.factcheck.judges import Judge, Judgement, Label
+from langchain_references.factcheck.judges import Judge, Judgement, Label, LLMJudge
 from langchain_references.factuality.citations import (
     AnswerRecord,
     CitationRecordError,
@@ -21,6 +22,7 @@ from langchain_references.factuality.citations import (
     parse_answer_record,
 )
 from langchain_references.factuality.sentences import split_cited_sentences
+from tests.unit_tests.factcheck.test_judges_llm import ScriptedChatModel
 
 _STOP = {"is", "the", "a", "and", "in", "of"}
 
@@ -317,3 +319,25 @@ def test_load_answer_records(tmp_path: Path) -> None:
     bad.write_text("{oops", encoding="utf-8")
     with pytest.raises(CitationRecordError, match="invalid JSON"):
         load_answer_records(bad)
+
+
+async def test_llm_judge_native_async_path() -> None:
+    def reply(messages: Any) -> AIMessage:
+        label = (
+            "entails" if "rainy and large" in messages[1].text.split("<passage>")[1] else "unknown"
+        )
+        args = {"label": label, "confidence": 0.9, "rationale": "scripted"}
+        return AIMessage(
+            content="",
+            tool_calls=[{"name": "JudgeReply", "args": args, "id": "1", "type": "tool_call"}],
+        )
+
+    model = ScriptedChatModel(script=[reply] * 3)
+    (sentence,) = split_cited_sentences("Seattle is rainy and large [1](id=4)[2](id=3).")
+    verdict = await CitationVerifier(LLMJudge(model, retry_wait=False)).averify(sentence, DOCS)
+    assert verdict.supported is True
+    assert [(c.doc_id, c.precise) for c in verdict.citations] == [(4, True), (3, False)]
+    assert len(model.calls) == 3  # two documents alone and their concatenation
+    assert all(
+        "<statement>\nSeattle is rainy and large.\n</statement>" in m[1].text for m in model.calls
+    )

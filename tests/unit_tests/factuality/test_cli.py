@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_references.factuality import cli
 from langchain_references.factuality.io import parse_result
-from tests.unit_tests.factcheck.test_judges_llm import ScriptedChatModel
+from tests.unit_tests.fakes import ScriptedChatModel
 
 FLAHERTY = "factreasoner_flaherty_wikipedia.json"
 

@@ -1,8 +1,9 @@
-"""Small scripted models for the core tests."""
+"""Scripted chat models shared by the tests (no network, no randomness)."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
@@ -10,12 +11,15 @@ from langchain_core.callbacks import (
     AsyncCallbackManagerForLLMRun,
     CallbackManagerForLLMRun,
 )
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import ConfigDict, Field, PrivateAttr
 
 
-class ScriptedChatModel(BaseChatModel):
+class StreamingChatModel(BaseChatModel):
     """Streams the given chunks as they are (content, metadata, tool-call chunks...).
 
     ``async_delay`` makes the async stream sleep before each chunk; ``forbid_sync`` makes the
@@ -90,3 +94,50 @@ class ScriptedChatModel(BaseChatModel):
 def text_chunks(pieces: Sequence[str], **first: Any) -> list[AIMessageChunk]:
     """AIMessageChunks with the given contents; keyword arguments go to the first chunk."""
     return [AIMessageChunk(content=p, **(first if i == 0 else {})) for i, p in enumerate(pieces)]
+
+
+class ScriptedChatModel(BaseChatModel):
+    """Chat model that plays a script of replies / exceptions and supports tool calling.
+
+    Each call pops the next step; a callable step gets the messages and builds the reply.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    script: list[Any] = Field(default_factory=list)
+    calls: list[list[BaseMessage]] = Field(default_factory=list)
+    bound_tools: list[dict[str, Any]] = Field(default_factory=list)
+    tool_choice: Any = None
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        with self._lock:
+            self.calls.append(list(messages))
+            if not self.script:
+                raise AssertionError("script exhausted")
+            step = self.script.pop(0)
+        if isinstance(step, BaseException):
+            raise step
+        message = step(messages) if callable(step) else step
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def bind_tools(
+        self,
+        tools: Sequence[Any],
+        *,
+        tool_choice: Any = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        self.bound_tools = [convert_to_openai_tool(t) for t in tools]
+        self.tool_choice = tool_choice
+        return self.bind(tools=self.bound_tools, tool_choice=tool_choice)
