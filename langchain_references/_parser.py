@@ -106,8 +106,14 @@ class CitationParser:
                 self.pending = text  # still only the beginning of a citation
                 return []
             self.pending = ""
-        elif "[" not in text:
-            return [text] if text else []
+        else:
+            cut = text.find("[")
+            if cut < 0:
+                return [text] if text else []
+            if cut == text.rfind("[") and _PREFIX_RE.fullmatch(text, cut):
+                # One "[", starting a citation still incomplete: the text before it is certain.
+                self.pending = text[cut:]
+                return [text[:cut]] if cut else []
         events: list[Event] = []
         pos = 0
         for match in CITATION_RE.finditer(text):

@@ -387,13 +387,16 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
             feed, parser = session.rewriter.feed, session.rewriter.parser
         else:  # every chunk also goes to the citation check
             feed, parser = session.feed, _ALWAYS_PENDING
+        pending = parser.pending
         try:
             for chunk in self.bound.stream(self._bound_input(input), config):
                 if type(chunk) is str:  # the hot path of string streams, inlined
-                    if "[" not in chunk and not parser.pending:
-                        if chunk:
-                            yield chunk
-                    elif text := feed(chunk):
+                    if not pending and "[" not in chunk:
+                        yield chunk
+                        continue
+                    text = feed(chunk)
+                    pending = parser.pending
+                    if text:
                         yield text
                     continue
                 if isinstance(chunk, BaseMessage) and not isinstance(chunk, BaseMessageChunk):
