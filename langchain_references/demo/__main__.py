@@ -15,7 +15,6 @@ copies cited sentences instead of writing an answer.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 import uuid
@@ -37,6 +36,7 @@ from langchain_references import (
     format_documents,
     manage_references,
 )
+from langchain_references._cli import CLIError, load_chat_model, positive_int
 from langchain_references.demo.answerer import ExtractiveAnswerer
 from langchain_references.demo.corpus import SAMPLE_QUESTION, load_documents
 from langchain_references.embeddings import EmbeddingModelError, MiniLMEmbeddings
@@ -75,18 +75,6 @@ class DemoError(RuntimeError):
     """The demo cannot run as asked (a missing optional package, a bad model name)."""
 
 
-def _positive_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        msg = f"expected a positive integer, got {value!r}"
-        raise argparse.ArgumentTypeError(msg) from None
-    if number < 1:
-        msg = f"expected a positive integer, got {value!r}"
-        raise argparse.ArgumentTypeError(msg)
-    return number
-
-
 def build_parser() -> argparse.ArgumentParser:
     """Build the command-line parser.
 
@@ -111,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="use the offline ExtractiveAnswerer even if OPENAI_API_KEY is set",
     )
-    parser.add_argument("-k", type=_positive_int, default=DEFAULT_K, help="documents to retrieve")
+    parser.add_argument("-k", type=positive_int, default=DEFAULT_K, help="documents to retrieve")
     return parser
 
 
@@ -188,20 +176,9 @@ def select_model(
     """
     if model_name and not offline:
         try:
-            # Optional dependency, imported by name: it may be absent (and untyped).
-            chat_models = importlib.import_module("langchain.chat_models")
-        except ImportError as exc:
-            msg = (
-                f"--model {model_name} needs the langchain package: pip install langchain "
-                "(plus the provider package, e.g. langchain-openai)"
-            )
-            raise DemoError(msg) from exc
-        try:
-            model: BaseChatModel = chat_models.init_chat_model(model_name)
-        except (ImportError, ValueError) as exc:
-            msg = f"cannot load --model {model_name}: {exc}"
-            raise DemoError(msg) from exc
-        return model
+            return load_chat_model(model_name)
+        except CLIError as exc:
+            raise DemoError(str(exc)) from exc
     if not offline and os.environ.get("OPENAI_API_KEY"):
         try:
             from langchain_openai import ChatOpenAI

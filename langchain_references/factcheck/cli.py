@@ -29,7 +29,6 @@ import argparse
 import asyncio
 import contextlib
 import functools
-import importlib
 import logging
 import sys
 import time
@@ -38,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
+from langchain_references._cli import CLIError, load_chat_model, positive_float, positive_int
 from langchain_references.factcheck.report import (
     REPORT_SEPARATORS,
     ReportFormat,
@@ -47,7 +47,6 @@ from langchain_references.factcheck.result import FactCheckProgress, FactCheckRe
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
-    from langchain_core.language_models import BaseChatModel
     from langchain_core.runnables import Runnable
 
     from langchain_references.factcheck.chain import FactCheckChain
@@ -66,30 +65,6 @@ HEURISTIC_NOTICE: Final = (
     "judge: HeuristicJudge with MiniLM embeddings (offline word-overlap and similarity "
     "heuristic; weak, not an NLI model). Pass --model provider:model for an LLM judge."
 )
-
-
-class CLIError(RuntimeError):
-    """The command cannot run as asked (bad option value, missing optional package...)."""
-
-
-def _positive_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
-    return number
-
-
-def _positive_float(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {value!r}") from None
-    if not number > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {value!r}")
-    return number
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -125,25 +100,25 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="one JSON result per line instead")
     parser.add_argument(
-        "-k", "--k", type=_positive_int, default=20, help="passages judged (default: 20)"
+        "-k", "--k", type=positive_int, default=20, help="passages judged (default: 20)"
     )
     parser.add_argument(
-        "--max-results", type=_positive_int, default=10, help="search results (default: 10)"
+        "--max-results", type=positive_int, default=10, help="search results (default: 10)"
     )
     parser.add_argument(
         "--concurrency",
-        type=_positive_int,
+        type=positive_int,
         default=DEFAULT_CONCURRENCY,
         help=f"statements checked at once (default: {DEFAULT_CONCURRENCY})",
     )
     parser.add_argument(
         "--judge-concurrency",
-        type=_positive_int,
+        type=positive_int,
         default=4,
         help="judge calls in flight per statement (default: 4)",
     )
     parser.add_argument(
-        "--timeout", type=_positive_float, default=10.0, help="seconds per page (default: 10)"
+        "--timeout", type=positive_float, default=10.0, help="seconds per page (default: 10)"
     )
     parser.add_argument(
         "--allow-private",
@@ -302,33 +277,6 @@ def build_search(spec: str, stack: contextlib.ExitStack) -> _Setup:
     )
 
 
-def load_chat_model(name: str) -> BaseChatModel:
-    """Load a chat model with ``langchain.chat_models.init_chat_model`` (temperature 0).
-
-    Args:
-        name: ``provider:model``, e.g. ``"openai:gpt-4o-mini"``.
-
-    Returns:
-        The chat model.
-
-    Raises:
-        CLIError: If ``langchain`` or the provider package is missing or the name is unknown.
-    """
-    try:
-        # Optional dependency, imported by name: it may be absent (and untyped).
-        chat_models = importlib.import_module("langchain.chat_models")
-    except ImportError as exc:
-        raise CLIError(
-            f"--model {name} needs the langchain package: pip install langchain "
-            "(plus the provider package, e.g. langchain-openai)"
-        ) from exc
-    try:
-        model: BaseChatModel = chat_models.init_chat_model(name, temperature=0)
-    except (ImportError, ValueError) as exc:
-        raise CLIError(f"cannot load --model {name}: {exc}") from exc
-    return model
-
-
 @functools.cache
 def _embeddings() -> Embeddings:
     """The offline MiniLM embeddings, loaded once per process."""
@@ -367,7 +315,7 @@ def build_chain(
     embeddings = _embeddings()
     judge: Runnable[JudgeInputLike, Judgement]
     if args.model:
-        judge = LLMJudge(load_chat_model(args.model))
+        judge = LLMJudge(load_chat_model(args.model, temperature=0))
         judge_notice = f"judge: LLMJudge with {args.model}"
     else:
         judge = HeuristicJudge(embeddings)

@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
+from langchain_references._cli import CLIError, load_chat_model, positive_int
 from langchain_references.factcheck.judges.llm import LLMJudge
 from langchain_references.factuality.citations import (
     CitationRecordError,
@@ -78,41 +79,6 @@ HEURISTIC_NOTICE: Final = (
 )
 
 
-class CLIError(RuntimeError):
-    """The command cannot run as asked (bad option value, missing optional package...)."""
-
-
-def _positive_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
-    return number
-
-
-def load_chat_model(name: str) -> BaseChatModel:
-    """Load ``provider:model`` with ``langchain.chat_models.init_chat_model`` (temperature 0).
-
-    Args:
-        name: E.g. ``"openai:gpt-4o-mini"``.
-
-    Returns:
-        The chat model.
-
-    Raises:
-        CLIError: If ``langchain`` or the provider package is missing, or the name is unknown.
-    """
-    from langchain_references.factcheck.cli import CLIError as FactCheckCLIError
-    from langchain_references.factcheck.cli import load_chat_model as _load
-
-    try:
-        return _load(name)
-    except FactCheckCLIError as exc:
-        raise CLIError(str(exc).replace("--model", "model", 1)) from exc
-
-
 def build_judge(
     spec: str, *, err: TextIO | None = None
 ) -> tuple[Runnable[JudgeInputLike, Judgement], BaseChatModel | None]:
@@ -135,7 +101,7 @@ def build_judge(
             err.write(HEURISTIC_NOTICE.format(emb=emb) + "\n")
         return judge, None
     if spec.startswith("llm:") and len(spec) > len("llm:"):
-        model = load_chat_model(spec[len("llm:") :])
+        model = load_chat_model(spec[len("llm:") :], option="--judge llm:", temperature=0)
         return LLMJudge(model), model
     raise CLIError(
         f"--judge must be 'heuristic', 'heuristic-lexical' or 'llm:PROVIDER:MODEL', got {spec!r}"
@@ -167,11 +133,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="chat model that atomizes records without atoms (default: the judge's model)",
     )
     parser.add_argument("--output", type=Path, help="write FactReasoner results (JSONL) here")
+    parser.add_argument("--top-k", type=positive_int, help="contexts per atom (default: all given)")
     parser.add_argument(
-        "--top-k", type=_positive_int, help="contexts per atom (default: all given)"
-    )
-    parser.add_argument(
-        "--max-concurrency", type=_positive_int, default=4, help="parallel judge calls"
+        "--max-concurrency", type=positive_int, default=4, help="parallel judge calls"
     )
     parser.add_argument(
         "--method",
@@ -307,7 +271,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     try:
         records, bad = _read_records(args.input, err)
         judge, judge_model = build_judge(args.judge, err=err)
-        llm = load_chat_model(args.llm) if args.llm else judge_model
+        llm = load_chat_model(args.llm, option="--llm", temperature=0) if args.llm else judge_model
         evaluator = create_factuality_evaluator(
             llm,
             judge=judge,
@@ -370,12 +334,12 @@ def configure_citations_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the whole report as JSON")
     parser.add_argument(
         "--min-words",
-        type=_positive_int,
+        type=positive_int,
         default=4,
         help="verification-worthy sentences have at least this many words (default 4)",
     )
     parser.add_argument(
-        "--max-concurrency", type=_positive_int, default=4, help="parallel judge calls"
+        "--max-concurrency", type=positive_int, default=4, help="parallel judge calls"
     )
 
 

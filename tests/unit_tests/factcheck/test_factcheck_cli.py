@@ -233,7 +233,7 @@ def test_model_option_uses_an_llm_judge(
     model = ScriptedJudgeModel(keyword="europa")
     loaded: list[str] = []
 
-    def fake_loader(name: str) -> BaseChatModel:
+    def fake_loader(name: str, **kwargs: Any) -> BaseChatModel:
         loaded.append(name)
         return model
 

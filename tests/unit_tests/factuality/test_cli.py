@@ -172,7 +172,7 @@ def test_llm_judge_and_atomizer(
     model = ScriptedChatModel(script=[answer] * 10)
     loaded: list[str] = []
 
-    def load(name: str) -> ScriptedChatModel:
+    def load(name: str, **kwargs: Any) -> ScriptedChatModel:
         loaded.append(name)
         return model
 
