@@ -4,6 +4,7 @@ Streaming citations (:func:`manage_references`) with pluggable reference styles,
 chain with real web evidence, and long-form factuality evaluation.
 """
 
+from langchain_references.checking import CitationChecker, UnsupportedClaim
 from langchain_references.documents import format_documents, neutralize_tags
 from langchain_references.manager import (
     REFERENCES_EVENT,
@@ -26,6 +27,7 @@ __all__ = [
     "DATA_NOTICE",
     "FORMAT_REFERENCES",
     "REFERENCES_EVENT",
+    "CitationChecker",
     "EmptyReferenceStyle",
     "HTMLReferenceStyle",
     "MarkdownReferenceStyle",
@@ -34,6 +36,7 @@ __all__ = [
     "ReferenceStyle",
     "ReferencedRunnable",
     "TextReferenceStyle",
+    "UnsupportedClaim",
     "UsedReference",
     "delimit",
     "format_documents",

@@ -222,6 +222,10 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
     * for every output type, as a custom callback event named ``"references"`` (see
       :data:`REFERENCES_EVENT`) whose data holds the same list and the ``(number, Document)``
       pairs; it reaches ``astream_events`` and callback handlers' ``on_custom_event``.
+
+    With a ``verifier``, each sentence's citations are checked while the answer streams and
+    the report is added under ``"citation_check"`` (metadata and event), see
+    :mod:`langchain_references.checking`.
     """
 
     def __init__(

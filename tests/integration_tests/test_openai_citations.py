@@ -16,9 +16,10 @@ from langchain_references import (
     manage_references,
 )
 
-pytestmark = pytest.mark.skipif(
-    not os.environ.get("OPENAI_API_KEY"), reason="needs OPENAI_API_KEY (live API)"
-)
+pytestmark = [
+    pytest.mark.skipif(not os.environ.get("OPENAI_API_KEY"), reason="needs OPENAI_API_KEY"),
+    pytest.mark.enable_socket,  # unit tests allow 127.0.0.1 only; these talk to the API
+]
 
 
 def test_openai_answer_is_cited() -> None:
