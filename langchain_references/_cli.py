@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-__all__ = ["CLIError", "load_chat_model", "positive_float", "positive_int"]
+__all__ = ["CLIError", "add_subcommand", "load_chat_model", "positive_float", "positive_int"]
 
 
 class CLIError(RuntimeError):
@@ -64,3 +65,33 @@ def load_chat_model(name: str, *, option: str = "--model", **kwargs: Any) -> Bas
     except (ImportError, ValueError) as exc:
         raise CLIError(f"cannot load {option} {name}: {exc}") from exc
     return model
+
+
+def add_subcommand(
+    subparsers: Any,
+    name: str,
+    *,
+    help: str,
+    description: str,
+    configure: Callable[[argparse.ArgumentParser], None],
+    run: Callable[[argparse.Namespace], int],
+) -> argparse.ArgumentParser:
+    """Add a subcommand whose handler is ``args.func``.
+
+    Args:
+        subparsers: The object returned by ``ArgumentParser.add_subparsers()``.
+        name: The subcommand.
+        help: One line for the command list.
+        description: The subcommand's ``--help`` description.
+        configure: Adds the subcommand's arguments.
+        run: The handler, stored as ``args.func``.
+
+    Returns:
+        The subcommand's parser.
+    """
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        name, help=help, description=description
+    )
+    configure(parser)
+    parser.set_defaults(func=run)
+    return parser

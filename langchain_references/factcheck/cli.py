@@ -37,7 +37,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
-from langchain_references._cli import CLIError, load_chat_model, positive_float, positive_int
+from langchain_references._cli import (
+    CLIError,
+    add_subcommand,
+    load_chat_model,
+    positive_float,
+    positive_int,
+)
 from langchain_references.factcheck.report import (
     REPORT_SEPARATORS,
     ReportFormat,
@@ -154,14 +160,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     Returns:
         The subcommand's parser.
     """
-    parser: argparse.ArgumentParser = subparsers.add_parser(
+    return add_subcommand(
+        subparsers,
         "factcheck",
         help="check statements against web evidence",
         description="Check statements against evidence found on the web.",
+        configure=configure_parser,
+        run=run,
     )
-    configure_parser(parser)
-    parser.set_defaults(func=run)
-    return parser
 
 
 # --------------------------------------------------------------------------- statements

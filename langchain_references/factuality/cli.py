@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
-from langchain_references._cli import CLIError, load_chat_model, positive_int
+from langchain_references._cli import CLIError, add_subcommand, load_chat_model, positive_int
 from langchain_references.factcheck.judges.llm import LLMJudge
 from langchain_references.factuality.citations import (
     CitationRecordError,
@@ -154,14 +154,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     Returns:
         The subcommand's parser.
     """
-    parser: argparse.ArgumentParser = subparsers.add_parser(
+    return add_subcommand(
+        subparsers,
         "factuality",
         help="FactReasoner-style long-form factuality of responses",
         description="Score the atoms of responses against their contexts (FR1/FR2/FR3).",
+        configure=configure_parser,
+        run=run,
     )
-    configure_parser(parser)
-    parser.set_defaults(func=run)
-    return parser
 
 
 def _read_records(path: Path, err: TextIO) -> tuple[list[tuple[str, FactualityInput]], list[str]]:
@@ -352,14 +352,14 @@ def add_citations_parser(subparsers: Any) -> argparse.ArgumentParser:
     Returns:
         The subcommand's parser.
     """
-    parser: argparse.ArgumentParser = subparsers.add_parser(
+    return add_subcommand(
+        subparsers,
         "citations",
         help="citation recall and precision of cited answers",
         description="Check that the [n](id=k) citations of answers support their sentences.",
+        configure=configure_citations_parser,
+        run=run_citations,
     )
-    configure_citations_parser(parser)
-    parser.set_defaults(func=run_citations)
-    return parser
 
 
 def _shorten(text: str, width: int = 90) -> str:
