@@ -453,16 +453,8 @@ class CitationVerifier:
 # ---------------------------------------------------------------------- answers
 
 
-class CitationRecordError(ValueError):
-    """An answer record is malformed.
-
-    Attributes:
-        location: Where the record came from (e.g. ``"answers.jsonl:3"``), if known.
-    """
-
-    def __init__(self, message: str, location: str | None = None) -> None:
-        super().__init__(f"{location}: {message}" if location else message)
-        self.location = location
+class CitationRecordError(FactualityFormatError):
+    """An answer record is malformed (``location``: e.g. ``"answers.jsonl:3"``, if known)."""
 
 
 @dataclass(frozen=True)
