@@ -8,23 +8,19 @@ import io
 import json
 import subprocess
 import sys
-import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable
-from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_references.factcheck import cli
 from langchain_references.factcheck.result import FactCheckProgress, FactCheckResult
 from langchain_references.factcheck.verdict import Verdict
 from tests.unit_tests.factcheck.conftest import REPO_ROOT, LocalSite
+from tests.unit_tests.fakes import ScriptedChatModel
 
 MOON = "The Moon is closer to Earth than Europa is to Jupiter"
 VERDICTS = {v.value for v in Verdict}
@@ -184,53 +180,29 @@ def test_statements_from_a_file_are_checked_concurrently_in_order(
     assert "checked 2 of 2 statement(s)" in err
 
 
-class ScriptedJudgeModel(BaseChatModel):
-    """Tool-calling chat model: entails if the passage mentions the keyword, else unknown."""
+def keyword_judge_reply(keyword: str) -> Callable[[list[BaseMessage]], AIMessage]:
+    """A scripted judge reply: entails if the passage mentions ``keyword``, else unknown."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    keyword: str
-    calls: list[list[BaseMessage]] = Field(default_factory=list)
-    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted-judge"
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        with self._lock:
-            self.calls.append(list(messages))
+    def step(messages: list[BaseMessage]) -> AIMessage:
         passage = str(messages[-1].content).split("<passage>", 1)[-1]
-        entails = self.keyword in passage.lower()
+        entails = keyword in passage.lower()
         args = {
             "label": "entails" if entails else "unknown",
             "confidence": 0.95 if entails else 0.7,
             "rationale": f"scripted: keyword {'found' if entails else 'absent'}",
         }
-        message = AIMessage(
+        return AIMessage(
             content="",
             tool_calls=[{"name": "JudgeReply", "args": args, "id": "c1", "type": "tool_call"}],
         )
-        return ChatResult(generations=[ChatGeneration(message=message)])
 
-    def bind_tools(
-        self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        from langchain_core.utils.function_calling import convert_to_openai_tool
-
-        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], tool_choice=tool_choice)
+    return step
 
 
 def test_model_option_uses_an_llm_judge(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    model = ScriptedJudgeModel(keyword="europa")
+    model = ScriptedChatModel(script=[keyword_judge_reply("europa")] * 50)
     loaded: list[str] = []
 
     def fake_loader(name: str, **kwargs: Any) -> BaseChatModel:
