@@ -16,13 +16,14 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	@echo "== 1. Streaming citations: a RAG answer over the demo corpus (embedded Chroma) =="
-	$(PY) -m langchain_references.demo $(ARGS)
+	$(PY) -m langchain_references.cli demo $(ARGS)
 	@echo
 	@echo "== 2. Fact-check: search, fetch over HTTP (local server), extract, embed, judge =="
 	$(PY) -m langchain_references.cli factcheck --search demo --style text \
 		"The Moon is closer to Earth than Europa is to Jupiter."
 
 lint: $(STAMP)
+	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m ruff check langchain_references tests benchmarks
 	$(PY) -m ruff format --check langchain_references tests benchmarks
 

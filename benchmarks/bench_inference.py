@@ -29,17 +29,14 @@ from collections import Counter
 
 import numpy as np
 
-from langchain_references.factuality import (
-    Atom,
-    Context,
+from langchain_references.factuality import Atom, Context, Relation, build_fact_graph
+from langchain_references.factuality.inference import InferenceError, run_inference
+from langchain_references.factuality.model import (
     FactGraph,
-    InferenceError,
-    Relation,
-    build_fact_graph,
+    GraphVersion,
+    RelationKind,
     candidate_pairs,
-    run_inference,
 )
-from langchain_references.factuality.model import GraphVersion, RelationKind
 
 SIZES = [(10, 20), (20, 50), (30, 100), (50, 200)]
 VERSIONS: list[GraphVersion] = ["FR1", "FR2", "FR3"]

@@ -44,22 +44,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from climate_fever import ClaimRecord, load_climate_fever, split_claims
 from langchain_core.runnables import RunnableConfig
 
-from langchain_references.factcheck.evaluation import ClaimRecord, load_climate_fever, split_claims
-from langchain_references.factcheck.judges import Judge, Judgement, Label
-from langchain_references.factuality.citations import (
-    DEFAULT_SEPARATOR,
-    AnswerRecord,
-    CitationReport,
-    evaluate_answers,
-    parse_answer_record,
-)
-from langchain_references.factuality.cli import CLIError, build_judge
-from langchain_references.factuality.sentences import (
+from langchain_references.citations import AnswerRecord, CitationReport, evaluate_answers
+from langchain_references.citations.evaluation import parse_answer_record
+from langchain_references.citations.sentences import (
     is_verification_worthy,
     split_cited_sentences,
 )
+from langchain_references.citations.verifier import DEFAULT_SEPARATOR
+from langchain_references.cli.factuality import CLIError, build_judge
+from langchain_references.judges import Judge, Judgement, Label
 
 REPO = Path(__file__).resolve().parents[1]
 _END = re.compile(r"[.!?…]+[\"'”’)\]]*$")

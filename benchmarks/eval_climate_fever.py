@@ -33,7 +33,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from langchain_references.factcheck.evaluation import (
+from climate_fever import (
     EVIDENCE_TO_LABEL,
     PAIR_LABELS,
     ClaimRecord,
@@ -44,9 +44,10 @@ from langchain_references.factcheck.evaluation import (
     load_climate_fever,
     split_claims,
 )
-from langchain_references.factcheck.judges import Judge
-from langchain_references.factcheck.judges.baseline import CUES, HeuristicJudge, lexical_features
+
 from langchain_references.factcheck.verdict import WeightedVoteAggregator
+from langchain_references.judges import Judge
+from langchain_references.judges.heuristic import CUES, HeuristicJudge, lexical_features
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO / ".." / "shared" / "data" / "climate-fever-dev.jsonl"
@@ -69,7 +70,7 @@ def make_judge(spec: str, claims: Sequence[ClaimRecord], embeddings_name: str) -
     if spec == "heuristic":
         return HeuristicJudge(make_embeddings(embeddings_name))
     if spec.startswith("llm:"):
-        from langchain_references.factcheck.judges import LLMJudge
+        from langchain_references.judges import LLMJudge
 
         model = spec.removeprefix("llm:")
         try:
@@ -83,7 +84,7 @@ def make_judge(spec: str, claims: Sequence[ClaimRecord], embeddings_name: str) -
             return LLMJudge(ChatOpenAI(model=name, temperature=0))
         return LLMJudge(init_chat_model(model, temperature=0))
     if spec == "nli" or spec.startswith("nli:"):
-        from langchain_references.factcheck.judges import CrossEncoderNLIJudge
+        from langchain_references.judges import CrossEncoderNLIJudge
 
         repo = spec.removeprefix("nli").removeprefix(":")
         return (

@@ -25,10 +25,10 @@ from pathlib import Path
 
 from langchain_core.runnables import RunnableConfig
 
-from langchain_references.factcheck.judges import Judge, Judgement, Label
+from langchain_references.cli.factuality import CLIError, build_judge
 from langchain_references.factuality import FactualityInput, load_inputs
-from langchain_references.factuality.cli import CLIError, build_judge
 from langchain_references.factuality.pipeline import FactualityResult, create_factuality_evaluator
+from langchain_references.judges import Judge, Judgement, Label
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO / ".." / "shared" / "data" / "factreasoner_flaherty_wikipedia.json"

@@ -1,47 +1,46 @@
 """Verifiable LLM answers for LangChain.
 
-Streaming citations (:func:`manage_references`) with pluggable reference styles, a fact-check
-chain with real web evidence, and long-form factuality evaluation.
+:func:`manage_references` wraps a chain, chat model or LLM so that its ``[n](id=k)``
+citations are renumbered and written in a :class:`ReferenceStyle` while the answer streams.
+The other parts live in subpackages, each with a small public API:
+
+* :mod:`langchain_references.citations`: check an answer's citations (recall / precision);
+* :mod:`langchain_references.judges`: the judges (LLM, NLI, offline heuristic);
+* :mod:`langchain_references.factcheck`: the fact-check chain (search, fetch, judge, verdict);
+* :mod:`langchain_references.factuality`: FactReasoner-style long-form factuality.
+
+Every exception the package raises on purpose is a :class:`LangchainReferencesError`.
 """
 
-from langchain_references.checking import CitationChecker, UnsupportedClaim
-from langchain_references.documents import format_documents, neutralize_tags
+from langchain_references.errors import LangchainReferencesError
 from langchain_references.manager import (
     REFERENCES_EVENT,
     MissingDocumentsError,
     ReferencedRunnable,
     manage_references,
 )
-from langchain_references.prompting import DATA_NOTICE, FORMAT_REFERENCES, delimit, neutralise
-from langchain_references.rewriter import ReferenceRewriter, UsedReference
+from langchain_references.prompting import FORMAT_REFERENCES, format_documents
+from langchain_references.rewriter import UsedReference
 from langchain_references.styles import (
     EmptyReferenceStyle,
     HTMLReferenceStyle,
     MarkdownReferenceStyle,
     ReferenceStyle,
     TextReferenceStyle,
-    is_safe_url,
 )
 
 __all__ = [
-    "DATA_NOTICE",
     "FORMAT_REFERENCES",
     "REFERENCES_EVENT",
-    "CitationChecker",
     "EmptyReferenceStyle",
     "HTMLReferenceStyle",
+    "LangchainReferencesError",
     "MarkdownReferenceStyle",
     "MissingDocumentsError",
-    "ReferenceRewriter",
     "ReferenceStyle",
     "ReferencedRunnable",
     "TextReferenceStyle",
-    "UnsupportedClaim",
     "UsedReference",
-    "delimit",
     "format_documents",
-    "is_safe_url",
     "manage_references",
-    "neutralise",
-    "neutralize_tags",
 ]

@@ -14,18 +14,17 @@ from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
 from langchain_core.runnables.config import ensure_config
 from typing_extensions import override
 
-from langchain_references.checking import (
+from langchain_references.citations.streaming import (
     CITATION_CHECK_KEY,
     CitationChecker,
     StreamingCitationCheck,
-    UnsupportedClaim,
     citation_report,
 )
 from langchain_references.rewriter import ReferenceRewriter
-from langchain_references.styles import MarkdownReferenceStyle, ReferenceStyle
+from langchain_references.styles import MarkdownReferenceStyle, ReferenceStyle, UnsupportedClaim
 
 if TYPE_CHECKING:
-    from langchain_references.factuality.citations import SentenceVerdict
+    from langchain_references.citations.verifier import SentenceVerdict
 
 __all__ = ["REFERENCES_EVENT", "MissingDocumentsError", "ReferencedRunnable", "manage_references"]
 
@@ -225,7 +224,7 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
 
     With a ``verifier``, each sentence's citations are checked while the answer streams and
     the report is added under ``"citation_check"`` (metadata and event), see
-    :mod:`langchain_references.checking`.
+    :mod:`langchain_references.citations.streaming`.
     """
 
     def __init__(

@@ -14,12 +14,11 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from langchain_core.documents import Document
-
-from langchain_references.checking import UnsupportedClaim
 
 __all__ = [
     "EmptyReferenceStyle",
@@ -27,6 +26,7 @@ __all__ = [
     "MarkdownReferenceStyle",
     "ReferenceStyle",
     "TextReferenceStyle",
+    "UnsupportedClaim",
     "is_safe_url",
 ]
 
@@ -81,6 +81,29 @@ _MD_TEXT_SPECIAL = re.compile(r"([\\`*_\[\]])")
 def _markdown_text(text: str) -> str:
     """Escape text shown inside Markdown (and the HTML a Markdown renderer lets through)."""
     return _MD_TEXT_SPECIAL.sub(r"\\\1", html.escape(" ".join(text.split()), quote=False))
+
+
+@dataclass(frozen=True, slots=True)
+class UnsupportedClaim:
+    """A sentence whose citations do not (all) support it, as shown to the reader.
+
+    Attributes:
+        sentence: The sentence, without its citation markers.
+        numbers: Reference numbers of its citations that do not support it.
+        supported: Whether its citations, taken together, fully support it.
+    """
+
+    sentence: str
+    numbers: tuple[int, ...]
+    supported: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form."""
+        return {
+            "sentence": self.sentence,
+            "numbers": list(self.numbers),
+            "supported": self.supported,
+        }
 
 
 def _check_reason(claim: UnsupportedClaim) -> str:

@@ -1,12 +1,15 @@
-"""An offline demo of streaming citations: corpus, extractive answerer and command line.
+"""The offline demo: corpus, extractive answerer and a local demo site for the fact-check.
 
-Run it with ``python -m langchain_references.demo --help``. The pieces are reusable:
+Run it with ``langchain-references demo --help`` (:mod:`langchain_references.cli.demo`).
+The pieces are reusable:
 
 * :mod:`langchain_references.demo.corpus`: a small web-page-like corpus written for the demo,
   as LangChain documents and as HTML pages;
 * :mod:`langchain_references.demo.answerer`: :class:`ExtractiveAnswerer`, an offline chat model
   that answers with cited sentences copied from the prompt's documents (a stand-in, not an
-  LLM).
+  LLM);
+* :mod:`langchain_references.demo.site`: the corpus served as web pages on 127.0.0.1 with a
+  matching search provider (``factcheck --search demo``).
 """
 
 from langchain_references.demo.answerer import NOT_FOUND_ANSWER, ExtractiveAnswerer

@@ -59,7 +59,6 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from langchain_references.factcheck.extract import aextract_all
 from langchain_references.factcheck.fetch import PageFetcher
-from langchain_references.factcheck.judges.base import JudgeInputLike, Judgement, Label
 from langchain_references.factcheck.passages import PassageSplitter
 from langchain_references.factcheck.relevance import DEFAULT_K, aselect_relevant
 from langchain_references.factcheck.result import (
@@ -83,6 +82,7 @@ from langchain_references.factcheck.verdict import (
     RankedJudgement,
     WeightedVoteAggregator,
 )
+from langchain_references.judges.base import JudgeInputLike, Judgement, Label
 
 if TYPE_CHECKING:
     from langchain_chroma import Chroma
@@ -654,7 +654,7 @@ def create_fact_check_chain(
         search: Search provider (``search(query, k)`` / ``asearch(query, k)`` returning ranked
             :class:`~langchain_references.factcheck.types.SearchHit` objects).
         judge: Runnable ``{"statement", "passage"} -> Judgement``, e.g. an
-            :class:`~langchain_references.factcheck.judges.LLMJudge`.
+            :class:`~langchain_references.judges.LLMJudge`.
         embeddings: Embeddings for the relevance stage's temporary Chroma collection. Defaults
             to the offline :class:`~langchain_references.embeddings.MiniLMEmbeddings` unless
             ``vector_store`` is given.

@@ -16,9 +16,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from langchain_references.factcheck.judges.base import Label
 from langchain_references.factcheck.types import SourceFailure
 from langchain_references.factcheck.verdict import Verdict
+from langchain_references.judges.base import Label
 
 __all__ = [
     "STAGES",

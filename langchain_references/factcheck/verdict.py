@@ -42,7 +42,7 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from langchain_references.factcheck.judges.base import Judgement, Label
+from langchain_references.judges.base import Judgement, Label
 
 __all__ = [
     "Aggregator",

@@ -16,16 +16,16 @@ This package holds the LLM-free part, in numpy:
   comparison);
 * :mod:`.io`: FactReasoner's JSON / JSONL input and result formats.
 
-Around it, the LLM-facing evaluator and citation verification:
+Around it, the LLM-facing evaluator:
 
 * :mod:`.atomizer` / :mod:`.reviser`: split a response into atoms and decontextualise them
   (chat model, structured output);
 * :mod:`.retrieval`: where contexts come from (the input, a vector store, the web);
 * :mod:`.relations`: judge the pairs a graph version needs with any judge;
-* :mod:`.pipeline`: :func:`create_factuality_evaluator`, the Runnable that composes it all;
-* :mod:`.sentences` / :mod:`.citations`: incremental cited-sentence splitting and citation
-  recall / precision (Liu et al., 2023);
-* :mod:`.cli`: the ``factuality`` and ``citations`` commands.
+* :mod:`.pipeline`: :func:`create_factuality_evaluator`, the Runnable that composes it all.
+
+Citation recall / precision (Liu et al., 2023) is in :mod:`langchain_references.citations`;
+the ``factuality`` command is in :mod:`langchain_references.cli.factuality`.
 
 Example:
     >>> from langchain_references.factuality import (
@@ -40,162 +40,39 @@ Example:
     {'a0': 'S'}
 """
 
-from langchain_references.factuality.atomizer import AtomicClaims, Atomizer, AtomizerError
-from langchain_references.factuality.citations import (
-    AnswerRecord,
-    AnswerReport,
-    CitationRecordError,
-    CitationReport,
-    CitationVerdict,
-    CitationVerifier,
-    SentenceVerdict,
-    aevaluate_answers,
-    evaluate_answers,
-    load_answer_records,
-    parse_answer_record,
-)
-from langchain_references.factuality.inference import (
-    BPReport,
-    ComponentReport,
-    InferenceError,
-    InferenceResult,
-    infer_marginals,
-    run_inference,
-)
-from langchain_references.factuality.io import (
-    FactualityFormatError,
-    FactualityInput,
-    LoadResult,
-    input_to_dict,
-    load_inputs,
-    parse_input,
-    parse_result,
-    result_to_dict,
-    write_jsonl,
-)
-from langchain_references.factuality.metrics import (
-    FactualityScores,
-    GoldComparison,
-    atom_label,
-    entropy_score,
-    f1_at_k,
-    median_k,
-    score_marginals,
-)
-from langchain_references.factuality.model import (
-    PRIOR_PROB_ATOM,
-    PRIOR_PROB_CONTEXT,
-    Atom,
-    Context,
-    FactGraph,
-    Relation,
-    Variable,
-    build_fact_graph,
-    candidate_pairs,
-    dedupe_contexts,
-    reconcile_context_pair,
-)
+from langchain_references.factuality.atomizer import Atomizer
+from langchain_references.factuality.inference import infer_marginals
+from langchain_references.factuality.io import FactualityInput, load_inputs
+from langchain_references.factuality.metrics import FactualityScores, score_marginals
+from langchain_references.factuality.model import Atom, Context, Relation, build_fact_graph
 from langchain_references.factuality.pipeline import (
     FactualityPipeline,
     FactualityResult,
-    StageFailure,
-    coerce_factuality_input,
     create_factuality_evaluator,
-    offline_judge,
-)
-from langchain_references.factuality.relations import (
-    JudgedPair,
-    RelationJudge,
-    RelationResult,
-    judgement_to_relation,
-    normalize_version,
 )
 from langchain_references.factuality.retrieval import (
-    ContextRetriever,
     InputContexts,
-    RetrievalFailure,
-    RetrievedContexts,
     VectorStoreContexts,
     WebContexts,
 )
-from langchain_references.factuality.reviser import RevisedAtoms, Reviser, RevisionResult
-from langchain_references.factuality.sentences import (
-    CitedSentence,
-    SentenceCitationTracker,
-    is_verification_worthy,
-    split_cited_sentences,
-)
+from langchain_references.factuality.reviser import Reviser
 
 __all__ = [
-    "PRIOR_PROB_ATOM",
-    "PRIOR_PROB_CONTEXT",
-    "AnswerRecord",
-    "AnswerReport",
     "Atom",
-    "AtomicClaims",
     "Atomizer",
-    "AtomizerError",
-    "BPReport",
-    "CitationRecordError",
-    "CitationReport",
-    "CitationVerdict",
-    "CitationVerifier",
-    "CitedSentence",
-    "ComponentReport",
     "Context",
-    "ContextRetriever",
-    "FactGraph",
-    "FactualityFormatError",
     "FactualityInput",
     "FactualityPipeline",
     "FactualityResult",
     "FactualityScores",
-    "GoldComparison",
-    "InferenceError",
-    "InferenceResult",
     "InputContexts",
-    "JudgedPair",
-    "LoadResult",
     "Relation",
-    "RelationJudge",
-    "RelationResult",
-    "RetrievalFailure",
-    "RetrievedContexts",
-    "RevisedAtoms",
     "Reviser",
-    "RevisionResult",
-    "SentenceCitationTracker",
-    "SentenceVerdict",
-    "StageFailure",
-    "Variable",
     "VectorStoreContexts",
     "WebContexts",
-    "aevaluate_answers",
-    "atom_label",
     "build_fact_graph",
-    "candidate_pairs",
-    "coerce_factuality_input",
     "create_factuality_evaluator",
-    "dedupe_contexts",
-    "entropy_score",
-    "evaluate_answers",
-    "f1_at_k",
     "infer_marginals",
-    "input_to_dict",
-    "is_verification_worthy",
-    "judgement_to_relation",
-    "load_answer_records",
     "load_inputs",
-    "median_k",
-    "normalize_version",
-    "offline_judge",
-    "parse_answer_record",
-    "parse_input",
-    "parse_result",
-    "reconcile_context_pair",
-    "result_to_dict",
-    "run_inference",
     "score_marginals",
-    "split_cited_sentences",
-    "write_jsonl",
 ]

@@ -29,8 +29,8 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, Field
 
-from langchain_references.factcheck.judges.llm import default_transient_errors
 from langchain_references.factuality.model import Atom
+from langchain_references.judges.llm import default_transient_errors
 from langchain_references.prompting import DATA_NOTICE, delimit
 
 __all__ = [
@@ -106,7 +106,7 @@ def build_structured_chain(
         schema: The reply schema.
         prompt: The prompt.
         retry_on: Exception types (or a predicate) to retry; defaults to
-            :func:`~langchain_references.factcheck.judges.llm.default_transient_errors`.
+            :func:`~langchain_references.judges.llm.default_transient_errors`.
         max_attempts: Attempts per call, including the first.
         retry_wait: Exponential back-off with jitter between attempts.
         structured_output_kwargs: Extra arguments of ``with_structured_output``.

@@ -31,11 +31,12 @@ import logging
 import math
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from langchain_references.errors import RecordError
 from langchain_references.factuality.metrics import (
     FactualityScores,
     GoldComparison,
@@ -43,6 +44,7 @@ from langchain_references.factuality.metrics import (
     f1_at_k,
 )
 from langchain_references.factuality.model import Atom, Context, _check_inputs
+from langchain_references.loading import LoadResult, load_records
 
 logger = logging.getLogger(__name__)
 
@@ -50,16 +52,8 @@ _INPUT_KEYS = frozenset({"input", "output", "topic", "atoms", "contexts"})
 _LABEL_PAIR = re.compile(r"(\S+):\s*(NS|S)\b")
 
 
-class FactualityFormatError(ValueError):
-    """A record does not follow the FactReasoner format.
-
-    Attributes:
-        location: Where the record came from (e.g. ``"data.jsonl:3"``), if known.
-    """
-
-    def __init__(self, message: str, location: str | None = None) -> None:
-        super().__init__(f"{location}: {message}" if location else message)
-        self.location = location
+class FactualityFormatError(RecordError):
+    """A record does not follow the FactReasoner format (``location``: e.g. ``"data.jsonl:3"``)."""
 
 
 @dataclass(frozen=True)
@@ -86,19 +80,6 @@ class FactualityInput:
     def labels(self) -> dict[str, str | None]:
         """Gold label (``"S"``, ``"NS"`` or ``None``) per atom id."""
         return {a.id: a.label for a in self.atoms}
-
-
-@dataclass(frozen=True)
-class LoadResult:
-    """Records read from a file, plus the ones that failed (lenient mode).
-
-    Attributes:
-        records: Parsed records, in file order.
-        errors: One error per record (or line) that could not be parsed.
-    """
-
-    records: list[FactualityInput]
-    errors: list[FactualityFormatError]
 
 
 def _string(obj: Mapping[str, Any], key: str, where: str, *, default: str | None = None) -> str:
@@ -209,68 +190,16 @@ def input_to_dict(record: FactualityInput) -> dict[str, Any]:
     return out
 
 
-def _is_object_line(line: str) -> bool:
-    try:
-        return isinstance(json.loads(line), dict)
-    except json.JSONDecodeError:
-        return False
-
-
-def iter_json_objects(path: str | os.PathLike[str]) -> Iterator[tuple[str, Any]]:
-    """Yield ``(location, decoded value)`` for a JSON object, JSON list or JSONL file.
-
-    A line of a JSONL file that is not valid JSON is yielded as a
-    :class:`FactualityFormatError` value instead of stopping the iteration.
-
-    Args:
-        path: The file.
-
-    Yields:
-        ``("file:line", object)`` for JSONL, ``("file[#i]", object)`` for a list,
-        ``("file", object)`` for a single object.
-
-    Raises:
-        FactualityFormatError: If a whole-file JSON document is malformed.
-    """
-    name = os.fspath(path)
-    text = Path(path).read_text(encoding="utf-8")
-    stripped = text.lstrip()
-    if not stripped:
-        return
-    if stripped.startswith("["):
-        try:
-            values = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise FactualityFormatError(f"invalid JSON: {exc}", name) from exc
-        for i, value in enumerate(values):
-            yield f"{name}[{i}]", value
-        return
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        lines = [line for line in stripped.splitlines() if line.strip()]
-        if len(lines) < 2 or not any(_is_object_line(line) for line in lines):
-            raise FactualityFormatError(f"invalid JSON: {exc}", name) from exc
-    else:
-        yield name, document
-        return
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        location = f"{name}:{number}"
-        try:
-            yield location, json.loads(line)
-        except json.JSONDecodeError as exc:
-            yield location, FactualityFormatError(f"invalid JSON line: {exc.msg}", location)
-
-
-def load_inputs(path: str | os.PathLike[str], *, strict: bool = True) -> LoadResult:
+def load_inputs(
+    path: str | os.PathLike[str], *, strict: bool = True
+) -> LoadResult[FactualityInput]:
     """Read FactReasoner input records from a JSON / JSON list / JSONL file.
 
     Args:
         path: The file.
         strict: Raise on the first bad record; otherwise collect it in
-            :attr:`LoadResult.errors` (and log it) and keep reading.
+            :attr:`~langchain_references.loading.LoadResult.errors` (and log it) and keep
+            reading.
 
     Returns:
         The records and the errors.
@@ -278,19 +207,7 @@ def load_inputs(path: str | os.PathLike[str], *, strict: bool = True) -> LoadRes
     Raises:
         FactualityFormatError: In strict mode, on the first bad record.
     """
-    records: list[FactualityInput] = []
-    errors: list[FactualityFormatError] = []
-    for location, value in iter_json_objects(path):
-        try:
-            if isinstance(value, FactualityFormatError):
-                raise value
-            records.append(parse_input(value, location=location))
-        except FactualityFormatError as exc:
-            if strict:
-                raise
-            logger.warning("skipping record: %s", exc)
-            errors.append(exc)
-    return LoadResult(records=records, errors=errors)
+    return load_records(path, parse_input, strict=strict, error=FactualityFormatError)
 
 
 def write_jsonl(

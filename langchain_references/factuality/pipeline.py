@@ -39,13 +39,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
-from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
-from langchain_references.factcheck.judges.base import JudgeInputLike, Judgement
-from langchain_references.factcheck.judges.baseline import HeuristicJudge
-from langchain_references.factcheck.judges.llm import LLMJudge
 from langchain_references.factuality.atomizer import Atomizer
 from langchain_references.factuality.inference import InferenceResult, Method, run_inference
 from langchain_references.factuality.io import (
@@ -71,6 +67,9 @@ from langchain_references.factuality.relations import (
 )
 from langchain_references.factuality.retrieval import ContextRetriever, InputContexts
 from langchain_references.factuality.reviser import Reviser, RevisionResult
+from langchain_references.judges.base import JudgeInputLike, Judgement
+from langchain_references.judges.llm import LLMJudge
+from langchain_references.judges.offline import offline_judge
 
 __all__ = [
     "FactualityInputLike",
@@ -79,7 +78,6 @@ __all__ = [
     "StageFailure",
     "coerce_factuality_input",
     "create_factuality_evaluator",
-    "offline_judge",
 ]
 
 logger = logging.getLogger(__name__)
@@ -227,34 +225,6 @@ def coerce_factuality_input(value: object) -> FactualityInput:
     return FactualityInput(input=question, output=response, topic=topic, atoms=(), contexts=())
 
 
-def offline_judge(*, use_embeddings: bool = True) -> HeuristicJudge:
-    """The offline baseline judge: :class:`HeuristicJudge`, with MiniLM embeddings if possible.
-
-    It is weak (a lexical / embedding heuristic, not an NLI model): use an LLM judge for
-    real assessments.
-
-    Args:
-        use_embeddings: Try the offline all-MiniLM-L6-v2 embeddings; falls back to the
-            lexical-only heuristic (with a warning) when they cannot be loaded.
-
-    Returns:
-        The judge.
-    """
-    embeddings: Embeddings | None = None
-    if use_embeddings:
-        try:
-            from langchain_references.embeddings import MiniLMEmbeddings
-
-            candidate = MiniLMEmbeddings()
-            candidate.embed_query("probe")  # load (and verify) the model now
-            embeddings = candidate
-        except Exception as exc:  # any load failure: fall back to the lexical heuristic
-            logger.warning("MiniLM embeddings unavailable (%s); lexical heuristic only", exc)
-    # Texts are embedded once per chunk of ``batch_size`` pairs: one large chunk embeds each
-    # (long, repeated) context once instead of once per chunk.
-    return HeuristicJudge(embeddings, batch_size=4096)
-
-
 def _since(start: float) -> float:
     return time.perf_counter() - start
 
@@ -264,8 +234,8 @@ class FactualityPipeline:
 
     Args:
         judge: The judge of context -> atom (and context -> context) pairs. Default:
-            :class:`~langchain_references.factcheck.judges.LLMJudge` on ``llm`` if given, else
-            :func:`offline_judge` (weak).
+            :class:`~langchain_references.judges.LLMJudge` on ``llm`` if given, else
+            :func:`~langchain_references.judges.offline_judge` (weak).
         llm: Chat model for the atomizer and reviser (needed for inputs without atoms).
         atomizer: A custom atomizer runnable (default: ``Atomizer(llm)``).
         reviser: A custom reviser runnable (default: ``Reviser(llm)``).
@@ -540,7 +510,7 @@ def create_factuality_evaluator(
         llm: Chat model for atomizing and revising responses given without atoms (and the
             default judge).
         judge: Judge of the pairs; default ``LLMJudge(llm)``, or the weak
-            :func:`offline_judge` without ``llm``.
+            :func:`~langchain_references.judges.offline_judge` without ``llm``.
         retriever: Context source; default: the contexts given in the input.
         version: FactReasoner graph version, 1, 2 or 3.
         top_k: FR1: contexts per atom.

@@ -3,11 +3,11 @@
 :func:`~langchain_references.factuality.model.candidate_pairs` says which pairs a graph
 version needs: FR1 each atom with its own contexts, FR2 every atom with every de-duplicated
 context, FR3 the same plus both directions of every context pair. Each pair is judged by any
-:class:`~langchain_references.factcheck.judges.Judge` (the context is the premise, the atom,
+:class:`~langchain_references.judges.Judge` (the context is the premise, the atom,
 or the second context, the hypothesis), all pairs in one ``batch`` / ``abatch`` call limited by
 ``max_concurrency``.
 
-A :class:`~langchain_references.factcheck.judges.Judgement` becomes a
+A :class:`~langchain_references.judges.Judgement` becomes a
 :class:`~langchain_references.factuality.model.Relation` (:func:`judgement_to_relation`):
 ``entails`` -> ``entailment``, ``contradicts`` -> ``contradiction``, ``unknown`` -> ``neutral``,
 with probability ``judgement.probabilities[label]`` when the judge gives per-label
@@ -26,7 +26,6 @@ from typing import Final
 
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from langchain_references.factcheck.judges.base import JudgeInputLike, Judgement, Label
 from langchain_references.factuality.model import (
     Atom,
     Context,
@@ -35,6 +34,7 @@ from langchain_references.factuality.model import (
     RelationKind,
     candidate_pairs,
 )
+from langchain_references.judges.base import JudgeInputLike, Judgement, Label
 
 __all__ = [
     "JudgedPair",

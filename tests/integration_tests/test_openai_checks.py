@@ -16,7 +16,7 @@ MODEL = os.environ.get("OPENAI_MODEL", "gpt-4o-mini")
 
 def test_llm_judge_labels_clear_cases() -> None:
     langchain_openai = pytest.importorskip("langchain_openai")
-    from langchain_references.factcheck import Label, LLMJudge
+    from langchain_references.judges import Label, LLMJudge
 
     judge = LLMJudge(langchain_openai.ChatOpenAI(model=MODEL, temperature=0))
     supports, refutes = judge.batch(

@@ -8,18 +8,16 @@ from langchain_references.factcheck.search.base import (
     BaseSearchProvider,
     SearchError,
     SearchProvider,
-    asearch_report,
-    hits_from_records,
-    search_report,
 )
 from langchain_references.factcheck.search.local import LocalCorpusSearch, VectorStoreSearch
-from langchain_references.factcheck.search.recorded import RecordedSearch, normalise_query
+from langchain_references.factcheck.search.recorded import RecordedSearch
 from langchain_references.factcheck.search.web import (
     BingSearch,
     DuckDuckGoSearch,
     SearxSearch,
     TavilySearch,
 )
+from langchain_references.factcheck.types import SearchHit
 
 __all__ = [
     "BaseSearchProvider",
@@ -28,12 +26,9 @@ __all__ = [
     "LocalCorpusSearch",
     "RecordedSearch",
     "SearchError",
+    "SearchHit",
     "SearchProvider",
     "SearxSearch",
     "TavilySearch",
     "VectorStoreSearch",
-    "asearch_report",
-    "hits_from_records",
-    "normalise_query",
-    "search_report",
 ]

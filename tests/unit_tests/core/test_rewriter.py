@@ -5,7 +5,8 @@ import logging
 import pytest
 from langchain_core.documents import Document
 
-from langchain_references import ReferenceRewriter, TextReferenceStyle
+from langchain_references import TextReferenceStyle
+from langchain_references.rewriter import ReferenceRewriter
 from langchain_references.styles import ReferenceStyle
 
 

@@ -12,9 +12,9 @@ from langchain_references import (
     MarkdownReferenceStyle,
     ReferenceStyle,
     TextReferenceStyle,
-    is_safe_url,
 )
 from langchain_references.rewriter import ReferenceRewriter
+from langchain_references.styles import is_safe_url
 
 A = Document("a", metadata={"source": "https://a.org/x", "title": "Alpha"})
 B = Document("b", metadata={"source": "https://b.org"})

@@ -15,6 +15,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
+from langchain_references.demo.site import serve_pages
 from langchain_references.factcheck.chain import (
     PROGRESS_EVENT,
     FactCheckChain,
@@ -22,9 +23,7 @@ from langchain_references.factcheck.chain import (
     coerce_request,
     create_fact_check_chain,
 )
-from langchain_references.factcheck.demo_site import serve_pages
 from langchain_references.factcheck.fetch import PageFetcher
-from langchain_references.factcheck.judges import Judge, Judgement, Label
 from langchain_references.factcheck.passages import PassageSplitter
 from langchain_references.factcheck.result import STAGES, FactCheckProgress, FactCheckResult
 from langchain_references.factcheck.search import RecordedSearch
@@ -35,7 +34,8 @@ from langchain_references.factcheck.verdict import (
     VerdictResult,
     WeightedVoteAggregator,
 )
-from tests.unit_tests.factcheck.conftest import LocalSite
+from langchain_references.judges import Judge, Judgement, Label
+from tests.unit_tests.conftest import LocalSite
 
 STATEMENT = "Arctic terns migrate from pole to pole every year"
 

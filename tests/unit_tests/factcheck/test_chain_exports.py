@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import langchain_references.factcheck as factcheck
-from tests.unit_tests.factcheck.conftest import REPO_ROOT
+from tests.unit_tests.conftest import REPO_ROOT
 
 HEAVY = ("chromadb", "trafilatura", "httpx", "tiktoken", "onnxruntime")
 

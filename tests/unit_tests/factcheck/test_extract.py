@@ -17,7 +17,7 @@ from langchain_references.factcheck.types import (
     SearchHit,
     SourceFailure,
 )
-from tests.unit_tests.factcheck.conftest import LocalSite
+from tests.unit_tests.conftest import LocalSite
 
 # (fixture file, title, sentences from the article body, navigation text that must not appear)
 FIXTURE_PAGES = [

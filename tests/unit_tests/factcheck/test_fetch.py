@@ -12,7 +12,7 @@ from langchain_references.factcheck.cache import PageCache, default_cache_dir
 from langchain_references.factcheck.fetch import DEFAULT_USER_AGENT, PageFetcher, decode_body
 from langchain_references.factcheck.netguard import NetGuard, ResolvedURL
 from langchain_references.factcheck.types import FetchedPage, SearchHit, SourceFailure
-from tests.unit_tests.factcheck.conftest import PLAIN_TEXT, LocalSite
+from tests.unit_tests.conftest import PLAIN_TEXT, LocalSite
 
 
 def _reasons(failures: list[SourceFailure]) -> dict[str, str]:

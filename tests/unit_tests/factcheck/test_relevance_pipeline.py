@@ -13,7 +13,7 @@ from langchain_references.factcheck.fetch import PageFetcher
 from langchain_references.factcheck.passages import make_passages
 from langchain_references.factcheck.relevance import aselect_relevant
 from langchain_references.factcheck.search import LocalCorpusSearch
-from tests.unit_tests.factcheck.conftest import LocalSite
+from tests.unit_tests.conftest import LocalSite
 
 
 class WordCounts(Embeddings):

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langchain_references.factcheck.judges import Label
 from langchain_references.factcheck.report import (
     REPORT_SEPARATORS,
     render_json,
@@ -21,6 +20,7 @@ from langchain_references.factcheck.report import (
 from langchain_references.factcheck.result import Evidence, FactCheckCounts, FactCheckResult
 from langchain_references.factcheck.types import SourceFailure
 from langchain_references.factcheck.verdict import Verdict
+from langchain_references.judges import Label
 from langchain_references.styles import (
     EmptyReferenceStyle,
     HTMLReferenceStyle,

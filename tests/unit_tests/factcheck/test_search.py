@@ -16,11 +16,13 @@ from langchain_references.factcheck.search import (
     SearchProvider,
     SearxSearch,
     TavilySearch,
+)
+from langchain_references.factcheck.search.base import (
     asearch_report,
     hits_from_records,
-    normalise_query,
     search_report,
 )
+from langchain_references.factcheck.search.recorded import normalise_query
 from langchain_references.factcheck.types import SearchHit
 
 RECORDS = [

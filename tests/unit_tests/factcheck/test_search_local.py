@@ -14,7 +14,7 @@ from langchain_references.factcheck.extract import extract_all
 from langchain_references.factcheck.fetch import PageFetcher
 from langchain_references.factcheck.relevance import chroma_client
 from langchain_references.factcheck.search import LocalCorpusSearch, VectorStoreSearch
-from tests.unit_tests.factcheck.conftest import LocalSite
+from tests.unit_tests.conftest import LocalSite
 
 TERNS = (
     "Arctic terns\n\nThe arctic tern has the longest known migration of any animal: it flies "

@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from langchain_references.factcheck.judges import Judgement, Label
 from langchain_references.factcheck.verdict import (
     Aggregator,
     RankedJudgement,
@@ -14,6 +13,7 @@ from langchain_references.factcheck.verdict import (
     VerdictResult,
     WeightedVoteAggregator,
 )
+from langchain_references.judges import Judgement, Label
 
 E, C, U = Label.ENTAILS, Label.CONTRADICTS, Label.UNKNOWN
 

@@ -3,21 +3,11 @@
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
-import pytest
 from hypothesis import strategies as st
 
-from langchain_references.factuality import FactGraph, Relation, Variable
-
-DATA_DIR = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
-
-
-@pytest.fixture
-def shared_data() -> Path:
-    if not DATA_DIR.is_dir():
-        pytest.skip(f"shared data folder {DATA_DIR} is absent")
-    return DATA_DIR
+from langchain_references.factuality import Relation
+from langchain_references.factuality.model import FactGraph, Variable
 
 
 def fr_table(kind: str, p: float, link_prior: float, use_priors: bool) -> list[list[float]]:

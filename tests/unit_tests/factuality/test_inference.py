@@ -24,16 +24,12 @@ from hypothesis import strategies as st
 from langchain_references.factuality import (
     Atom,
     Context,
-    FactGraph,
-    InferenceError,
     Relation,
-    Variable,
     build_fact_graph,
     infer_marginals,
-    run_inference,
 )
-from langchain_references.factuality.inference import Method
-from langchain_references.factuality.model import RelationKind
+from langchain_references.factuality.inference import InferenceError, Method, run_inference
+from langchain_references.factuality.model import FactGraph, RelationKind, Variable
 
 from .conftest import KINDS, fact_graphs, reference_marginals
 

@@ -6,16 +6,18 @@ from pathlib import Path
 import pytest
 
 from langchain_references.factuality import (
-    FactualityFormatError,
     Relation,
     build_fact_graph,
     infer_marginals,
-    input_to_dict,
     load_inputs,
+    score_marginals,
+)
+from langchain_references.factuality.io import (
+    FactualityFormatError,
+    input_to_dict,
     parse_input,
     parse_result,
     result_to_dict,
-    score_marginals,
     write_jsonl,
 )
 

@@ -6,13 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from langchain_references.factuality import (
-    atom_label,
-    entropy_score,
-    f1_at_k,
-    median_k,
-    score_marginals,
-)
+from langchain_references.factuality import score_marginals
+from langchain_references.factuality.metrics import atom_label, entropy_score, f1_at_k, median_k
 
 
 def test_atom_label_threshold_is_strictly_above_one_half() -> None:

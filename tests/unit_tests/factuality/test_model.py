@@ -8,20 +8,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from langchain_references.factuality import (
+from langchain_references.factuality import Atom, Context, Relation, build_fact_graph
+from langchain_references.factuality.io import load_inputs
+from langchain_references.factuality.model import (
     PRIOR_PROB_ATOM,
     PRIOR_PROB_CONTEXT,
-    Atom,
-    Context,
     FactGraph,
-    Relation,
     Variable,
-    build_fact_graph,
     candidate_pairs,
     dedupe_contexts,
     reconcile_context_pair,
 )
-from langchain_references.factuality.io import load_inputs
 
 from .conftest import fr_table
 

@@ -10,21 +10,13 @@ from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from langchain_references.factcheck.judges import HeuristicJudge, Judge, Judgement, Label, LLMJudge
-from langchain_references.factuality import (
-    FactualityFormatError,
-    FactualityInput,
-    candidate_pairs,
-    load_inputs,
-    parse_result,
-    write_jsonl,
-)
-from langchain_references.factuality.model import Atom, Context
+from langchain_references.factuality import FactualityInput, load_inputs
+from langchain_references.factuality.io import FactualityFormatError, parse_result, write_jsonl
+from langchain_references.factuality.model import Atom, Context, candidate_pairs
 from langchain_references.factuality.pipeline import (
     FactualityPipeline,
     coerce_factuality_input,
     create_factuality_evaluator,
-    offline_judge,
 )
 from langchain_references.factuality.relations import normalize_version
 from langchain_references.factuality.retrieval import (
@@ -32,8 +24,16 @@ from langchain_references.factuality.retrieval import (
     RetrievedContexts,
     VectorStoreContexts,
 )
-from tests.unit_tests.factcheck.test_judges_llm import ScriptedChatModel
+from langchain_references.judges import (
+    HeuristicJudge,
+    Judge,
+    Judgement,
+    Label,
+    LLMJudge,
+    offline_judge,
+)
 from tests.unit_tests.factuality.test_retrieval import BagOfWords
+from tests.unit_tests.fakes import ScriptedChatModel
 
 
 class GoldJudge(Judge):

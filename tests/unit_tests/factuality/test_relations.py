@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from langchain_core.runnables import RunnableConfig
 
-from langchain_references.factcheck.judges import Judge, Judgement, Label
 from langchain_references.factuality import build_fact_graph, infer_marginals
 from langchain_references.factuality.model import Atom, Context, Relation, candidate_pairs
 from langchain_references.factuality.relations import (
@@ -16,6 +15,7 @@ from langchain_references.factuality.relations import (
     judgement_to_relation,
     normalize_version,
 )
+from langchain_references.judges import Judge, Judgement, Label
 
 Decide = Callable[[str, str], Judgement]
 

@@ -1,0 +1,546 @@
+"""Command line of the fact-check chain: ``langchain-references factcheck "statement"``.
+
+Checks one or more statements (arguments, or ``--file`` with one statement per line, checked
+concurrently up to ``--concurrency`` at a time) and writes a report per statement to stdout
+(``--style markdown|text|html``) or one JSON object per line (``--json``). Progress goes to
+stderr: one line per finished stage, or a live line on a terminal.
+
+Search (``--search``):
+
+* ``demo`` — fully offline: the demo corpus is served from a local HTTP server on 127.0.0.1,
+  searched with BM25, fetched over HTTP, extracted with trafilatura, embedded with MiniLM;
+* ``local:FOLDER`` — the ``.html``/``.txt`` files of a folder, served the same way (BM25);
+* ``recorded:FILE`` — replay recorded results (JSON or VeriScore-style JSONL);
+* ``ddgs``, ``tavily``, ``bing``, ``searx[:URL]`` — web search APIs (optional packages; Tavily
+  and Bing need API keys in the environment).
+
+Judge: ``--model provider:model`` uses an :class:`~langchain_references.judges.LLMJudge`
+through ``langchain.chat_models.init_chat_model``; without it the offline
+:class:`~langchain_references.judges.HeuristicJudge` with MiniLM embeddings is used,
+which is weak (not an NLI model) and said so on stderr.
+
+Run ``python -m langchain_references.cli.factcheck --help``; the package's
+``langchain-references`` command wires :func:`add_parser` / :func:`run` as ``factcheck``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import functools
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, TextIO
+
+from langchain_references.cli._common import (
+    CLIError,
+    add_subcommand,
+    load_chat_model,
+    positive_float,
+    positive_int,
+)
+from langchain_references.factcheck.report import (
+    REPORT_SEPARATORS,
+    ReportFormat,
+    render_report,
+)
+from langchain_references.factcheck.result import FactCheckProgress, FactCheckResult
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.runnables import Runnable
+
+    from langchain_references.factcheck.chain import FactCheckChain
+    from langchain_references.factcheck.search import SearchProvider
+    from langchain_references.judges import JudgeInputLike, Judgement
+
+__all__ = ["CLIError", "add_parser", "build_parser", "configure_parser", "main", "run"]
+
+logger = logging.getLogger(__name__)
+
+#: Values of ``--search`` that take no argument.
+SEARCH_NAMES: Final = ("demo", "ddgs", "tavily", "bing", "searx")
+#: Statements checked at once by default.
+DEFAULT_CONCURRENCY: Final = 2
+HEURISTIC_NOTICE: Final = (
+    "judge: HeuristicJudge with MiniLM embeddings (offline word-overlap and similarity "
+    "heuristic; weak, not an NLI model). Pass --model provider:model for an LLM judge."
+)
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    """Add the ``factcheck`` arguments to a parser.
+
+    Args:
+        parser: The parser (the subcommand's, or a standalone one).
+    """
+    parser.add_argument("statements", nargs="*", metavar="STATEMENT", help="statements to check")
+    parser.add_argument(
+        "--file",
+        type=Path,
+        help="file with one statement per line (blank lines and lines starting with # skipped;"
+        " '-' reads stdin)",
+    )
+    parser.add_argument(
+        "--search",
+        default="ddgs",
+        metavar="SPEC",
+        help="demo | local:FOLDER | recorded:FILE | ddgs | tavily | bing | searx[:URL]"
+        " (default: ddgs)",
+    )
+    parser.add_argument(
+        "--model",
+        help="LLM judge via langchain's init_chat_model, e.g. openai:gpt-4o-mini "
+        "(default: the offline HeuristicJudge)",
+    )
+    parser.add_argument(
+        "--style",
+        choices=("markdown", "text", "html"),
+        default="markdown",
+        help="report format (default: markdown)",
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON result per line instead")
+    parser.add_argument(
+        "-k", "--k", type=positive_int, default=20, help="passages judged (default: 20)"
+    )
+    parser.add_argument(
+        "--max-results", type=positive_int, default=10, help="search results (default: 10)"
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=positive_int,
+        default=DEFAULT_CONCURRENCY,
+        help=f"statements checked at once (default: {DEFAULT_CONCURRENCY})",
+    )
+    parser.add_argument(
+        "--judge-concurrency",
+        type=positive_int,
+        default=4,
+        help="judge calls in flight per statement (default: 4)",
+    )
+    parser.add_argument(
+        "--timeout", type=positive_float, default=10.0, help="seconds per page (default: 10)"
+    )
+    parser.add_argument(
+        "--allow-private",
+        action="store_true",
+        help="allow fetching private and loopback addresses (needed for local servers)",
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+
+
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    """Build the standalone parser (``python -m langchain_references.cli.factcheck``).
+
+    Args:
+        prog: Program name shown in the usage line.
+
+    Returns:
+        The parser.
+    """
+    parser = argparse.ArgumentParser(
+        prog=prog or "python -m langchain_references.cli.factcheck",
+        description="Check statements against evidence found on the web.",
+    )
+    configure_parser(parser)
+    return parser
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``factcheck`` subcommand; its handler is :func:`run` (``args.func``).
+
+    Args:
+        subparsers: The object returned by ``ArgumentParser.add_subparsers()``.
+
+    Returns:
+        The subcommand's parser.
+    """
+    return add_subcommand(
+        subparsers,
+        "factcheck",
+        help="check statements against web evidence",
+        description="Check statements against evidence found on the web.",
+        configure=configure_parser,
+        run=run,
+    )
+
+
+# --------------------------------------------------------------------------- statements
+
+
+def read_statements(statements: Sequence[str], file: Path | None) -> list[str]:
+    """Collect the statements: the arguments, then the lines of ``file``.
+
+    Args:
+        statements: Statements given as arguments.
+        file: A file with one statement per line (``-`` for stdin), or ``None``.
+
+    Returns:
+        The non-blank statements, whitespace collapsed.
+
+    Raises:
+        CLIError: If the file cannot be read or no statement is given.
+    """
+    collected = [" ".join(s.split()) for s in statements]
+    if file is not None:
+        try:
+            text = sys.stdin.read() if str(file) == "-" else file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CLIError(f"cannot read {file}: {exc}") from exc
+        collected.extend(
+            " ".join(line.split())
+            for line in text.splitlines()
+            if not line.lstrip().startswith("#")
+        )
+    result = [s for s in collected if s]
+    if not result:
+        raise CLIError("no statement to check: pass STATEMENT or --file")
+    return result
+
+
+# ------------------------------------------------------------------------------ set-up
+
+
+@dataclass
+class _Setup:
+    search: SearchProvider
+    description: str
+    local_origins: list[str] = field(default_factory=list)
+
+
+def _optional(build: Any, what: str) -> Any:
+    try:
+        return build()
+    except ImportError as exc:
+        raise CLIError(f"--search {what}: {exc}") from exc
+
+
+def build_search(spec: str, stack: contextlib.ExitStack) -> _Setup:
+    """Build the search provider of ``--search``; local servers are stopped by ``stack``.
+
+    Args:
+        spec: The ``--search`` value.
+        stack: Exit stack owning the servers started here.
+
+    Returns:
+        The provider, a description, and the origins of the local servers it links to.
+
+    Raises:
+        CLIError: If the spec is unknown, a path is wrong or an optional package is missing.
+    """
+    from langchain_references.demo import site as demo_site
+    from langchain_references.factcheck.search import (
+        BingSearch,
+        DuckDuckGoSearch,
+        LocalCorpusSearch,
+        RecordedSearch,
+        SearxSearch,
+        TavilySearch,
+    )
+
+    kind, _, value = spec.partition(":")
+    if kind == "demo" and not value:
+        base_url = stack.enter_context(demo_site.serve_demo_site())
+        return _Setup(
+            demo_site.DemoSiteSearch(base_url), f"demo corpus served at {base_url}", [base_url]
+        )
+    if kind == "local" and value:
+        try:
+            pages = demo_site.pages_from_folder(value)
+        except ValueError as exc:
+            raise CLIError(f"--search {spec}: {exc}") from exc
+        base_url = stack.enter_context(demo_site.serve_pages(pages))
+        provider = _optional(lambda: LocalCorpusSearch(value, base_url=base_url), spec)
+        return _Setup(provider, f"{len(pages)} file(s) of {value} served at {base_url}", [base_url])
+    if kind == "recorded" and value:
+        path = Path(value)
+        try:
+            recorded = (
+                RecordedSearch.from_jsonl(path)
+                if path.suffix.lower() == ".jsonl"
+                else RecordedSearch.from_json(path)
+            )
+        except (OSError, ValueError) as exc:
+            raise CLIError(f"--search {spec}: {exc}") from exc
+        return _Setup(recorded, f"recorded results from {path} ({len(recorded.queries)} queries)")
+    if kind == "ddgs" and not value:
+        return _Setup(_optional(DuckDuckGoSearch, spec), "DuckDuckGo (ddgs)")
+    if kind == "tavily" and not value:
+        return _Setup(_optional(TavilySearch, spec), "Tavily")
+    if kind == "bing" and not value:
+        return _Setup(_optional(BingSearch, spec), "Bing")
+    if kind == "searx":
+        host = value or None
+        return _Setup(_optional(lambda: SearxSearch(searx_host=host), spec), "SearxNG")
+    raise CLIError(
+        f"unknown --search {spec!r}: use demo, local:FOLDER, recorded:FILE, ddgs, tavily, bing "
+        "or searx[:URL]"
+    )
+
+
+@functools.cache
+def _embeddings() -> Embeddings:
+    """The offline MiniLM embeddings, loaded once per process."""
+    from langchain_references.embeddings import EmbeddingModelError, MiniLMEmbeddings
+
+    try:
+        embeddings = MiniLMEmbeddings()
+        embeddings.embed_query("warm-up")  # load and verify the model now, not mid-run
+    except EmbeddingModelError as exc:
+        raise CLIError(str(exc)) from exc
+    return embeddings
+
+
+def build_chain(
+    args: argparse.Namespace, stack: contextlib.ExitStack, err: TextIO
+) -> FactCheckChain:
+    """Build the chain for the parsed arguments.
+
+    Args:
+        args: Parsed arguments.
+        stack: Exit stack owning the local servers.
+        err: Where to say which search and judge are used.
+
+    Returns:
+        The chain.
+
+    Raises:
+        CLIError: If a component cannot be built.
+    """
+    from langchain_references.demo.site import LocalOriginGuard
+    from langchain_references.factcheck.chain import create_fact_check_chain
+    from langchain_references.factcheck.fetch import PageFetcher
+    from langchain_references.judges import HeuristicJudge, LLMJudge
+
+    setup = build_search(args.search, stack)
+    embeddings = _embeddings()
+    judge: Runnable[JudgeInputLike, Judgement]
+    if args.model:
+        judge = LLMJudge(load_chat_model(args.model, temperature=0))
+        judge_notice = f"judge: LLMJudge with {args.model}"
+    else:
+        judge = HeuristicJudge(embeddings)
+        judge_notice = HEURISTIC_NOTICE
+    if args.allow_private:
+        fetcher = PageFetcher(allow_private=True, timeout_s=args.timeout)
+    elif setup.local_origins:
+        fetcher = PageFetcher(guard=LocalOriginGuard(setup.local_origins), timeout_s=args.timeout)
+    else:
+        fetcher = PageFetcher(timeout_s=args.timeout)
+    if not args.quiet:
+        err.write(f"search: {setup.description}\n{judge_notice}\n")
+        err.flush()
+    return create_fact_check_chain(
+        search=setup.search,
+        judge=judge,
+        embeddings=embeddings,
+        fetcher=fetcher,
+        k=args.k,
+        max_results=args.max_results,
+        max_concurrency=args.judge_concurrency,
+    )
+
+
+# ------------------------------------------------------------------------------ running
+
+
+class ProgressDisplay:
+    r"""Progress on stderr: a live, rewritten line on a terminal, else one line per stage.
+
+    Args:
+        stream: The stream (stderr).
+        total: Number of statements.
+        live: Rewrite one line (``\r``) instead of printing a line per event; defaults to
+            whether ``stream`` is a terminal.
+        enabled: Show nothing when false.
+    """
+
+    def __init__(
+        self, stream: TextIO, total: int, *, live: bool | None = None, enabled: bool = True
+    ) -> None:
+        self.stream = stream
+        self.total = total
+        self.enabled = enabled
+        isatty = getattr(stream, "isatty", None)
+        self.live = live if live is not None else bool(isatty and isatty())
+
+    def _tag(self, index: int) -> str:
+        return f"[{index + 1}/{self.total}]"
+
+    def _write(self, line: str, *, final: bool) -> None:
+        if not self.enabled:
+            return
+        if self.live:
+            self.stream.write("\r\x1b[K" + line + ("\n" if final else ""))
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def progress(self, index: int, event: FactCheckProgress) -> None:
+        """Show a progress event of statement ``index``.
+
+        Args:
+            index: 0-based statement index.
+            event: The event.
+        """
+        if event.done:
+            line = f"{self._tag(index)} {event.stage}: {event.detail} ({event.elapsed_s:.2f}s)"
+        elif self.live:
+            line = f"{self._tag(index)} {event.stage}: {event.detail}…"
+        else:
+            return
+        self._write(line, final=False)
+
+    def finished(self, index: int, result: FactCheckResult) -> None:
+        """Show the verdict of statement ``index``.
+
+        Args:
+            index: 0-based statement index.
+            result: Its result.
+        """
+        self._write(
+            f"{self._tag(index)} {result.verdict.value} (confidence {result.confidence:.0%}) "
+            f"in {result.total_s:.2f}s: {result.statement}",
+            final=True,
+        )
+
+    def failed(self, index: int, statement: str, exc: BaseException) -> None:
+        """Report that statement ``index`` could not be checked.
+
+        Args:
+            index: 0-based statement index.
+            statement: The statement.
+            exc: The error.
+        """
+        if self.live:
+            self.stream.write("\r\x1b[K")
+        self.stream.write(
+            f"{self._tag(index)} error: {type(exc).__name__}: {exc} (statement: {statement})\n"
+        )
+        self.stream.flush()
+
+
+async def check_statements(
+    chain: FactCheckChain,
+    statements: Sequence[str],
+    *,
+    concurrency: int,
+    display: ProgressDisplay,
+    emit: Any,
+) -> int:
+    """Check statements concurrently and emit each result in input order.
+
+    Args:
+        chain: The fact-check chain.
+        statements: The statements.
+        concurrency: Statements checked at once.
+        display: Progress display.
+        emit: ``emit(index, result)`` called in input order as results become available.
+
+    Returns:
+        The number of statements that could not be checked.
+    """
+    semaphore = asyncio.Semaphore(concurrency)
+
+    async def check(index: int, statement: str) -> FactCheckResult:
+        async with semaphore:
+            result: FactCheckResult | None = None
+            async for item in chain.astream(statement):
+                if isinstance(item, FactCheckProgress):
+                    display.progress(index, item)
+                else:
+                    result = item
+            if result is None:  # pragma: no cover - astream always ends with the result
+                raise RuntimeError("the chain ended without a result")
+            display.finished(index, result)
+            return result
+
+    tasks = [asyncio.create_task(check(i, s)) for i, s in enumerate(statements)]
+    failed = 0
+    for index, task in enumerate(tasks):
+        try:
+            result = await task
+        except Exception as exc:  # one statement failing must not stop the others
+            logger.debug("Checking statement %d failed", index, exc_info=True)
+            display.failed(index, statements[index], exc)
+            failed += 1
+            continue
+        emit(index, result)
+    return failed
+
+
+def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Run the ``factcheck`` command.
+
+    Args:
+        args: Parsed arguments (see :func:`configure_parser`).
+        out: Where reports go (stdout by default).
+        err: Where progress and errors go (stderr by default).
+
+    Returns:
+        0 if every statement was checked, 1 if some could not be, 2 if the command could not
+        start (bad option value, missing package).
+    """
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    try:
+        statements = read_statements(args.statements, args.file)
+    except CLIError as exc:
+        err.write(f"error: {exc}\n")
+        return 2
+    fmt: ReportFormat = args.style
+    written = 0
+
+    def emit(index: int, result: FactCheckResult) -> None:
+        nonlocal written
+        if args.json:
+            out.write(result.to_json() + "\n")
+        else:
+            if written:
+                out.write(REPORT_SEPARATORS[fmt])
+            out.write(render_report(result, fmt=fmt) + "\n")
+        out.flush()
+        written += 1
+
+    started = time.perf_counter()
+    with contextlib.ExitStack() as stack:
+        try:
+            chain = build_chain(args, stack, err)
+        except CLIError as exc:
+            err.write(f"error: {exc}\n")
+            return 2
+        display = ProgressDisplay(err, len(statements), enabled=not args.quiet)
+        failed = asyncio.run(
+            check_statements(
+                chain, statements, concurrency=args.concurrency, display=display, emit=emit
+            )
+        )
+    if not args.quiet:
+        err.write(
+            f"checked {len(statements) - failed} of {len(statements)} statement(s) "
+            f"in {time.perf_counter() - started:.2f}s\n"
+        )
+    return 1 if failed else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line without the ``factcheck`` subcommand word (tests, ``-m``).
+
+    Args:
+        argv: Arguments (``sys.argv[1:]`` by default).
+
+    Returns:
+        The exit status.
+    """
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

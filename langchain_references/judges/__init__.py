@@ -1,0 +1,38 @@
+"""Judges: decide whether a passage entails, contradicts or says nothing about a statement.
+
+The fact-check chain, the factuality relations, the citation verifier and the streaming
+citation check all take a judge: any ``Runnable[{"statement", "passage"}, Judgement]``.
+
+* :class:`LLMJudge` — any LangChain chat model, structured output, retries.
+* :class:`CrossEncoderNLIJudge` — an ONNX cross-encoder NLI model (``nli`` extra; weights are
+  downloaded from the Hugging Face Hub by :meth:`CrossEncoderNLIJudge.from_pretrained`).
+* :class:`HeuristicJudge` — offline lexical / embedding heuristic; not an NLI model, weak.
+* :func:`offline_judge` — the default when no model is configured (the heuristic, with the
+  offline MiniLM embeddings when they load).
+
+Subclass :class:`Judge` and implement ``_judge`` to add another.
+"""
+
+from langchain_references.judges.base import (
+    Judge,
+    JudgeInput,
+    JudgeInputLike,
+    Judgement,
+    Label,
+)
+from langchain_references.judges.heuristic import HeuristicJudge
+from langchain_references.judges.llm import LLMJudge
+from langchain_references.judges.nli import CrossEncoderNLIJudge
+from langchain_references.judges.offline import offline_judge
+
+__all__ = [
+    "CrossEncoderNLIJudge",
+    "HeuristicJudge",
+    "Judge",
+    "JudgeInput",
+    "JudgeInputLike",
+    "Judgement",
+    "LLMJudge",
+    "Label",
+    "offline_judge",
+]
