@@ -13,6 +13,7 @@ Every exception the package raises on purpose is a :class:`LangchainReferencesEr
 """
 
 from langchain_references.errors import LangchainReferencesError
+from langchain_references.failures import Failure
 from langchain_references.manager import (
     REFERENCES_EVENT,
     MissingDocumentsError,
@@ -33,6 +34,7 @@ __all__ = [
     "FORMAT_REFERENCES",
     "REFERENCES_EVENT",
     "EmptyReferenceStyle",
+    "Failure",
     "HTMLReferenceStyle",
     "LangchainReferencesError",
     "MarkdownReferenceStyle",

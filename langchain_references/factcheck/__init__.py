@@ -34,7 +34,6 @@ if TYPE_CHECKING:
         FactCheckResult,
     )
     from langchain_references.factcheck.search import SearchProvider
-    from langchain_references.factcheck.types import SourceFailure
     from langchain_references.factcheck.verdict import (
         Aggregator,
         Verdict,
@@ -54,7 +53,6 @@ _EXPORTS: dict[str, str] = {
     "FactCheckResult": "result",
     "render_json": "report",
     "render_report": "report",
-    "SourceFailure": "types",
     "SearchProvider": "search",
     "PageCache": "cache",
     "PageFetcher": "fetch",
@@ -76,7 +74,6 @@ __all__ = [
     "PageFetcher",
     "PassageSplitter",
     "SearchProvider",
-    "SourceFailure",
     "Verdict",
     "WeightedVoteAggregator",
     "create_fact_check_chain",

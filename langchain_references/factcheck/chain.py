@@ -76,12 +76,13 @@ from langchain_references.factcheck.search.base import (
     asearch_report,
     search_report,
 )
-from langchain_references.factcheck.types import Passage, SourceFailure
+from langchain_references.factcheck.types import Passage
 from langchain_references.factcheck.verdict import (
     Aggregator,
     RankedJudgement,
     WeightedVoteAggregator,
 )
+from langchain_references.failures import Failure
 from langchain_references.judges.base import JudgeInputLike, Judgement, Label
 
 if TYPE_CHECKING:
@@ -482,7 +483,7 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
     ) -> FactCheckResult:
         statement, query = request.statement, request.search_query
         progress = _Progress(statement, config, sink)
-        failures: list[SourceFailure] = []
+        failures: list[Failure] = []
         counts: dict[str, int] = {}
         started = time.perf_counter()
 
@@ -552,7 +553,7 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
             judgements = await self._judge(statement, selected, config, sync=sync)
             evidence = _to_evidence(selected, judgements)
             failures.extend(
-                SourceFailure(url=e.url, stage="judge", reason=e.error, rank=e.rank)
+                Failure(url=e.url, stage="judge", reason=e.error, rank=e.rank)
                 for e in evidence
                 if e.error is not None
             )

@@ -22,8 +22,8 @@ from langchain_references.factcheck.types import (
     ExtractedPage,
     ExtractReport,
     FetchedPage,
-    SourceFailure,
 )
+from langchain_references.failures import Failure
 
 try:
     import trafilatura
@@ -96,7 +96,7 @@ def extract_html(
 
 def extract_page(
     page: FetchedPage, *, min_main_chars: int = DEFAULT_MIN_MAIN_CHARS
-) -> ExtractedPage | SourceFailure:
+) -> ExtractedPage | Failure:
     """Extract the main text and title of one page.
 
     Args:
@@ -108,9 +108,9 @@ def extract_page(
         The extracted page, or a failure (stage ``"extract"``) if no text was found.
     """
 
-    def failure(reason: str) -> SourceFailure:
+    def failure(reason: str) -> Failure:
         logger.info("Extraction failed for %s: %s", page.url, reason)
-        return SourceFailure(url=page.url, stage="extract", reason=reason, rank=page.rank)
+        return Failure(url=page.url, stage="extract", reason=reason, rank=page.rank)
 
     fallback_title = page.hit.title.strip() if page.hit is not None else ""
     if page.is_plain_text:
@@ -153,10 +153,10 @@ def extract_all(
     if min_main_chars < 0:
         raise ValueError(f"min_main_chars must be >= 0, got {min_main_chars}")
     extracted: list[ExtractedPage] = []
-    failures: list[SourceFailure] = []
+    failures: list[Failure] = []
     for page in pages:
         result = extract_page(page, min_main_chars=min_main_chars)
-        if isinstance(result, SourceFailure):
+        if isinstance(result, Failure):
             failures.append(result)
         else:
             extracted.append(result)

@@ -9,7 +9,7 @@ checks every hop, and each request connects to the address the guard checked (no
 rebinding). Only ``text/html``, ``application/xhtml+xml`` and ``text/plain`` responses are read.
 
 Every URL ends as either a :class:`~langchain_references.factcheck.types.FetchedPage` or a
-:class:`~langchain_references.factcheck.types.SourceFailure` with a short reason; one failing
+:class:`~langchain_references.factcheck.types.Failure` with a short reason; one failing
 URL never stops the others.
 
 Example:
@@ -25,8 +25,7 @@ import logging
 import re
 import ssl
 import time
-from collections.abc import Coroutine, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Final, TypeVar
@@ -40,6 +39,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
         "pip install 'langchain-references[factcheck]'"
     ) from exc
 
+from langchain_references._concurrency import run_sync
 from langchain_references.factcheck.cache import PageCache
 from langchain_references.factcheck.netguard import (
     BlockedURLError,
@@ -53,15 +53,14 @@ from langchain_references.factcheck.types import (
     FetchedPage,
     FetchReport,
     SearchHit,
-    SourceFailure,
 )
+from langchain_references.failures import Failure
 
 __all__ = [
     "ACCEPTED_CONTENT_TYPES",
     "DEFAULT_USER_AGENT",
     "PageFetcher",
     "decode_body",
-    "run_sync",
 ]
 
 logger = logging.getLogger(__name__)
@@ -76,26 +75,6 @@ _ACCEPT: Final = "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8"
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
 
 T = TypeVar("T")
-
-
-def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to completion from synchronous code.
-
-    Uses ``asyncio.run``; when called from a thread whose event loop is already running
-    (e.g. a notebook cell), runs it on a fresh loop in a worker thread instead.
-
-    Args:
-        coro: The coroutine.
-
-    Returns:
-        Its result.
-    """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lcr-sync") as pool:
-        return pool.submit(asyncio.run, coro).result()
 
 
 _META_CHARSET = re.compile(
@@ -281,7 +260,7 @@ class PageFetcher:
                 *(self._fetch_one(client, semaphore, url, rank, hit) for url, rank, hit in jobs)
             )
         pages = [r for r in results if isinstance(r, FetchedPage)]
-        failures = [r for r in results if isinstance(r, SourceFailure)]
+        failures = [r for r in results if isinstance(r, Failure)]
         logger.info("Fetched %d page(s), %d failure(s)", len(pages), len(failures))
         return FetchReport(pages=pages, failures=failures)
 
@@ -294,12 +273,12 @@ class PageFetcher:
         url: str,
         rank: int,
         hit: SearchHit | None,
-    ) -> FetchedPage | SourceFailure:
+    ) -> FetchedPage | Failure:
         start = time.perf_counter()
 
-        def failure(reason: str) -> SourceFailure:
+        def failure(reason: str) -> Failure:
             logger.info("Fetch failed for %s: %s", url, reason)
-            return SourceFailure(url=url, stage="fetch", reason=reason, rank=rank)
+            return Failure(url=url, stage="fetch", reason=reason, rank=rank)
 
         try:
             self._guard.parse(url)

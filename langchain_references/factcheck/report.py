@@ -29,8 +29,8 @@ from typing import Final, Literal, TypeAlias
 from langchain_core.documents import Document
 
 from langchain_references.factcheck.result import Evidence, FactCheckResult
-from langchain_references.factcheck.types import SourceFailure
 from langchain_references.factcheck.verdict import Verdict
+from langchain_references.failures import Failure
 from langchain_references.rewriter import ReferenceRewriter
 from langchain_references.styles import (
     HTMLReferenceStyle,
@@ -144,7 +144,7 @@ def _percent(value: float) -> str:
     return f"{value:.0%}"
 
 
-def _failure_subject(failure: SourceFailure) -> str:
+def _failure_subject(failure: Failure) -> str:
     if failure.url:
         return failure.url
     if failure.query:

@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from langchain_references.factcheck.types import SourceFailure
 from langchain_references.factcheck.verdict import Verdict
+from langchain_references.failures import Failure
 from langchain_references.judges.base import Label
 
 __all__ = [
@@ -129,7 +129,7 @@ class FactCheckResult(_Model):
     supporting: list[Evidence] = Field(default_factory=list)
     contradicting: list[Evidence] = Field(default_factory=list)
     neutral_count: int = Field(default=0, ge=0)
-    failed_sources: list[SourceFailure] = Field(default_factory=list)
+    failed_sources: list[Failure] = Field(default_factory=list)
     timings: dict[Stage, float] = Field(default_factory=dict)
     total_s: float = Field(default=0.0, ge=0.0)
     counts: FactCheckCounts = Field(default_factory=FactCheckCounts)

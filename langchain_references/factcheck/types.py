@@ -2,7 +2,7 @@
 
 The stages are: search (:class:`SearchHit`), fetch (:class:`FetchedPage`), extract
 (:class:`ExtractedPage`), split (:class:`Passage`). A source that fails at any stage becomes a
-:class:`SourceFailure` and the run goes on with the other sources.
+:class:`Failure` and the run goes on with the other sources.
 
 All records are frozen pydantic v2 models, so they are hashable, validated on construction and
 serialise with ``model_dump()`` / ``model_dump_json()``.
@@ -13,24 +13,21 @@ through every stage, so evidence and failures can always be traced back to a sea
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field
+
+from langchain_references.failures import Failure
 
 __all__ = [
     "ExtractReport",
     "ExtractedPage",
-    "FailureStage",
     "FetchReport",
     "FetchedPage",
     "Passage",
     "SearchHit",
     "SearchReport",
-    "SourceFailure",
 ]
 
 #: Stage of the chain at which a source failed.
-FailureStage = Literal["search", "fetch", "extract", "passages", "relevance", "judge"]
 
 
 class _Record(BaseModel):
@@ -85,24 +82,6 @@ class FetchedPage(_Record):
         return self.content_type == "text/plain"
 
 
-class SourceFailure(_Record):
-    """A source that could not be used, with the reason.
-
-    Attributes:
-        url: The URL of the source (empty for a failed search).
-        stage: Stage at which it failed.
-        reason: Short human-readable reason, e.g. ``"HTTP 404"`` or ``"timeout after 10.0s"``.
-        rank: Search rank of the source, if known.
-        query: The search query, for failures at the ``"search"`` stage.
-    """
-
-    url: str
-    stage: FailureStage
-    reason: str
-    rank: int | None = None
-    query: str | None = None
-
-
 class FetchReport(_Record):
     """Result of fetching several URLs: the pages that arrived and the failures.
 
@@ -112,7 +91,7 @@ class FetchReport(_Record):
     """
 
     pages: list[FetchedPage] = Field(default_factory=list)
-    failures: list[SourceFailure] = Field(default_factory=list)
+    failures: list[Failure] = Field(default_factory=list)
 
 
 class ExtractedPage(_Record):
@@ -149,7 +128,7 @@ class ExtractReport(_Record):
     """
 
     pages: list[ExtractedPage] = Field(default_factory=list)
-    failures: list[SourceFailure] = Field(default_factory=list)
+    failures: list[Failure] = Field(default_factory=list)
 
 
 class SearchReport(_Record):
@@ -163,7 +142,7 @@ class SearchReport(_Record):
 
     query: str
     hits: list[SearchHit] = Field(default_factory=list)
-    failures: list[SourceFailure] = Field(default_factory=list)
+    failures: list[Failure] = Field(default_factory=list)
 
 
 class Passage(_Record):

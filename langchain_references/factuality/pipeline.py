@@ -67,6 +67,7 @@ from langchain_references.factuality.relations import (
 )
 from langchain_references.factuality.retrieval import ContextRetriever, InputContexts
 from langchain_references.factuality.reviser import Reviser, RevisionResult
+from langchain_references.failures import Failure
 from langchain_references.judges.base import JudgeInputLike, Judgement
 from langchain_references.judges.llm import LLMJudge
 from langchain_references.judges.offline import offline_judge
@@ -75,7 +76,7 @@ __all__ = [
     "FactualityInputLike",
     "FactualityPipeline",
     "FactualityResult",
-    "StageFailure",
+    "Failure",
     "coerce_factuality_input",
     "create_factuality_evaluator",
 ]
@@ -84,26 +85,6 @@ logger = logging.getLogger(__name__)
 
 FactualityInputLike: TypeAlias = FactualityInput | Mapping[str, Any]
 """A :class:`FactualityInput`, a FactReasoner record dict, or ``{"response": ...}``."""
-
-
-@dataclass(frozen=True, slots=True)
-class StageFailure:
-    """Something that went wrong in a stage; the evaluation went on without it.
-
-    Attributes:
-        stage: ``"atomize"``, ``"revise"``, ``"retrieve"`` (or a fact-check stage such as
-            ``"search"``, ``"fetch"``), ``"judge"``.
-        reason: Short human-readable reason.
-        item: What it concerns: an atom id, a pair ``"c_a0_1->a0"`` or a URL.
-    """
-
-    stage: str
-    reason: str
-    item: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form."""
-        return {"stage": self.stage, "reason": self.reason, "item": self.item}
 
 
 @dataclass(frozen=True)
@@ -129,7 +110,7 @@ class FactualityResult:
     marginals: dict[str, float] = field(default_factory=dict)
     relations: tuple[Relation, ...] = ()
     num_judged_pairs: int = 0
-    failures: tuple[StageFailure, ...] = ()
+    failures: tuple[Failure, ...] = ()
     timings: dict[str, float] = field(default_factory=dict)
     inference: InferenceResult | None = field(default=None, repr=False)
     graph: FactGraph | None = field(default=None, repr=False)
@@ -177,12 +158,12 @@ class _State:
     """What flows between the stages (internal)."""
 
     record: FactualityInput
-    failures: tuple[StageFailure, ...] = ()
+    failures: tuple[Failure, ...] = ()
     timings: tuple[tuple[str, float], ...] = ()
     judged: RelationResult | None = None
     stopped: bool = False
 
-    def add(self, stage: str, seconds: float, *failures: StageFailure, **changes: Any) -> _State:
+    def add(self, stage: str, seconds: float, *failures: Failure, **changes: Any) -> _State:
         return replace(
             self,
             failures=self.failures + failures,
@@ -331,23 +312,23 @@ class FactualityPipeline:
         revision: RevisionResult | None,
         seconds: float,
     ) -> _State:
-        failures: list[StageFailure] = []
+        failures: list[Failure] = []
         if revision is not None:
             atoms = revision.atoms
-            failures.extend(StageFailure("revise", e) for e in revision.errors)
+            failures.extend(Failure(stage="revise", reason=e) for e in revision.errors)
             if revision.unrevised:
                 failures.append(
-                    StageFailure(
-                        "revise",
-                        f"{len(revision.unrevised)} atom(s) left unrevised",
-                        ",".join(revision.unrevised),
+                    Failure(
+                        stage="revise",
+                        reason=f"{len(revision.unrevised)} atom(s) left unrevised",
+                        item=",".join(revision.unrevised),
                     )
                 )
         return state.add("atomize", seconds, *failures, record=replace(state.record, atoms=atoms))
 
     def _atomize_failed(self, state: _State, exc: Exception, seconds: float) -> _State:
         logger.warning("atomization failed: %s", exc)
-        failure = StageFailure("atomize", f"{type(exc).__name__}: {exc}")
+        failure = Failure(stage="atomize", reason=f"{type(exc).__name__}: {exc}")
         return state.add("atomize", seconds, failure, stopped=True)
 
     def _atomize(self, state: _State, config: RunnableConfig) -> _State:
@@ -381,9 +362,7 @@ class FactualityPipeline:
         return self._revised(state, atoms, revision, _since(start))
 
     def _retrieved(self, state: _State, result: Any, seconds: float) -> _State:
-        failures = [
-            StageFailure(f.stage, f.reason, f.atom_id or f.url or None) for f in result.failures
-        ]
+        failures = [f for f in result.failures]
         record = replace(state.record, atoms=result.atoms, contexts=result.contexts)
         return state.add("retrieve", seconds, *failures, record=record)
 
@@ -391,7 +370,7 @@ class FactualityPipeline:
         logger.warning("retrieval failed: %s", exc)
         atoms = tuple(replace(a, contexts=()) for a in state.record.atoms)
         record = replace(state.record, atoms=atoms, contexts=())
-        failure = StageFailure("retrieve", f"{type(exc).__name__}: {exc}")
+        failure = Failure(stage="retrieve", reason=f"{type(exc).__name__}: {exc}")
         return state.add("retrieve", seconds, failure, record=record)
 
     def _retrieve(self, state: _State, config: RunnableConfig) -> _State:
@@ -423,7 +402,11 @@ class FactualityPipeline:
     @staticmethod
     def _judged(state: _State, result: RelationResult, seconds: float) -> _State:
         failures = [
-            StageFailure("judge", p.judgement.error or "failed", f"{p.source}->{p.target}")
+            Failure(
+                stage="judge",
+                reason=p.judgement.error or "failed",
+                item=f"{p.source}->{p.target}",
+            )
             for p in result.failures
         ]
         return state.add("judge", seconds, *failures, judged=result)

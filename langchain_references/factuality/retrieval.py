@@ -35,16 +35,17 @@ from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import VectorStore
 
 from langchain_references.factcheck.search.base import SearchProvider, asearch_report
-from langchain_references.factcheck.types import Passage, SearchHit, SourceFailure
+from langchain_references.factcheck.types import Passage, SearchHit
 from langchain_references.factuality.model import Atom, Context
+from langchain_references.failures import Failure
 
 if TYPE_CHECKING:
     from langchain_references.factcheck.fetch import PageFetcher
 
 __all__ = [
     "ContextRetriever",
+    "Failure",
     "InputContexts",
-    "RetrievalFailure",
     "RetrievedContexts",
     "VectorStoreContexts",
     "WebContexts",
@@ -53,24 +54,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _LINK_KEYS: Final = ("source", "url", "link")
-
-
-@dataclass(frozen=True, slots=True)
-class RetrievalFailure:
-    """Something that could not be retrieved; the run went on without it.
-
-    Attributes:
-        stage: ``"retrieve"``, or a fact-check stage (``"search"``, ``"fetch"``,
-            ``"extract"``, ``"passages"``, ``"relevance"``).
-        reason: Short human-readable reason.
-        atom_id: The atom concerned, if the failure concerns one atom.
-        url: The source URL, if any.
-    """
-
-    stage: str
-    reason: str
-    atom_id: str | None = None
-    url: str = ""
 
 
 @dataclass(frozen=True)
@@ -85,7 +68,7 @@ class RetrievedContexts:
 
     atoms: tuple[Atom, ...]
     contexts: tuple[Context, ...]
-    failures: tuple[RetrievalFailure, ...] = ()
+    failures: tuple[Failure, ...] = ()
 
 
 def _with_contexts(atom: Atom, context_ids: Sequence[str]) -> Atom:
@@ -190,7 +173,7 @@ class InputContexts(ContextRetriever):
             used = {cid for a in kept_atoms for cid in a.contexts}
             kept = tuple(c for c in contexts if c.id in used)
         failures = tuple(
-            RetrievalFailure("retrieve", "no context given for this atom", a.id)
+            Failure(stage="retrieve", reason="no context given for this atom", item=a.id)
             for a in kept_atoms
             if not a.contexts
         )
@@ -281,12 +264,12 @@ class VectorStoreContexts(ContextRetriever):
     def _collect(self, atoms: Sequence[Atom], results: Sequence[object]) -> RetrievedContexts:
         out_atoms: list[Atom] = []
         contexts: list[Context] = []
-        failures: list[RetrievalFailure] = []
+        failures: list[Failure] = []
         for atom, result in zip(atoms, results, strict=True):
             if isinstance(result, Exception):
                 reason = f"{type(result).__name__}: {result}"
                 logger.warning("retrieval failed for atom %s: %s", atom.id, reason)
-                failures.append(RetrievalFailure("retrieve", reason, atom.id))
+                failures.append(Failure(stage="retrieve", reason=reason, item=atom.id))
                 out_atoms.append(_with_contexts(atom, ()))
                 continue
             docs = (
@@ -294,7 +277,7 @@ class VectorStoreContexts(ContextRetriever):
             )
             own = [_document_context(_context_id(atom, j), d) for j, d in enumerate(docs[: self.k])]
             if not own:
-                failures.append(RetrievalFailure("retrieve", "no document found", atom.id))
+                failures.append(Failure(stage="retrieve", reason="no document found", item=atom.id))
             contexts.extend(own)
             out_atoms.append(_with_contexts(atom, [c.id for c in own]))
         return RetrievedContexts(tuple(out_atoms), tuple(contexts), tuple(failures))
@@ -352,8 +335,8 @@ class VectorStoreContexts(ContextRetriever):
         return self._collect(atoms, results)
 
 
-def _from_source_failure(failure: SourceFailure, atom_id: str | None = None) -> RetrievalFailure:
-    return RetrievalFailure(failure.stage, failure.reason, atom_id, failure.url)
+def _from_source_failure(failure: Failure, atom_id: str | None = None) -> Failure:
+    return failure.model_copy(update={"item": atom_id})
 
 
 class WebContexts(ContextRetriever):
@@ -426,7 +409,7 @@ class WebContexts(ContextRetriever):
         Returns:
             Atoms with context ids, contexts and failures.
         """
-        from langchain_references.factcheck.fetch import run_sync
+        from langchain_references._concurrency import run_sync
 
         return run_sync(self.aretrieve(atoms, contexts, topic=topic, config=config))
 
@@ -451,7 +434,7 @@ class WebContexts(ContextRetriever):
         """
         if not atoms:
             return RetrievedContexts((), ())
-        failures: list[RetrievalFailure] = []
+        failures: list[Failure] = []
         queries = [f"{topic}: {a.text}" if self.include_topic and topic else a.text for a in atoms]
         reports = await asyncio.gather(
             *(asearch_report(self.search, q, self.k_hits) for q in queries)
@@ -466,19 +449,19 @@ class WebContexts(ContextRetriever):
         out_contexts: list[Context] = []
         for atom in atoms:
             own = await self._select(atom, hits_by_atom[atom.id], passages_by_url, page_of)
-            if isinstance(own, RetrievalFailure):
+            if isinstance(own, Failure):
                 failures.append(own)
                 own = []
             if not own and self.snippet_fallback:
                 own = self._snippet_contexts(atom, hits_by_atom[atom.id])
             if not own:
-                failures.append(RetrievalFailure("retrieve", "no context found", atom.id))
+                failures.append(Failure(stage="retrieve", reason="no context found", item=atom.id))
             out_contexts.extend(own)
             out_atoms.append(_with_contexts(atom, [c.id for c in own]))
         return RetrievedContexts(tuple(out_atoms), tuple(out_contexts), tuple(failures))
 
     async def _passages(
-        self, hits_by_atom: Mapping[str, Sequence[SearchHit]], failures: list[RetrievalFailure]
+        self, hits_by_atom: Mapping[str, Sequence[SearchHit]], failures: list[Failure]
     ) -> tuple[dict[str, list[Passage]], dict[str, str]]:
         """Fetch every distinct URL once; passages by final URL, and link -> final URL."""
         if self.fetcher is None:
@@ -504,7 +487,7 @@ class WebContexts(ContextRetriever):
         for page in extracted.pages:
             if page.final_url not in by_url:
                 failures.append(
-                    RetrievalFailure("passages", "no passage long enough", url=page.url)
+                    Failure(stage="passages", reason="no passage long enough", url=page.url)
                 )
         return by_url, page_of
 
@@ -514,7 +497,7 @@ class WebContexts(ContextRetriever):
         hits: Sequence[SearchHit],
         passages_by_url: Mapping[str, Sequence[Passage]],
         page_of: Mapping[str, str],
-    ) -> list[Context] | RetrievalFailure:
+    ) -> list[Context] | Failure:
         from langchain_references.factcheck.relevance import aselect_relevant
 
         urls = list(dict.fromkeys(page_of[h.link] for h in hits if h.link in page_of))
@@ -527,7 +510,7 @@ class WebContexts(ContextRetriever):
             )
         except Exception as exc:  # one atom's failure must not stop the others
             logger.warning("relevance selection failed for atom %s: %s", atom.id, exc)
-            return RetrievalFailure("relevance", f"{type(exc).__name__}: {exc}", atom.id)
+            return Failure(stage="relevance", reason=f"{type(exc).__name__}: {exc}", item=atom.id)
         snippets = {page_of.get(h.link, h.link): h.snippet for h in hits}
         return [
             Context(

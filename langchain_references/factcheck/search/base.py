@@ -10,7 +10,8 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.runnables.config import run_in_executor
 
-from langchain_references.factcheck.types import SearchHit, SearchReport, SourceFailure
+from langchain_references.factcheck.types import SearchHit, SearchReport
+from langchain_references.failures import Failure
 
 __all__ = [
     "BaseSearchProvider",
@@ -194,7 +195,7 @@ def _failed(provider: SearchProvider, query: str, exc: Exception) -> SearchRepor
     name = getattr(provider, "name", type(provider).__name__)
     logger.warning("Search with %s failed for %r: %s", name, query, exc)
     reason = str(exc) if isinstance(exc, SearchError) else f"{type(exc).__name__}: {exc}"
-    failure = SourceFailure(url="", stage="search", reason=reason, query=query)
+    failure = Failure(url="", stage="search", reason=reason, query=query)
     return SearchReport(query=query, failures=[failure])
 
 

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from langchain_references import Failure
 from langchain_references.factcheck.extract import (
     aextract_all,
     extract_all,
@@ -11,12 +12,7 @@ from langchain_references.factcheck.extract import (
     extract_page,
 )
 from langchain_references.factcheck.fetch import PageFetcher
-from langchain_references.factcheck.types import (
-    ExtractedPage,
-    FetchedPage,
-    SearchHit,
-    SourceFailure,
-)
+from langchain_references.factcheck.types import ExtractedPage, FetchedPage, SearchHit
 from tests.unit_tests.conftest import LocalSite
 
 # (fixture file, title, sentences from the article body, navigation text that must not appear)
@@ -136,7 +132,7 @@ def test_title_falls_back_to_hit_title_then_url() -> None:
 )
 def test_empty_extraction_is_a_failure(body: str) -> None:
     result = extract_page(_page(body))
-    assert isinstance(result, SourceFailure)
+    assert isinstance(result, Failure)
     assert (result.stage, result.reason, result.url) == (
         "extract",
         "no main text extracted",

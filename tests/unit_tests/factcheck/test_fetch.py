@@ -11,11 +11,12 @@ import pytest
 from langchain_references.factcheck.cache import PageCache, default_cache_dir
 from langchain_references.factcheck.fetch import DEFAULT_USER_AGENT, PageFetcher, decode_body
 from langchain_references.factcheck.netguard import NetGuard, ResolvedURL
-from langchain_references.factcheck.types import FetchedPage, SearchHit, SourceFailure
+from langchain_references.factcheck.types import FetchedPage, SearchHit
+from langchain_references.failures import Failure
 from tests.unit_tests.conftest import PLAIN_TEXT, LocalSite
 
 
-def _reasons(failures: list[SourceFailure]) -> dict[str, str]:
+def _reasons(failures: list[Failure]) -> dict[str, str]:
     return {f.url: f.reason for f in failures}
 
 

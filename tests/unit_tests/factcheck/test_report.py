@@ -18,8 +18,8 @@ from langchain_references.factcheck.report import (
     render_reports,
 )
 from langchain_references.factcheck.result import Evidence, FactCheckCounts, FactCheckResult
-from langchain_references.factcheck.types import SourceFailure
 from langchain_references.factcheck.verdict import Verdict
+from langchain_references.failures import Failure
 from langchain_references.judges import Label
 from langchain_references.styles import (
     EmptyReferenceStyle,
@@ -60,7 +60,7 @@ def result(
     contradicting: list[Evidence] | None = None,
     *,
     statement: str = "The Moon is closer to Earth than Europa is to Jupiter",
-    failures: list[SourceFailure] | None = None,
+    failures: list[Failure] | None = None,
     neutral: int = 2,
     verdict: Verdict = Verdict.SUPPORTED,
 ) -> FactCheckResult:
@@ -85,8 +85,8 @@ TWO_FROM_ONE_URL = result(
     ],
     [evidence("Europa is closer.", EUROPA, label=Label.CONTRADICTS, confidence=0.6)],
     failures=[
-        SourceFailure(url="http://dead.example/", stage="fetch", reason="HTTP 404", rank=3),
-        SourceFailure(url="", stage="search", reason="quota exceeded", query="moon europa"),
+        Failure(url="http://dead.example/", stage="fetch", reason="HTTP 404", rank=3),
+        Failure(url="", stage="search", reason="quota exceeded", query="moon europa"),
     ],
 )
 
@@ -164,7 +164,7 @@ def test_html_escapes_a_script_in_a_snippet_and_stays_well_formed() -> None:
             )
         ],
         statement="Is <b>this</b> & that true?",
-        failures=[SourceFailure(url="https://e.org/<x>", stage="fetch", reason="<script>")],
+        failures=[Failure(url="https://e.org/<x>", stage="fetch", reason="<script>")],
     )
 
     report = render_report(attack, HTMLReferenceStyle())
@@ -310,6 +310,7 @@ def test_json_is_the_result_for_programs() -> None:
         "url": "http://dead.example/",
         "stage": "fetch",
         "reason": "HTTP 404",
+        "item": None,
         "rank": 3,
         "query": None,
     }
@@ -340,7 +341,7 @@ def random_results(draw: st.DrawFn) -> FactCheckResult:
         items(Label.CONTRADICTS),
         statement=draw(texts.filter(lambda s: bool(s.strip()))),
         failures=[
-            SourceFailure(url=draw(texts), stage="fetch", reason=draw(texts))
+            Failure(url=draw(texts), stage="fetch", reason=draw(texts))
             for _ in range(draw(st.integers(0, 2)))
         ],
     )

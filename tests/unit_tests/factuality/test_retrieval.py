@@ -74,7 +74,7 @@ def test_input_contexts_pass_through_and_top_k(shared_data: Path) -> None:
     assert result.atoms == record.atoms
     assert result.contexts == record.contexts
     no_context = {a.id for a in record.atoms if not a.contexts}
-    assert {f.atom_id for f in result.failures} == no_context
+    assert {f.item for f in result.failures} == no_context
     assert len(no_context) == 4
 
     trimmed = InputContexts(top_k=1).retrieve(record.atoms, record.contexts)
@@ -160,7 +160,7 @@ async def test_retriever_failures_are_recorded_and_k_applies() -> None:
         assert result.atoms[0].contexts == ("c_a0_0", "c_a0_1")
         assert result.atoms[1].contexts == ()
         (failure,) = result.failures
-        assert (failure.atom_id, failure.stage) == ("a1", "retrieve")
+        assert (failure.item, failure.stage) == ("a1", "retrieve")
         assert "index offline" in failure.reason
     assert retriever.queries[0] == "Capitals: Paris is the capital of France."
     assert VectorStoreContexts(retriever).retrieve(()) == RetrievedContexts((), ())
@@ -282,7 +282,7 @@ def test_web_contexts_fetch_each_url_once_and_select_relevant(site: Site) -> Non
     stages = Counter(f.stage for f in result.failures)
     assert stages["search"] == 1
     assert stages["fetch"] == 1
-    assert any(f.atom_id == "a2" and "timed out" in f.reason for f in result.failures)
+    assert any(f.item == "a2" and "timed out" in f.reason for f in result.failures)
     assert any(f.url.endswith("/missing") and "404" in f.reason for f in result.failures)
 
 
