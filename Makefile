@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint typecheck unit bench clean
+.PHONY: install demo test lint typecheck unit unit-fast bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,10 @@ typecheck: $(STAMP)
 
 unit: $(STAMP)
 	$(PY) -m pytest tests -q
+
+# The unit tests without the slow end-to-end ones (notebooks, CLI subprocesses).
+unit-fast: $(STAMP)
+	$(PY) -m pytest tests -q -m "not slow"
 
 test: lint typecheck unit
 

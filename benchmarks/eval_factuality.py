@@ -25,7 +25,7 @@ from pathlib import Path
 
 from langchain_core.runnables import RunnableConfig
 
-from langchain_references.cli.factuality import CLIError, build_judge
+from langchain_references.cli._common import CLIError, build_judge
 from langchain_references.factuality import FactualityInput, load_inputs
 from langchain_references.factuality.pipeline import FactualityResult, create_factuality_evaluator
 from langchain_references.judges import Judge, Judgement, Label

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any, Final
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 
+from langchain_references.errors import LangchainReferencesError
+
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
@@ -66,7 +68,7 @@ _HASH_BLOCK: Final = 1 << 20
 _NORM_EPSILON: Final = 1e-12
 
 
-class EmbeddingModelError(RuntimeError):
+class EmbeddingModelError(LangchainReferencesError, RuntimeError):
     """The embedding model or its tokenizer cannot be found, verified or run."""
 
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 import logging
 import math
 import os
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import astuple, dataclass, field
+from typing import Any, Final, TypedDict, Unpack
 
 from langchain_core.documents import Document
 from langchain_core.runnables import Runnable, RunnableConfig
@@ -44,6 +45,7 @@ __all__ = [
     "AnswerReport",
     "CitationRecordError",
     "CitationReport",
+    "EvaluationOptions",
     "aevaluate_answers",
     "evaluate_answers",
     "load_answer_records",
@@ -147,8 +149,94 @@ def _ratio(num: int, den: int) -> float | None:
     return num / den if den else None
 
 
+#: The count attributes of a report, in the order of :class:`_Tally`'s fields.
+_COUNTS: Final = ("n_worthy", "n_supported", "n_citations", "n_precise", "failed_judgements")
+
+
+@dataclass(frozen=True, slots=True)
+class _Tally:
+    """The counts behind citation recall and precision (they add up over sentences, answers)."""
+
+    worthy: int = 0
+    supported: int = 0
+    citations: int = 0
+    precise: int = 0
+    failed: int = 0
+
+    @classmethod
+    def of(cls, verdict: SentenceVerdict) -> _Tally:
+        if not verdict.verification_worthy:
+            return cls(failed=verdict.failed_judgements)
+        supported = 1 if verdict.supported else 0
+        return cls(
+            1, supported, len(verdict.citations), verdict.n_precise, verdict.failed_judgements
+        )
+
+    @classmethod
+    def of_report(cls, report: _CitationScores) -> _Tally:
+        return cls(*(getattr(report, name) for name in _COUNTS))
+
+    def __add__(self, other: _Tally) -> _Tally:
+        return _Tally(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))
+
+
 @dataclass(frozen=True)
-class AnswerReport:
+class _CitationScores(ABC):
+    """Counts, citation recall and precision: of one answer, or pooled over answers.
+
+    The counts are computed once, from :meth:`_tally`, when the report is made.
+
+    Attributes:
+        n_worthy: Number of verification-worthy sentences.
+        n_supported: Number of verification-worthy sentences fully supported by their
+            citations.
+        n_citations: Number of citations of verification-worthy sentences (distinct per
+            sentence).
+        n_precise: Number of those citations that support their sentence.
+        failed_judgements: Judgements that failed (counted as no support).
+    """
+
+    n_worthy: int = field(init=False, repr=False, compare=False)
+    n_supported: int = field(init=False, repr=False, compare=False)
+    n_citations: int = field(init=False, repr=False, compare=False)
+    n_precise: int = field(init=False, repr=False, compare=False)
+    failed_judgements: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        tally = self._tally()
+        for name, value in zip(_COUNTS, astuple(tally), strict=True):
+            object.__setattr__(self, name, value)
+
+    @abstractmethod
+    def _tally(self) -> _Tally:
+        """The counts of the report."""
+
+    @property
+    def citation_recall(self) -> float | None:
+        """Supported / worthy sentences (``None`` without worthy sentences)."""
+        return _ratio(self.n_supported, self.n_worthy)
+
+    @property
+    def citation_precision(self) -> float | None:
+        """Precise / all citations of worthy sentences (``None`` without citations)."""
+        return _ratio(self.n_precise, self.n_citations)
+
+    def _scores(self, **extra: Any) -> dict[str, Any]:
+        """Recall, precision, ``extra`` and the counts, in the key order of ``to_dict``."""
+        return {
+            "citation_recall": self.citation_recall,
+            "citation_precision": self.citation_precision,
+            **extra,
+            "num_verification_worthy": self.n_worthy,
+            "num_supported": self.n_supported,
+            "num_citations": self.n_citations,
+            "num_precise_citations": self.n_precise,
+            "failed_judgements": self.failed_judgements,
+        }
+
+
+@dataclass(frozen=True)
+class AnswerReport(_CitationScores):
     """Citation recall and precision of one answer.
 
     Attributes:
@@ -163,40 +251,13 @@ class AnswerReport:
     location: str | None
     sentences: tuple[SentenceVerdict, ...]
 
+    def _tally(self) -> _Tally:
+        return sum(map(_Tally.of, self.sentences), _Tally())
+
     @property
     def worthy(self) -> tuple[SentenceVerdict, ...]:
         """The verification-worthy sentences."""
         return tuple(s for s in self.sentences if s.verification_worthy)
-
-    @property
-    def n_worthy(self) -> int:
-        """Number of verification-worthy sentences."""
-        return len(self.worthy)
-
-    @property
-    def n_supported(self) -> int:
-        """Number of verification-worthy sentences fully supported by their citations."""
-        return sum(1 for s in self.worthy if s.supported)
-
-    @property
-    def n_citations(self) -> int:
-        """Number of citations of verification-worthy sentences (distinct per sentence)."""
-        return sum(len(s.citations) for s in self.worthy)
-
-    @property
-    def n_precise(self) -> int:
-        """Number of those citations that support their sentence."""
-        return sum(s.n_precise for s in self.worthy)
-
-    @property
-    def citation_recall(self) -> float | None:
-        """Supported / worthy sentences (``None`` without worthy sentences)."""
-        return _ratio(self.n_supported, self.n_worthy)
-
-    @property
-    def citation_precision(self) -> float | None:
-        """Precise / all citations of worthy sentences (``None`` without citations)."""
-        return _ratio(self.n_precise, self.n_citations)
 
     @property
     def unsupported_sentences(self) -> tuple[SentenceVerdict, ...]:
@@ -208,25 +269,13 @@ class AnswerReport:
         """``(sentence, citation)`` pairs of imprecise citations."""
         return tuple((s, c) for s in self.worthy for c in s.citations if not c.precise)
 
-    @property
-    def failed_judgements(self) -> int:
-        """Judgements that failed (counted as no support)."""
-        return sum(s.failed_judgements for s in self.sentences)
-
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable report of the answer."""
         return {
             "index": self.index,
             "question": self.question,
             "location": self.location,
-            "citation_recall": self.citation_recall,
-            "citation_precision": self.citation_precision,
-            "num_sentences": len(self.sentences),
-            "num_verification_worthy": self.n_worthy,
-            "num_supported": self.n_supported,
-            "num_citations": self.n_citations,
-            "num_precise_citations": self.n_precise,
-            "failed_judgements": self.failed_judgements,
+            **self._scores(num_sentences=len(self.sentences)),
             "unsupported_sentences": [
                 {"index": s.sentence.index, "text": s.sentence.text}
                 for s in self.unsupported_sentences
@@ -245,7 +294,7 @@ def _mean(values: Iterable[float | None]) -> float | None:
 
 
 @dataclass(frozen=True)
-class CitationReport:
+class CitationReport(_CitationScores):
     """Citation recall and precision over answers.
 
     The overall ``citation_recall`` / ``citation_precision`` pool every sentence / citation
@@ -260,35 +309,8 @@ class CitationReport:
     answers: tuple[AnswerReport, ...]
     errors: tuple[RecordError, ...] = ()
 
-    @property
-    def n_worthy(self) -> int:
-        """Verification-worthy sentences over all answers."""
-        return sum(a.n_worthy for a in self.answers)
-
-    @property
-    def n_supported(self) -> int:
-        """Supported verification-worthy sentences over all answers."""
-        return sum(a.n_supported for a in self.answers)
-
-    @property
-    def n_citations(self) -> int:
-        """Citations of verification-worthy sentences over all answers."""
-        return sum(a.n_citations for a in self.answers)
-
-    @property
-    def n_precise(self) -> int:
-        """Precise citations over all answers."""
-        return sum(a.n_precise for a in self.answers)
-
-    @property
-    def citation_recall(self) -> float | None:
-        """Pooled citation recall."""
-        return _ratio(self.n_supported, self.n_worthy)
-
-    @property
-    def citation_precision(self) -> float | None:
-        """Pooled citation precision."""
-        return _ratio(self.n_precise, self.n_citations)
+    def _tally(self) -> _Tally:
+        return sum(map(_Tally.of_report, self.answers), _Tally())
 
     @property
     def macro_recall(self) -> float | None:
@@ -300,30 +322,96 @@ class CitationReport:
         """Mean per-answer citation precision."""
         return _mean(a.citation_precision for a in self.answers)
 
-    @property
-    def failed_judgements(self) -> int:
-        """Failed judgements over all answers."""
-        return sum(a.failed_judgements for a in self.answers)
-
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable report."""
+        scores = self._scores(
+            macro_recall=self.macro_recall,
+            macro_precision=self.macro_precision,
+            num_answers=len(self.answers),
+        )
         return {
-            "citation_recall": self.citation_recall,
-            "citation_precision": self.citation_precision,
-            "macro_recall": self.macro_recall,
-            "macro_precision": self.macro_precision,
-            "num_answers": len(self.answers),
-            "num_verification_worthy": self.n_worthy,
-            "num_supported": self.n_supported,
-            "num_citations": self.n_citations,
-            "num_precise_citations": self.n_precise,
-            "failed_judgements": self.failed_judgements,
+            **scores,
             "errors": [str(e) for e in self.errors],
             "answers": [a.to_dict() for a in self.answers],
         }
 
 
-def _prepare(
+class EvaluationOptions(TypedDict, total=False):
+    """The keyword options of :func:`evaluate_answers` and :func:`aevaluate_answers`.
+
+    Attributes:
+        is_worthy: Which sentences to check (default:
+            :func:`~langchain_references.citations.sentences.is_verification_worthy`; ignored
+            when a verifier is given).
+        max_concurrency: Limit of parallel judge calls (ignored when a verifier is given; the
+            config's ``max_concurrency`` wins).
+        config: Runnable config for the judge calls.
+    """
+
+    is_worthy: WorthyPredicate
+    max_concurrency: int | None
+    config: RunnableConfig | None
+
+
+@dataclass(frozen=True)
+class _Evaluation:
+    """What an evaluation judges and how its verdicts become the report (sans-IO).
+
+    Attributes:
+        verifier: The verifier that checks :attr:`items`.
+        config: The runnable config of the judge calls.
+        records: The records that could be read.
+        errors: The records that could not.
+        sentences: The sentences of each record, in order.
+        items: Every sentence with the documents of its record, answer by answer.
+    """
+
+    verifier: CitationVerifier
+    config: RunnableConfig | None
+    records: tuple[AnswerRecord, ...]
+    errors: tuple[RecordError, ...]
+    sentences: tuple[tuple[CitedSentence, ...], ...]
+    items: tuple[tuple[CitedSentence, Mapping[int, PassageLike]], ...]
+
+    @classmethod
+    def of(
+        cls,
+        records: Iterable[AnswerRecord | Mapping[str, Any]],
+        judge: Runnable[JudgeInputLike, Judgement] | CitationVerifier,
+        *,
+        is_worthy: WorthyPredicate = is_verification_worthy,
+        max_concurrency: int | None = None,
+        config: RunnableConfig | None = None,
+    ) -> _Evaluation:
+        verifier = (
+            judge
+            if isinstance(judge, CitationVerifier)
+            else CitationVerifier(judge, is_worthy=is_worthy, max_concurrency=max_concurrency)
+        )
+        parsed, errors = _parse(records)
+        sentences = tuple(tuple(split_cited_sentences(r.answer)) for r in parsed)
+        items = tuple(
+            (sentence, record.passages_by_id)
+            for record, answer_sentences in zip(parsed, sentences, strict=True)
+            for sentence in answer_sentences
+        )
+        return cls(verifier, config, tuple(parsed), tuple(errors), sentences, items)
+
+    def report(self, verdicts: Sequence[SentenceVerdict]) -> CitationReport:
+        """Group the verdicts of :attr:`items` (in order) by answer."""
+        answers: list[AnswerReport] = []
+        position = 0
+        for i, (record, answer_sentences) in enumerate(
+            zip(self.records, self.sentences, strict=True)
+        ):
+            n = len(answer_sentences)
+            chunk = tuple(verdicts[position : position + n])
+            answers.append(AnswerReport(i, record.question, record.location, chunk))
+            position += n
+        return CitationReport(tuple(answers), self.errors)
+
+
+def _parse(
     records: Iterable[AnswerRecord | Mapping[str, Any]],
 ) -> tuple[list[AnswerRecord], list[RecordError]]:
     parsed: list[AnswerRecord] = []
@@ -340,43 +428,10 @@ def _prepare(
     return parsed, errors
 
 
-def _items(
-    records: Sequence[AnswerRecord],
-) -> tuple[list[list[CitedSentence]], list[tuple[CitedSentence, Mapping[int, PassageLike]]]]:
-    sentences = [split_cited_sentences(r.answer) for r in records]
-    items: list[tuple[CitedSentence, Mapping[int, PassageLike]]] = []
-    for record, answer_sentences in zip(records, sentences, strict=True):
-        passages = record.passages_by_id
-        items.extend((s, passages) for s in answer_sentences)
-    return sentences, items
-
-
-def _report(
-    records: Sequence[AnswerRecord],
-    sentences: Sequence[Sequence[CitedSentence]],
-    verdicts: Sequence[SentenceVerdict],
-    errors: Sequence[RecordError],
-) -> CitationReport:
-    answers: list[AnswerReport] = []
-    position = 0
-    for i, (record, answer_sentences) in enumerate(zip(records, sentences, strict=True)):
-        n = len(answer_sentences)
-        answers.append(
-            AnswerReport(
-                i, record.question, record.location, tuple(verdicts[position : position + n])
-            )
-        )
-        position += n
-    return CitationReport(tuple(answers), tuple(errors))
-
-
 def evaluate_answers(
     records: Iterable[AnswerRecord | Mapping[str, Any]],
     judge: Runnable[JudgeInputLike, Judgement] | CitationVerifier,
-    *,
-    is_worthy: WorthyPredicate = is_verification_worthy,
-    max_concurrency: int | None = None,
-    config: RunnableConfig | None = None,
+    **options: Unpack[EvaluationOptions],
 ) -> CitationReport:
     """Citation recall and precision of cited answers.
 
@@ -384,50 +439,23 @@ def evaluate_answers(
         records: :class:`AnswerRecord` objects or dicts in the documented format; a malformed
             dict is recorded in :attr:`CitationReport.errors` and skipped.
         judge: A judge, or a configured :class:`CitationVerifier`.
-        is_worthy: Which sentences to check (ignored when a verifier is given).
-        max_concurrency: Limit of parallel judge calls (ignored when a verifier is given).
-        config: Runnable config for the judge calls.
+        **options: ``is_worthy``, ``max_concurrency`` and ``config``
+            (see :class:`EvaluationOptions`).
 
     Returns:
         The report.
     """
-    verifier = (
-        judge
-        if isinstance(judge, CitationVerifier)
-        else CitationVerifier(judge, is_worthy=is_worthy, max_concurrency=max_concurrency)
-    )
-    parsed, errors = _prepare(records)
-    sentences, items = _items(parsed)
-    verdicts = verifier.verify_many(items, config=config)
-    return _report(parsed, sentences, verdicts, errors)
+    evaluation = _Evaluation.of(records, judge, **options)
+    verdicts = evaluation.verifier.verify_many(evaluation.items, config=evaluation.config)
+    return evaluation.report(verdicts)
 
 
 async def aevaluate_answers(
     records: Iterable[AnswerRecord | Mapping[str, Any]],
     judge: Runnable[JudgeInputLike, Judgement] | CitationVerifier,
-    *,
-    is_worthy: WorthyPredicate = is_verification_worthy,
-    max_concurrency: int | None = None,
-    config: RunnableConfig | None = None,
+    **options: Unpack[EvaluationOptions],
 ) -> CitationReport:
-    """Async :func:`evaluate_answers`.
-
-    Args:
-        records: Answer records.
-        judge: A judge, or a configured :class:`CitationVerifier`.
-        is_worthy: Which sentences to check (ignored when a verifier is given).
-        max_concurrency: Limit of parallel judge calls (ignored when a verifier is given).
-        config: Runnable config for the judge calls.
-
-    Returns:
-        The report.
-    """
-    verifier = (
-        judge
-        if isinstance(judge, CitationVerifier)
-        else CitationVerifier(judge, is_worthy=is_worthy, max_concurrency=max_concurrency)
-    )
-    parsed, errors = _prepare(records)
-    sentences, items = _items(parsed)
-    verdicts = await verifier.averify_many(items, config=config)
-    return _report(parsed, sentences, verdicts, errors)
+    """Async :func:`evaluate_answers` (the judge's ``abatch``); same arguments and result."""
+    evaluation = _Evaluation.of(records, judge, **options)
+    verdicts = await evaluation.verifier.averify_many(evaluation.items, config=evaluation.config)
+    return evaluation.report(verdicts)

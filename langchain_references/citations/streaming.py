@@ -12,20 +12,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
 
 from langchain_core.documents import Document
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 
+from langchain_references._concurrency import check_concurrency
 from langchain_references.citations.evaluation import AnswerReport
 from langchain_references.citations.sentences import CitedSentence, SentenceCitationTracker
 from langchain_references.citations.verifier import SentenceVerdict
 from langchain_references.styles import UnsupportedClaim
 
-__all__ = ["CITATION_CHECK_KEY", "CitationChecker", "StreamingCitationCheck", "citation_report"]
+__all__ = [
+    "CITATION_CHECK_KEY",
+    "DEFAULT_MAX_CONCURRENCY",
+    "CitationChecker",
+    "StreamingCitationCheck",
+    "citation_report",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -61,8 +68,23 @@ class CitationChecker(Protocol):
         ...
 
 
+#: Sentences verified at once when the run's config sets no ``max_concurrency``.
+DEFAULT_MAX_CONCURRENCY: Final = 4
+
+_Pending: TypeAlias = "Future[SentenceVerdict] | asyncio.Task[SentenceVerdict]"
+
+
+def _awaitable(pending: _Pending) -> Awaitable[SentenceVerdict]:
+    return asyncio.wrap_future(pending) if isinstance(pending, Future) else pending
+
+
 class StreamingCitationCheck:
     """The citation check of one run.
+
+    Each completed sentence is verified at once, in a worker thread (sync path) or an asyncio
+    task (async path); at most ``config["max_concurrency"]`` sentences (default
+    :data:`DEFAULT_MAX_CONCURRENCY`) are verified at a time on either path. Both paths keep
+    the same bookkeeping: one list of pending verifications, in sentence order.
 
     Args:
         verifier: The checker of one sentence.
@@ -70,6 +92,9 @@ class StreamingCitationCheck:
         config: The run's child config, passed to the verifier (its judge calls are child runs).
         use_async: Schedule verifications as asyncio tasks (the caller runs in an event loop)
             instead of worker threads.
+
+    Raises:
+        ValueError: If ``config["max_concurrency"]`` is set and not an integer >= 1.
     """
 
     def __init__(
@@ -80,58 +105,68 @@ class StreamingCitationCheck:
         *,
         use_async: bool,
     ) -> None:
+        limit = check_concurrency(config.get("max_concurrency"), "config['max_concurrency']")
+        self._limit = DEFAULT_MAX_CONCURRENCY if limit is None else limit
         self._verifier = verifier
         self._passages = {i: doc for i, doc in enumerate(documents, start=1)}
         self._config = config
         self._tracker = SentenceCitationTracker()
         self._use_async = use_async
-        self._tasks: list[asyncio.Task[SentenceVerdict]] = []
-        self._futures: list[Future[SentenceVerdict]] = []
+        self._pending: list[_Pending] = []
         self._executor: ContextThreadPoolExecutor | None = None
+        self._slots: asyncio.Semaphore | None = None
 
     def feed(self, text: str) -> None:
         """Consume raw answer text; start verifying each sentence it completes."""
-        for sentence in self._tracker.feed(text):
-            self._start(sentence)
-
-    def _start(self, sentence: CitedSentence) -> None:
-        if self._use_async:
-            coro = self._verifier.averify(sentence, self._passages, config=self._config)
-            self._tasks.append(asyncio.get_running_loop().create_task(coro))
-            return
-        if self._executor is None:
-            workers = self._config.get("max_concurrency") or 4
-            self._executor = ContextThreadPoolExecutor(max_workers=workers)
-        self._futures.append(
-            self._executor.submit(
-                self._verifier.verify, sentence, self._passages, config=self._config
-            )
-        )
-
-    def _close_tracker(self) -> None:
-        for sentence in self._tracker.close():
-            self._start(sentence)
+        self._start(self._tracker.feed(text))
 
     def finish(self) -> list[SentenceVerdict]:
         """Wait for every verification (sync path) and return the verdicts in order."""
-        self._close_tracker()
         try:
-            return [future.result() for future in self._futures]
+            return [pending.result() for pending in self._close()]
         finally:
             self.cancel()
 
     async def afinish(self) -> list[SentenceVerdict]:
         """Wait for every verification (async path) and return the verdicts in order."""
-        self._close_tracker()
-        return list(await asyncio.gather(*self._tasks))
+        try:
+            return list(await asyncio.gather(*map(_awaitable, self._close())))
+        finally:
+            self.cancel()
 
     def cancel(self) -> None:
         """Stop pending verifications (the consumer left the stream early)."""
-        for task in self._tasks:
-            task.cancel()
+        for pending in self._pending:
+            pending.cancel()
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
+
+    # ------------------------------------------------------------------ scheduling
+
+    def _start(self, sentences: Iterable[CitedSentence]) -> None:
+        schedule = self._task if self._use_async else self._thread
+        self._pending.extend(schedule(sentence) for sentence in sentences)
+
+    def _close(self) -> list[_Pending]:
+        self._start(self._tracker.close())
+        return self._pending
+
+    def _thread(self, sentence: CitedSentence) -> Future[SentenceVerdict]:
+        if self._executor is None:
+            self._executor = ContextThreadPoolExecutor(max_workers=self._limit)
+        return self._executor.submit(
+            self._verifier.verify, sentence, self._passages, config=self._config
+        )
+
+    def _task(self, sentence: CitedSentence) -> asyncio.Task[SentenceVerdict]:
+        return asyncio.get_running_loop().create_task(self._averify(sentence))
+
+    async def _averify(self, sentence: CitedSentence) -> SentenceVerdict:
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self._limit)
+        async with self._slots:
+            return await self._verifier.averify(sentence, self._passages, config=self._config)
 
 
 def citation_report(

@@ -39,13 +39,14 @@ at once, batching all judge calls;
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from langchain_core.documents import Document
 from langchain_core.runnables import Runnable, RunnableConfig
 
+from langchain_references._concurrency import check_concurrency, with_default_concurrency
 from langchain_references.citations.sentences import (
     CitedSentence,
     is_verification_worthy,
@@ -229,8 +230,48 @@ class _Plan:
         return CitationVerdict(doc_id, False, alone, None, "does not support the sentence")
 
 
-def _protocol(plans: Sequence[_Plan]) -> Generator[list[_Pair], list[Judgement], None]:
-    """Yield the (statement, passage) pairs to judge, phase by phase; receive judgements."""
+@dataclass
+class _Batch:
+    """One batch of judge calls requested by :func:`_protocol`; its driver sets ``outputs``.
+
+    Attributes:
+        pairs: The distinct ``(statement, passage)`` pairs to judge.
+        outputs: What the judge's ``batch`` / ``abatch`` returned for :attr:`inputs` (with
+            ``return_exceptions=True``), set by the driver before resuming the protocol.
+    """
+
+    pairs: list[_Pair]
+    outputs: Sequence[object] | None = None
+
+    @property
+    def inputs(self) -> list[JudgeInputLike]:
+        """The judge inputs, one per pair."""
+        return [{"statement": s, "passage": p} for s, p in self.pairs]
+
+    def judgements(self) -> list[Judgement]:
+        """The outputs as judgements: an exception or a non-judgement becomes a failed one."""
+        if self.outputs is None:
+            raise RuntimeError("the protocol was resumed before its batch was judged")
+        if len(self.outputs) != len(self.pairs):
+            raise ValueError(f"got {len(self.outputs)} judgements for {len(self.pairs)} pairs")
+        return [_judgement(value) for value in self.outputs]
+
+
+def _judgement(value: object) -> Judgement:
+    if isinstance(value, Judgement):
+        return value
+    if isinstance(value, Exception):
+        logger.warning("judge raised %s: %s", type(value).__name__, value)
+        return Judgement.failed(f"{type(value).__name__}: {value}")
+    return Judgement.failed(f"judge returned {type(value).__name__}")
+
+
+def _protocol(plans: Sequence[_Plan]) -> Iterator[_Batch]:
+    """The judge calls of a check, phase by phase (sans-IO).
+
+    Yields one :class:`_Batch` per phase that needs judge calls; the driver judges it (sets
+    its ``outputs``) before asking for the next one, and the results are stored in the plans.
+    """
     for phase in ("first", "second"):
         wanted: list[tuple[_Plan, _Key, _Pair]] = []
         for plan in plans:
@@ -238,11 +279,9 @@ def _protocol(plans: Sequence[_Plan]) -> Generator[list[_Pair], list[Judgement],
             wanted.extend((plan, key, plan.pair(key)) for key in keys)
         if not wanted:
             continue
-        unique = list(dict.fromkeys(pair for _, _, pair in wanted))
-        judged = yield unique
-        if len(judged) != len(unique):
-            raise ValueError(f"got {len(judged)} judgements for {len(unique)} pairs")
-        lookup = dict(zip(unique, judged, strict=True))
+        batch = _Batch(list(dict.fromkeys(pair for _, _, pair in wanted)))
+        yield batch
+        lookup = dict(zip(batch.pairs, batch.judgements(), strict=True))
         for plan, key, pair in wanted:
             plan.results[key] = lookup[pair]
 
@@ -275,11 +314,9 @@ class CitationVerifier:
     ) -> None:
         if not isinstance(judge, Runnable):
             raise TypeError(f"judge must be a Runnable judge, not {type(judge).__name__}")
-        if max_concurrency is not None and max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
         self.judge = judge
         self.is_worthy = is_worthy
-        self.max_concurrency = max_concurrency
+        self.max_concurrency = check_concurrency(max_concurrency)
         self.separator = separator
 
     # ------------------------------------------------------------------ public API
@@ -311,16 +348,7 @@ class CitationVerifier:
         *,
         config: RunnableConfig | None = None,
     ) -> SentenceVerdict:
-        """Async :meth:`verify` (uses the judge's ``abatch``).
-
-        Args:
-            sentence: The sentence.
-            passages_by_id: Document text (or ``Document``) by id.
-            config: Runnable config for the judge calls.
-
-        Returns:
-            The verdict.
-        """
+        """Async :meth:`verify` (the judge's ``abatch``); same arguments and result."""
         return (await self.averify_many([(sentence, passages_by_id)], config=config))[0]
 
     def verify_many(
@@ -333,19 +361,16 @@ class CitationVerifier:
 
         Args:
             items: ``(sentence, passages_by_id)`` pairs.
-            config: Runnable config for the judge calls.
+            config: Runnable config for the judge calls; its ``max_concurrency`` wins over
+                the verifier's.
 
         Returns:
             One verdict per item, in order.
         """
         plans = self._plans(items)
-        steps = _protocol(plans)
-        try:
-            pairs = next(steps)
-            while True:
-                pairs = steps.send(self._judge(pairs, config))
-        except StopIteration:
-            pass
+        merged = with_default_concurrency(config, self.max_concurrency)
+        for batch in _protocol(plans):
+            batch.outputs = self.judge.batch(batch.inputs, merged, return_exceptions=True)
         return [plan.verdict() for plan in plans]
 
     async def averify_many(
@@ -354,23 +379,11 @@ class CitationVerifier:
         *,
         config: RunnableConfig | None = None,
     ) -> list[SentenceVerdict]:
-        """Async :meth:`verify_many`.
-
-        Args:
-            items: ``(sentence, passages_by_id)`` pairs.
-            config: Runnable config for the judge calls.
-
-        Returns:
-            One verdict per item, in order.
-        """
+        """Async :meth:`verify_many` (the judge's ``abatch``); same arguments and result."""
         plans = self._plans(items)
-        steps = _protocol(plans)
-        try:
-            pairs = next(steps)
-            while True:
-                pairs = steps.send(await self._ajudge(pairs, config))
-        except StopIteration:
-            pass
+        merged = with_default_concurrency(config, self.max_concurrency)
+        for batch in _protocol(plans):
+            batch.outputs = await self.judge.abatch(batch.inputs, merged, return_exceptions=True)
         return [plan.verdict() for plan in plans]
 
     # ------------------------------------------------------------------ internals
@@ -386,43 +399,3 @@ class CitationVerifier:
             worthy = bool(sentence.text.strip()) and self.is_worthy(sentence)
             plans.append(_Plan(sentence, worthy, texts, self.separator))
         return plans
-
-    def _config(self, config: RunnableConfig | None) -> RunnableConfig:
-        merged: RunnableConfig = {**(config or {})}
-        if self.max_concurrency is not None and "max_concurrency" not in merged:
-            merged["max_concurrency"] = self.max_concurrency
-        return merged
-
-    @staticmethod
-    def _inputs(pairs: Sequence[_Pair]) -> list[JudgeInputLike]:
-        return [{"statement": s, "passage": p} for s, p in pairs]
-
-    @staticmethod
-    def _judgements(outputs: Sequence[object]) -> list[Judgement]:
-        out: list[Judgement] = []
-        for value in outputs:
-            if isinstance(value, Judgement):
-                out.append(value)
-            elif isinstance(value, Exception):
-                logger.warning("judge raised %s: %s", type(value).__name__, value)
-                out.append(Judgement.failed(f"{type(value).__name__}: {value}"))
-            else:
-                out.append(Judgement.failed(f"judge returned {type(value).__name__}"))
-        return out
-
-    def _judge(self, pairs: Sequence[_Pair], config: RunnableConfig | None) -> list[Judgement]:
-        outputs = self.judge.batch(
-            self._inputs(pairs), self._config(config), return_exceptions=True
-        )
-        return self._judgements(outputs)
-
-    async def _ajudge(
-        self, pairs: Sequence[_Pair], config: RunnableConfig | None
-    ) -> list[Judgement]:
-        outputs = await self.judge.abatch(
-            self._inputs(pairs), self._config(config), return_exceptions=True
-        )
-        return self._judgements(outputs)
-
-
-# ---------------------------------------------------------------------- answers

@@ -1,55 +1,88 @@
-"""The ``langchain-references`` command: ``factcheck``, ``factuality``, ``citations``, ``demo``."""
+"""The ``langchain-references`` command: ``factcheck``, ``factuality``, ``citations``, ``demo``.
+
+One entry point, :func:`main`, run by the ``langchain-references`` console script and by
+``python -m langchain_references.cli``. Each command is a module of this package with
+``add_parser(subparsers)`` and ``run(args, *, out=None, err=None)``:
+
+* :mod:`~langchain_references.cli.factcheck`: check statements against web evidence;
+* :mod:`~langchain_references.cli.factuality`: FactReasoner-style long-form factuality;
+* :mod:`~langchain_references.cli.citations`: citation recall and precision of cited answers;
+* :mod:`~langchain_references.cli.demo`: a RAG answer over the offline demo corpus.
+
+Shared pieces (``CLIError``, argument types, model and judge loading, tables) are in
+:mod:`~langchain_references.cli._common`.
+"""
 
 from __future__ import annotations
 
 import argparse
-import sys
+import contextlib
+import logging
 from collections.abc import Sequence
+from typing import TextIO
 
-__all__ = ["build_parser", "main"]
+from langchain_references.cli._common import CLIError, Command, streams
+
+__all__ = ["CLIError", "build_parser", "main"]
+
+#: Exit status of a command that cannot run as asked (also argparse's for a usage error).
+USAGE_ERROR = 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Build the command-line parser with all subcommands."""
-    from langchain_references.cli import factcheck as factcheck_cli
-    from langchain_references.cli import factuality as factuality_cli
+    """Build the ``langchain-references`` parser with all subcommands.
+
+    Returns:
+        The parser; ``parse_args`` stores the command's ``run`` as ``args.func``.
+    """
+    # Imported here, so that importing one command module does not load the others.
+    from langchain_references.cli import citations, demo, factcheck, factuality
 
     parser = argparse.ArgumentParser(
         prog="langchain-references",
         description="Verifiable LLM answers: fact-check statements, score long-form "
-        "factuality and check an answer's citations.",
+        "factuality, check an answer's citations, or run the streaming-citations demo.",
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    factcheck_cli.add_parser(subparsers)
-    factuality_cli.add_parser(subparsers)
-    factuality_cli.add_citations_parser(subparsers)
-    subparsers.add_parser(
-        "demo",
-        help="stream a cited answer over the offline demo corpus "
-        "(options: see python -m langchain_references.demo --help)",
-        add_help=False,
-    )
+    for command in (factcheck, factuality, citations, demo):
+        command.add_parser(subparsers)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _exit_status(code: object) -> int:
+    """The exit status of a ``SystemExit`` code (``None`` is 0, a message is 1)."""
+    if code is None:
+        return 0
+    return code if isinstance(code, int) else 1
+
+
+def main(
+    argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
     """Run the command line.
 
+    Usage errors (argparse's ``usage: ...`` and ``error: ...`` lines) and :class:`CLIError`
+    (one ``error: ...`` line) go to ``err`` and give exit status 2, without a traceback.
+
     Args:
-        argv: Arguments (default: ``sys.argv[1:]``).
+        argv: Arguments, without the program name (``sys.argv[1:]`` by default).
+        out: Where the command's results and ``--help`` go (stdout by default).
+        err: Where progress, notices and errors go (stderr by default).
 
     Returns:
-        The exit code.
+        The exit status: 0 on success, 1 when some items failed (the command says which),
+        2 when the command cannot run as asked.
     """
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    if args_list[:1] == ["demo"]:
-        from langchain_references.cli.demo import main as demo_main
-
-        return demo_main(args_list[1:])
-    args = build_parser().parse_args(args_list)
-    code: int = args.func(args)
-    return code
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    out, err = streams(out, err)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help, or a usage error already reported on err
+        return _exit_status(exc.code)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    run: Command = args.func
+    try:
+        return run(args, out=out, err=err)
+    except CLIError as exc:
+        err.write(f"error: {exc}\n")
+        return USAGE_ERROR

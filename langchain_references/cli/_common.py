@@ -1,19 +1,145 @@
-"""Pieces shared by the command-line tools: argument types and chat-model loading."""
+"""Pieces shared by the commands: the error, argument types, models, judges and tables.
+
+Every command module exposes ``add_parser(subparsers)``, which registers the command with
+:func:`add_subcommand`, and ``run(args, *, out=None, err=None)``, the :class:`Command` stored
+as ``args.func`` that :func:`langchain_references.cli.main` calls.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
-from collections.abc import Callable
-from typing import Any
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Final, Protocol, TextIO
 
-from langchain_core.language_models import BaseChatModel
+from langchain_references.errors import LangchainReferencesError
+from langchain_references.judges import offline_judge
+from langchain_references.judges.llm import LLMJudge
 
-__all__ = ["CLIError", "add_subcommand", "load_chat_model", "positive_float", "positive_int"]
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.runnables import Runnable
+
+    from langchain_references.judges.base import JudgeInputLike, Judgement
+
+__all__ = [
+    "HEURISTIC_NOTICE",
+    "CLIError",
+    "Command",
+    "add_judge_options",
+    "add_subcommand",
+    "build_judge",
+    "format_number",
+    "format_table",
+    "load_chat_model",
+    "non_blank",
+    "positive_float",
+    "positive_int",
+    "reading",
+    "streams",
+]
+
+#: What ``--judge heuristic`` / ``heuristic-lexical`` says on stderr (``{emb}``: embeddings).
+HEURISTIC_NOTICE: Final = (
+    "judge: HeuristicJudge (offline word-overlap{emb} heuristic; weak, not an NLI model). "
+    "Pass --judge llm:PROVIDER:MODEL for an LLM judge."
+)
 
 
-class CLIError(RuntimeError):
-    """The command cannot run as asked (bad option value, missing optional package...)."""
+class CLIError(LangchainReferencesError, RuntimeError):
+    """The command cannot run as asked (bad option value, unreadable input, missing package).
+
+    :func:`langchain_references.cli.main` prints it as one ``error: ...`` line on stderr and
+    exits with status 2.
+    """
+
+
+class Command(Protocol):
+    """A command's handler: ``run(args, *, out=None, err=None) -> exit status``."""
+
+    def __call__(
+        self, args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None
+    ) -> int:
+        """Run the command.
+
+        Args:
+            args: The parsed arguments.
+            out: Where results go (stdout by default).
+            err: Where notices and errors go (stderr by default).
+
+        Returns:
+            The exit status.
+        """
+        ...
+
+
+def add_subcommand(
+    subparsers: Any,
+    name: str,
+    help: str,
+    description: str,
+    configure: Callable[[argparse.ArgumentParser], None],
+    run: Command,
+) -> argparse.ArgumentParser:
+    """Add a subcommand whose handler is ``args.func``.
+
+    Args:
+        subparsers: The object returned by ``ArgumentParser.add_subparsers()``.
+        name: The subcommand.
+        help: One line for the command list.
+        description: The subcommand's ``--help`` description.
+        configure: Adds the subcommand's arguments.
+        run: The handler, stored as ``args.func``.
+
+    Returns:
+        The subcommand's parser.
+    """
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        name, help=help, description=description
+    )
+    configure(parser)
+    parser.set_defaults(func=run)
+    return parser
+
+
+def streams(out: TextIO | None, err: TextIO | None) -> tuple[TextIO, TextIO]:
+    """A command's output and error streams: the given ones, else stdout and stderr.
+
+    Args:
+        out: ``run``'s ``out`` argument.
+        err: ``run``'s ``err`` argument.
+
+    Returns:
+        ``(out, err)``, resolved when the command runs (so that redirections apply).
+    """
+    return (sys.stdout if out is None else out), (sys.stderr if err is None else err)
+
+
+@contextlib.contextmanager
+def reading(path: object, *errors: type[Exception]) -> Iterator[None]:
+    """Report a failure to read an input file as ``CLIError("cannot read PATH: ...")``.
+
+    Args:
+        path: The file, for the message.
+        *errors: The format errors of the loader, besides ``OSError`` and
+            ``UnicodeDecodeError``.
+
+    Yields:
+        Nothing: the ``with`` block reads the file.
+
+    Raises:
+        CLIError: If the block raises one of those errors.
+    """
+    caught: tuple[type[Exception], ...] = (OSError, UnicodeDecodeError, *errors)
+    try:
+        yield
+    except caught as exc:
+        raise CLIError(f"cannot read {path}: {exc}") from exc
+
+
+# ------------------------------------------------------------------------ argument types
 
 
 def positive_int(value: str) -> int:
@@ -36,6 +162,16 @@ def positive_float(value: str) -> float:
     if not number > 0:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {value!r}")
     return number
+
+
+def non_blank(value: str) -> str:
+    """``argparse`` type: a string that is not empty or only whitespace."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return value
+
+
+# ------------------------------------------------------------------------ models and judges
 
 
 def load_chat_model(name: str, *, option: str = "--model", **kwargs: Any) -> BaseChatModel:
@@ -67,31 +203,83 @@ def load_chat_model(name: str, *, option: str = "--model", **kwargs: Any) -> Bas
     return model
 
 
-def add_subcommand(
-    subparsers: Any,
-    name: str,
-    *,
-    help: str,
-    description: str,
-    configure: Callable[[argparse.ArgumentParser], None],
-    run: Callable[[argparse.Namespace], int],
-) -> argparse.ArgumentParser:
-    """Add a subcommand whose handler is ``args.func``.
+def add_judge_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--judge SPEC`` (read by :func:`build_judge`) and ``--max-concurrency N``.
 
     Args:
-        subparsers: The object returned by ``ArgumentParser.add_subparsers()``.
-        name: The subcommand.
-        help: One line for the command list.
-        description: The subcommand's ``--help`` description.
-        configure: Adds the subcommand's arguments.
-        run: The handler, stored as ``args.func``.
+        parser: The parser of a command that judges claims against passages.
+    """
+    parser.add_argument(
+        "--judge",
+        default="heuristic",
+        metavar="SPEC",
+        help="heuristic | heuristic-lexical | llm:PROVIDER:MODEL (default: heuristic)",
+    )
+    parser.add_argument(
+        "--max-concurrency",
+        type=positive_int,
+        default=4,
+        metavar="N",
+        help="judge calls in flight (default: 4)",
+    )
+
+
+def build_judge(
+    spec: str, *, err: TextIO | None = None
+) -> tuple[Runnable[JudgeInputLike, Judgement], BaseChatModel | None]:
+    """Build the judge of ``--judge`` (the ``factuality`` and ``citations`` commands).
+
+    Args:
+        spec: ``heuristic`` (offline, MiniLM embeddings), ``heuristic-lexical`` (offline, no
+            embeddings) or ``llm:PROVIDER:MODEL``.
+        err: Where to write :data:`HEURISTIC_NOTICE` for a heuristic judge (nowhere if None).
 
     Returns:
-        The subcommand's parser.
+        The judge and, for an LLM judge, its chat model.
+
+    Raises:
+        CLIError: On an unknown spec or an unavailable model.
     """
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        name, help=help, description=description
+    if spec in ("heuristic", "heuristic-lexical"):
+        judge = offline_judge(use_embeddings=spec == "heuristic")
+        if err is not None:
+            emb = " + MiniLM similarity" if judge.embeddings is not None else ""
+            err.write(HEURISTIC_NOTICE.format(emb=emb) + "\n")
+        return judge, None
+    if spec.startswith("llm:") and len(spec) > len("llm:"):
+        model = load_chat_model(spec[len("llm:") :], option="--judge llm:", temperature=0)
+        return LLMJudge(model), model
+    raise CLIError(
+        f"--judge must be 'heuristic', 'heuristic-lexical' or 'llm:PROVIDER:MODEL', got {spec!r}"
     )
-    configure(parser)
-    parser.set_defaults(func=run)
-    return parser
+
+
+# ------------------------------------------------------------------------ tables
+
+
+def format_number(value: float | None, digits: int = 3) -> str:
+    """A table cell for a number: ``-`` for None, else ``digits`` decimals.
+
+    Args:
+        value: The number, or None when undefined.
+        digits: Decimals.
+
+    Returns:
+        The cell.
+    """
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def format_table(rows: Sequence[Sequence[str]]) -> str:
+    """Left-aligned columns separated by two spaces, with a dashed line under the header.
+
+    Args:
+        rows: The header row, then the data rows; all of the same length.
+
+    Returns:
+        The table, without a final newline.
+    """
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(line.rstrip() for line in lines)

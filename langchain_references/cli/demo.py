@@ -1,4 +1,4 @@
-"""Streaming citations demo: ``python -m langchain_references.demo``.
+"""``langchain-references demo``: a RAG answer over the demo corpus with streamed citations.
 
 Retrieves passages of the demo corpus from an in-memory Chroma vector store (all-MiniLM-L6-v2
 embeddings, offline), asks a chat model to answer with ``[n](id=k)`` citations, and streams the
@@ -10,6 +10,9 @@ The model is, in order of preference: ``--model`` (any ``provider:model`` unders
 ``langchain.chat_models.init_chat_model``); OpenAI ``gpt-4o-mini`` when ``OPENAI_API_KEY`` is
 set and ``langchain-openai`` is installed; else the offline :class:`ExtractiveAnswerer`, which
 copies cited sentences instead of writing an answer.
+
+Exit status: 0, or 2 when the demo cannot run (a missing optional package or embedding model,
+a bad ``--model``).
 """
 
 from __future__ import annotations
@@ -36,7 +39,14 @@ from langchain_references import (
     format_documents,
     manage_references,
 )
-from langchain_references.cli._common import CLIError, load_chat_model, positive_int
+from langchain_references.cli._common import (
+    CLIError,
+    add_subcommand,
+    load_chat_model,
+    non_blank,
+    positive_int,
+    streams,
+)
 from langchain_references.demo.answerer import ExtractiveAnswerer
 from langchain_references.demo.corpus import SAMPLE_QUESTION, load_documents
 from langchain_references.embeddings import EmbeddingModelError, MiniLMEmbeddings
@@ -44,6 +54,19 @@ from langchain_references.embeddings import EmbeddingModelError, MiniLMEmbedding
 if TYPE_CHECKING:
     from langchain_chroma import Chroma
     from langchain_core.embeddings import Embeddings
+
+__all__ = [
+    "DEFAULT_K",
+    "DEFAULT_OPENAI_MODEL",
+    "STYLES",
+    "add_parser",
+    "build_chain",
+    "build_vector_store",
+    "configure_parser",
+    "run",
+    "select_model",
+]
+
 
 #: Reference styles selectable with ``--style``.
 STYLES: Final[dict[str, Callable[[], ReferenceStyle]]] = {
@@ -71,36 +94,54 @@ OFFLINE_NOTICE: Final = (
 )
 
 
-class DemoError(RuntimeError):
-    """The demo cannot run as asked (a missing optional package, a bad model name)."""
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    """Add the ``demo`` arguments to a parser.
 
-
-def build_parser() -> argparse.ArgumentParser:
-    """Build the command-line parser.
-
-    Returns:
-        The parser.
+    Args:
+        parser: The subcommand's parser.
     """
-    parser = argparse.ArgumentParser(
-        prog="python -m langchain_references.demo",
-        description="Answer a question over the demo corpus with streamed, rewritten citations.",
-    )
-    parser.add_argument("--question", default=SAMPLE_QUESTION, help="the question to answer")
     parser.add_argument(
-        "--style", choices=sorted(STYLES), default="markdown", help="reference style"
+        "--question",
+        type=non_blank,
+        default=SAMPLE_QUESTION,
+        help=f"the question to answer (default: {SAMPLE_QUESTION!r})",
+    )
+    parser.add_argument(
+        "--style",
+        choices=sorted(STYLES),
+        default="markdown",
+        help="reference style (default: markdown)",
     )
     parser.add_argument(
         "--model",
         default=None,
-        help="a chat model for langchain's init_chat_model, e.g. openai:gpt-4o-mini",
+        metavar="PROVIDER:MODEL",
+        help="a chat model for langchain's init_chat_model, e.g. openai:gpt-4o-mini "
+        f"(default: openai:{DEFAULT_OPENAI_MODEL} if OPENAI_API_KEY is set, else offline)",
     )
     parser.add_argument(
         "--offline",
         action="store_true",
         help="use the offline ExtractiveAnswerer even if OPENAI_API_KEY is set",
     )
-    parser.add_argument("-k", type=positive_int, default=DEFAULT_K, help="documents to retrieve")
-    return parser
+    parser.add_argument(
+        "-k",
+        type=positive_int,
+        default=DEFAULT_K,
+        help=f"documents to retrieve (default: {DEFAULT_K})",
+    )
+
+
+HELP: Final = "stream a cited answer over the offline demo corpus"
+DESCRIPTION: Final = (
+    "Answer a question over the demo corpus (embedded Chroma, MiniLM embeddings) with streamed, "
+    "rewritten citations, then list the retrieved documents and which ones the answer cited."
+)
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``demo`` (:func:`configure_parser`, :func:`run`) in ``subparsers``."""
+    return add_subcommand(subparsers, "demo", HELP, DESCRIPTION, configure_parser, run)
 
 
 def build_vector_store(embeddings: Embeddings, documents: Sequence[Document]) -> Chroma:
@@ -114,14 +155,14 @@ def build_vector_store(embeddings: Embeddings, documents: Sequence[Document]) ->
         The vector store. Call ``delete_collection()`` when done.
 
     Raises:
-        DemoError: If ``langchain-chroma`` is not installed.
+        CLIError: If ``langchain-chroma`` is not installed.
     """
     try:
         from chromadb.config import Settings
         from langchain_chroma import Chroma
     except ImportError as exc:
         msg = 'the demo needs Chroma: pip install "langchain-references[chroma,embeddings]"'
-        raise DemoError(msg) from exc
+        raise CLIError(msg) from exc
     store = Chroma(
         # Ephemeral clients share one in-process system: a unique name keeps runs apart.
         collection_name=f"demo-{uuid.uuid4().hex}",
@@ -171,14 +212,11 @@ def select_model(
         The chat model.
 
     Raises:
-        DemoError: If ``--model`` is given but ``langchain`` or the provider package is missing,
+        CLIError: If ``--model`` is given but ``langchain`` or the provider package is missing,
             or the name is not understood.
     """
     if model_name and not offline:
-        try:
-            return load_chat_model(model_name)
-        except CLIError as exc:
-            raise DemoError(str(exc)) from exc
+        return load_chat_model(model_name)
     if not offline and os.environ.get("OPENAI_API_KEY"):
         try:
             from langchain_openai import ChatOpenAI
@@ -187,7 +225,7 @@ def select_model(
         else:
             openai_model: BaseChatModel = ChatOpenAI(model=DEFAULT_OPENAI_MODEL, temperature=0)
             return openai_model
-    print(OFFLINE_NOTICE, file=notice if notice is not None else sys.stderr)
+    print(OFFLINE_NOTICE, file=sys.stderr if notice is None else notice)
     return ExtractiveAnswerer(embeddings=embeddings)
 
 
@@ -203,29 +241,29 @@ def _write_documents(
         print(f"  id={position} {mark}: {title} <{source}>", file=out)
 
 
-def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
-    """Run the demo.
+def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Run the ``demo`` command.
 
     Args:
-        argv: Command-line arguments (``sys.argv[1:]`` by default).
-        out: Where the answer goes (stdout by default).
+        args: Arguments parsed by :func:`configure_parser`'s options.
+        out: Where the streamed answer and the list of retrieved documents go (stdout by
+            default).
+        err: Where the notice about the offline answerer goes (stderr by default).
 
     Returns:
-        The exit status.
-    """
-    stream = out if out is not None else sys.stdout
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not args.question.strip():
-        parser.error("--question must not be empty")
+        0.
 
-    embeddings = MiniLMEmbeddings()
+    Raises:
+        CLIError: If the model, Chroma or the embedding model is unavailable.
+    """
+    out, err = streams(out, err)
     corpus = load_documents()
     try:
-        model = select_model(args.model, embeddings, offline=args.offline)
+        embeddings = MiniLMEmbeddings()
+        model = select_model(args.model, embeddings, offline=args.offline, notice=err)
         store = build_vector_store(embeddings, corpus)
-    except (DemoError, EmbeddingModelError) as exc:
-        parser.exit(2, f"error: {exc}\n")
+    except EmbeddingModelError as exc:
+        raise CLIError(str(exc)) from exc
     try:
         documents = store.similarity_search(args.question, k=min(args.k, len(corpus)))
     finally:
@@ -235,13 +273,9 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     references: list[dict[str, Any]] = []
     for chunk in chain.stream({"question": args.question, "documents": documents}):
         text = chunk if isinstance(chunk, str) else chunk.text
-        stream.write(text)
-        stream.flush()
+        out.write(text)
+        out.flush()
         if not isinstance(chunk, str):
             references = chunk.response_metadata.get("references", references)
-    _write_documents(stream, documents, references)
+    _write_documents(out, documents, references)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

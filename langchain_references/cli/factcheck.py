@@ -3,7 +3,9 @@
 Checks one or more statements (arguments, or ``--file`` with one statement per line, checked
 concurrently up to ``--concurrency`` at a time) and writes a report per statement to stdout
 (``--style markdown|text|html``) or one JSON object per line (``--json``). Progress goes to
-stderr: one line per finished stage, or a live line on a terminal.
+stderr: one line per finished stage, or a live line on a terminal. It comes from the chain's
+custom callback events (:data:`~langchain_references.factcheck.result.PROGRESS_EVENT`),
+received by a callback handler's ``on_custom_event`` for each statement.
 
 Search (``--search``):
 
@@ -19,8 +21,9 @@ through ``langchain.chat_models.init_chat_model``; without it the offline
 :class:`~langchain_references.judges.HeuristicJudge` with MiniLM embeddings is used,
 which is weak (not an NLI model) and said so on stderr.
 
-Run ``python -m langchain_references.cli.factcheck --help``; the package's
-``langchain-references`` command wires :func:`add_parser` / :func:`run` as ``factcheck``.
+Run ``langchain-references factcheck --help`` (or ``python -m langchain_references.cli
+factcheck --help``): the single entry point, :func:`langchain_references.cli.main`, registers
+the command with :func:`add_parser` and runs it with :func:`run`.
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO
+from uuid import UUID
+
+from langchain_core.callbacks import AsyncCallbackHandler
 
 from langchain_references.cli._common import (
     CLIError,
@@ -49,7 +55,11 @@ from langchain_references.factcheck.report import (
     ReportFormat,
     render_report,
 )
-from langchain_references.factcheck.result import FactCheckProgress, FactCheckResult
+from langchain_references.factcheck.result import (
+    PROGRESS_EVENT,
+    FactCheckProgress,
+    FactCheckResult,
+)
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -59,7 +69,14 @@ if TYPE_CHECKING:
     from langchain_references.factcheck.search import SearchProvider
     from langchain_references.judges import JudgeInputLike, Judgement
 
-__all__ = ["CLIError", "add_parser", "build_parser", "configure_parser", "main", "run"]
+__all__ = [
+    "CLIError",
+    "ProgressDisplay",
+    "ProgressHandler",
+    "add_parser",
+    "configure_parser",
+    "run",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +94,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     """Add the ``factcheck`` arguments to a parser.
 
     Args:
-        parser: The parser (the subcommand's, or a standalone one).
+        parser: The subcommand's parser.
     """
     parser.add_argument("statements", nargs="*", metavar="STATEMENT", help="statements to check")
     parser.add_argument(
@@ -132,23 +149,6 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="allow fetching private and loopback addresses (needed for local servers)",
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
-
-
-def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
-    """Build the standalone parser (``python -m langchain_references.cli.factcheck``).
-
-    Args:
-        prog: Program name shown in the usage line.
-
-    Returns:
-        The parser.
-    """
-    parser = argparse.ArgumentParser(
-        prog=prog or "python -m langchain_references.cli.factcheck",
-        description="Check statements against evidence found on the web.",
-    )
-    configure_parser(parser)
-    return parser
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -425,8 +425,44 @@ class ProgressDisplay:
         self.stream.flush()
 
 
+class ProgressHandler(AsyncCallbackHandler):
+    """Shows the progress events of one statement's run on a :class:`ProgressDisplay`.
+
+    Args:
+        display: The display.
+        index: 0-based index of the statement.
+    """
+
+    def __init__(self, display: ProgressDisplay, index: int) -> None:
+        self.display = display
+        self.index = index
+
+    async def on_custom_event(
+        self,
+        name: str,
+        data: Any,
+        *,
+        run_id: UUID,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Show a :data:`PROGRESS_EVENT`; ignore other custom events.
+
+        Args:
+            name: The event name.
+            data: The event data (a :class:`FactCheckProgress` for a progress event).
+            run_id: The run that dispatched it.
+            tags: The run's tags.
+            metadata: The run's metadata.
+            **kwargs: Ignored.
+        """
+        if name == PROGRESS_EVENT and isinstance(data, FactCheckProgress):
+            self.display.progress(self.index, data)
+
+
 async def check_statements(
-    chain: FactCheckChain,
+    chain: Runnable[str, FactCheckResult],
     statements: Sequence[str],
     *,
     concurrency: int,
@@ -436,7 +472,7 @@ async def check_statements(
     """Check statements concurrently and emit each result in input order.
 
     Args:
-        chain: The fact-check chain.
+        chain: The fact-check chain (its progress events reach ``display``).
         statements: The statements.
         concurrency: Statements checked at once.
         display: Progress display.
@@ -449,14 +485,8 @@ async def check_statements(
 
     async def check(index: int, statement: str) -> FactCheckResult:
         async with semaphore:
-            result: FactCheckResult | None = None
-            async for item in chain.astream(statement):
-                if isinstance(item, FactCheckProgress):
-                    display.progress(index, item)
-                else:
-                    result = item
-            if result is None:  # pragma: no cover - astream always ends with the result
-                raise RuntimeError("the chain ended without a result")
+            handler = ProgressHandler(display, index)
+            result = await chain.ainvoke(statement, {"callbacks": [handler]})
             display.finished(index, result)
             return result
 
@@ -526,21 +556,3 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             f"in {time.perf_counter() - started:.2f}s\n"
         )
     return 1 if failed else 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line without the ``factcheck`` subcommand word (tests, ``-m``).
-
-    Args:
-        argv: Arguments (``sys.argv[1:]`` by default).
-
-    Returns:
-        The exit status.
-    """
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    return run(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

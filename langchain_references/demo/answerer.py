@@ -367,33 +367,38 @@ class ExtractiveAnswerer(BaseChatModel):
                 break
         return selected
 
-    def _answer_tokens(self, messages: list[BaseMessage], stop: list[str] | None) -> list[str]:
+    def _draft(self, messages: list[BaseMessage]) -> _Draft:
         prompt = parse_prompt(messages)
         candidates = _candidates(prompt)
+        draft = _Draft(prompt.question, candidates)
         if not candidates:
-            return _cut_at_stop(_compose([]), stop)
-        sentences = [c.text for c in candidates]
-        if self.embeddings is None:
-            scores = lexical_scores(prompt.question, sentences)
+            draft.scores = []
+        elif self.embeddings is None:
+            draft.scores = lexical_scores(prompt.question, draft.sentences)
         else:
-            query = self.embeddings.embed_query(prompt.question)
-            scores = cosines(query, self.embeddings.embed_documents(sentences))
-        return _cut_at_stop(_compose(self._select(candidates, scores)), stop)
+            draft.embeddings = self.embeddings
+        return draft
+
+    def _tokens(self, draft: _Draft, stop: list[str] | None) -> list[str]:
+        if draft.scores is None:
+            raise RuntimeError("the driver did not score the candidate sentences")
+        return _cut_at_stop(_compose(self._select(draft.candidates, draft.scores)), stop)
+
+    def _answer_tokens(self, messages: list[BaseMessage], stop: list[str] | None) -> list[str]:
+        draft = self._draft(messages)
+        if (embeddings := draft.embeddings) is not None:
+            query = embeddings.embed_query(draft.question)
+            draft.score(query, embeddings.embed_documents(draft.sentences))
+        return self._tokens(draft, stop)
 
     async def _aanswer_tokens(
         self, messages: list[BaseMessage], stop: list[str] | None
     ) -> list[str]:
-        prompt = parse_prompt(messages)
-        candidates = _candidates(prompt)
-        if not candidates:
-            return _cut_at_stop(_compose([]), stop)
-        sentences = [c.text for c in candidates]
-        if self.embeddings is None:
-            scores = lexical_scores(prompt.question, sentences)
-        else:
-            query = await self.embeddings.aembed_query(prompt.question)
-            scores = cosines(query, await self.embeddings.aembed_documents(sentences))
-        return _cut_at_stop(_compose(self._select(candidates, scores)), stop)
+        draft = self._draft(messages)
+        if (embeddings := draft.embeddings) is not None:
+            query = await embeddings.aembed_query(draft.question)
+            draft.score(query, await embeddings.aembed_documents(draft.sentences))
+        return self._tokens(draft, stop)
 
     def _generate(
         self,
@@ -402,8 +407,7 @@ class ExtractiveAnswerer(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        text = "".join(self._answer_tokens(messages, stop))
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+        return _result(self._answer_tokens(messages, stop))
 
     async def _agenerate(
         self,
@@ -412,8 +416,7 @@ class ExtractiveAnswerer(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        text = "".join(await self._aanswer_tokens(messages, stop))
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+        return _result(await self._aanswer_tokens(messages, stop))
 
     def _stream(
         self,
@@ -422,9 +425,7 @@ class ExtractiveAnswerer(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        tokens = self._answer_tokens(messages, stop)
-        for index, token in enumerate(tokens):
-            chunk = _chunk(token, last=index == len(tokens) - 1)
+        for token, chunk in _chunks(self._answer_tokens(messages, stop)):
             if run_manager:
                 run_manager.on_llm_new_token(token, chunk=chunk)
             yield chunk
@@ -436,12 +437,48 @@ class ExtractiveAnswerer(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        tokens = await self._aanswer_tokens(messages, stop)
-        for index, token in enumerate(tokens):
-            chunk = _chunk(token, last=index == len(tokens) - 1)
+        for token, chunk in _chunks(await self._aanswer_tokens(messages, stop)):
             if run_manager:
                 await run_manager.on_llm_new_token(token, chunk=chunk)
             yield chunk
+
+
+@dataclass
+class _Draft:
+    """An answer in the making, shared by the sync and async drivers (sans-IO).
+
+    Attributes:
+        question: The question.
+        candidates: Every sentence of the documents.
+        scores: One score per candidate; ``None`` until the driver has embedded the question
+            and :attr:`sentences` with :attr:`embeddings` and called :meth:`score`.
+        embeddings: The embeddings the driver must call, or ``None`` when the scores are in.
+    """
+
+    question: str
+    candidates: list[_Candidate]
+    scores: Sequence[float] | None = None
+    embeddings: Embeddings | None = None
+
+    @property
+    def sentences(self) -> list[str]:
+        """The candidate texts."""
+        return [c.text for c in self.candidates]
+
+    def score(self, query: Sequence[float], vectors: Sequence[Sequence[float]]) -> None:
+        """Score the candidates by the cosine similarity of their vectors to the question's."""
+        self.scores = cosines(query, vectors)
+
+
+def _result(tokens: Sequence[str]) -> ChatResult:
+    text = "".join(tokens)
+    return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+
+def _chunks(tokens: Sequence[str]) -> Iterator[tuple[str, ChatGenerationChunk]]:
+    """Each token with its chunk (the last chunk is marked ``last``)."""
+    for index, token in enumerate(tokens):
+        yield token, _chunk(token, last=index == len(tokens) - 1)
 
 
 def _chunk(token: str, *, last: bool) -> ChatGenerationChunk:

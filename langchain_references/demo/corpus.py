@@ -20,6 +20,8 @@ from typing import Any, Final
 
 from langchain_core.documents import Document
 
+from langchain_references.errors import LangchainReferencesError
+
 __all__ = [
     "BASE_URL",
     "SAMPLE_QUESTION",
@@ -41,7 +43,7 @@ SAMPLE_QUESTION: Final = (
 _DATA_FILE: Final = "_data/demo_corpus.json"
 
 
-class CorpusError(ValueError):
+class CorpusError(LangchainReferencesError, ValueError):
     """The corpus data file is malformed."""
 
 

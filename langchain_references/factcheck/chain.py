@@ -3,31 +3,41 @@
 :func:`create_fact_check_chain` builds a :class:`FactCheckChain`, a LangChain
 :class:`~langchain_core.runnables.Runnable` that takes a statement (a string, or
 ``{"statement": ..., "query": ...}``) and returns a
-:class:`~langchain_references.factcheck.result.FactCheckResult`. The stages are:
+:class:`~langchain_references.factcheck.result.FactCheckResult`. It is an LCEL composition of
+small runnables, one per stage (:mod:`~langchain_references.factcheck.stages`)::
 
-1. **search** — ask the search provider for up to ``max_results`` hits (the search rank is kept
+    prepare | search | fetch | extract | passages | relevance | judge | aggregate | result
+
+1. **prepare** — validate the input (:func:`coerce_request`);
+2. **search** — ask the search provider for up to ``max_results`` hits (the search rank is kept
    with every source from here on);
-2. **fetch** — download the hits concurrently with
+3. **fetch** — download the hits concurrently with
    :class:`~langchain_references.factcheck.fetch.PageFetcher` (SSRF-guarded, bounded);
-3. **extract** — main text and title of each page (trafilatura);
-4. **passages** — deduplicated, token-bounded passages;
-5. **relevance** — the ``k`` passages closest to the statement (Chroma, cosine);
-6. **judge** — the judge runnable on every kept passage (``abatch`` with ``max_concurrency``);
-   a failed judgement counts as *unknown* and is recorded;
-7. **aggregate** — the aggregator (default
-   :class:`~langchain_references.factcheck.verdict.WeightedVoteAggregator`) gives the verdict.
+4. **extract** — main text and title of each page (trafilatura);
+5. **passages** — deduplicated, token-bounded passages;
+6. **relevance** — the ``k`` passages closest to the statement (Chroma, cosine);
+7. **judge** — the judge runnable on every kept passage, in one batch with the caller's
+   ``config["max_concurrency"]`` (the chain's ``max_concurrency`` is only the default); a
+   failed judgement counts as *unknown* and is recorded;
+8. **aggregate** — the aggregator (default
+   :class:`~langchain_references.factcheck.verdict.WeightedVoteAggregator`) gives the verdict;
+9. **result** — the :class:`~langchain_references.factcheck.result.FactCheckResult`.
 
 A source that fails at any stage is recorded in ``FactCheckResult.failed_sources`` and the run
 goes on with the others. The time spent in each stage is in ``FactCheckResult.timings``.
 
-``ainvoke`` / ``abatch`` are natively async: network I/O is awaited, CPU-bound steps (text
-extraction, passage splitting, embedding) run in the default executor. ``invoke`` / ``batch``
-run the same pipeline on a private event loop, with the sync ``search`` / ``batch`` of the
-search provider and the judge. ``astream`` yields
-:class:`~langchain_references.factcheck.result.FactCheckProgress` events while the stages run
-and the result last (the sync ``stream`` yields only the result). Callbacks and
-``astream_events`` see the judge calls as child runs, and each progress event is also
-dispatched as the custom callback event :data:`PROGRESS_EVENT`.
+Each stage has a sync and an async driver: ``invoke`` / ``batch`` / ``stream`` call the sync
+APIs of the search provider, fetcher, extractor, splitter, relevance selection and judge
+(``judge.batch``); ``ainvoke`` / ``abatch`` / ``astream`` call the async ones, with the
+CPU-bound steps (extraction, splitting, embedding) in the default executor.
+
+Progress: every stage dispatches the custom callback event :data:`PROGRESS_EVENT` (data: a
+:class:`~langchain_references.factcheck.result.FactCheckProgress`) when it starts and when it
+ends, on the sync and async paths alike. Read it from ``astream_events(version="v2")``
+(``on_custom_event``) or a callback handler's ``on_custom_event``. ``stream`` and ``astream``
+yield only the result, so the chain pipes into other runnables like any other. Callbacks and
+``astream_events`` see the stages, and the judge calls under the ``judge`` stage, as child runs
+of the ``fact_check`` run.
 
 Example:
     >>> from langchain_references.embeddings import MiniLMEmbeddings  # doctest: +SKIP
@@ -41,52 +51,39 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import contextvars
-import logging
-import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, cast
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar
 
-from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
-from langchain_core.callbacks.manager import adispatch_custom_event
 from langchain_core.embeddings import Embeddings
-from langchain_core.runnables import Runnable, RunnableConfig
-from langchain_core.runnables.config import patch_config, run_in_executor
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from langchain_references.factcheck.extract import aextract_all
 from langchain_references.factcheck.fetch import PageFetcher
 from langchain_references.factcheck.passages import PassageSplitter
-from langchain_references.factcheck.relevance import DEFAULT_K, aselect_relevant
-from langchain_references.factcheck.result import (
-    Evidence,
-    FactCheckCounts,
-    FactCheckProgress,
-    FactCheckResult,
-    Stage,
-)
+from langchain_references.factcheck.relevance import DEFAULT_K
+from langchain_references.factcheck.result import PROGRESS_EVENT, FactCheckResult
 from langchain_references.factcheck.search.base import (
     DEFAULT_K as DEFAULT_MAX_RESULTS,
 )
-from langchain_references.factcheck.search.base import (
-    SearchProvider,
-    asearch_report,
-    search_report,
+from langchain_references.factcheck.search.base import SearchProvider
+from langchain_references.factcheck.stages import (
+    AggregateStage,
+    ExtractStage,
+    FactCheckStage,
+    FactCheckState,
+    FetchStage,
+    JudgeStage,
+    PassagesStage,
+    RelevanceStage,
+    SearchStage,
+    to_result,
 )
-from langchain_references.factcheck.types import Passage
-from langchain_references.factcheck.verdict import (
-    Aggregator,
-    RankedJudgement,
-    WeightedVoteAggregator,
-)
-from langchain_references.failures import Failure
-from langchain_references.judges.base import JudgeInputLike, Judgement, Label
+from langchain_references.factcheck.verdict import Aggregator, WeightedVoteAggregator
+from langchain_references.judges.base import JudgeInputLike, Judgement
 
 if TYPE_CHECKING:
     from langchain_chroma import Chroma
+    from langchain_core.runnables.graph import Graph
 
 __all__ = [
     "DEFAULT_JUDGE_CONCURRENCY",
@@ -98,15 +95,11 @@ __all__ = [
     "create_fact_check_chain",
 ]
 
-logger = logging.getLogger(__name__)
-
-#: Name of the custom callback event that carries each :class:`FactCheckProgress`.
-PROGRESS_EVENT: Final = "factcheck_progress"
-#: Default number of judge calls in flight.
+#: Default number of judge calls in flight (when the caller's config sets no
+#: ``max_concurrency``).
 DEFAULT_JUDGE_CONCURRENCY: Final = 4
 
 T = TypeVar("T")
-ProgressSink: TypeAlias = Callable[[FactCheckProgress], None]
 
 
 class FactCheckRequest(BaseModel):
@@ -173,116 +166,31 @@ def coerce_request(value: object) -> FactCheckRequest:
     )
 
 
-def _run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine from sync code, also when this thread already runs an event loop.
-
-    With a running loop (a notebook cell, an async framework calling ``invoke``), the
-    coroutine runs on a fresh loop in a worker thread, with the caller's context variables.
-    """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    context = contextvars.copy_context()
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lcr-factcheck") as pool:
-        return pool.submit(context.run, asyncio.run, coro).result()
+def _prepare(value: object) -> FactCheckState:
+    """The ``prepare`` step: validate the input and start the clock."""
+    request = coerce_request(value)
+    return FactCheckState.begin(request.statement, request.search_query)
 
 
-class _StageRun:
-    """What a stage reports when it ends."""
+def _step(func: Callable[[Any], T], name: str) -> Runnable[Any, T]:
+    """A cheap step that runs the same function on both paths (no executor on the async one)."""
 
-    __slots__ = ("counts", "detail")
+    async def afunc(value: Any) -> T:
+        return func(value)
 
-    def __init__(self) -> None:
-        self.detail = ""
-        self.counts: dict[str, int] = {}
-
-    def done(self, detail: str, **counts: int) -> None:
-        self.detail = detail
-        self.counts = counts
-
-
-class _Progress:
-    """Times the stages and reports progress to the stream sink and to the callbacks."""
-
-    def __init__(self, statement: str, config: RunnableConfig, sink: ProgressSink | None) -> None:
-        self.statement = statement
-        self.config = config
-        self.sink = sink
-        self.timings: dict[Stage, float] = {}
-
-    async def emit(self, event: FactCheckProgress) -> None:
-        if self.sink is not None:
-            self.sink(event)
-        await adispatch_custom_event(PROGRESS_EVENT, event, config=self.config)
-
-    @contextlib.asynccontextmanager
-    async def stage(self, stage: Stage, detail: str) -> AsyncIterator[_StageRun]:
-        await self.emit(
-            FactCheckProgress(statement=self.statement, stage=stage, done=False, detail=detail)
-        )
-        run = _StageRun()
-        start = time.perf_counter()
-        yield run
-        elapsed = time.perf_counter() - start
-        self.timings[stage] = elapsed
-        logger.debug("Stage %s took %.3fs: %s", stage, elapsed, run.detail)
-        await self.emit(
-            FactCheckProgress(
-                statement=self.statement,
-                stage=stage,
-                done=True,
-                detail=run.detail,
-                counts=run.counts,
-                elapsed_s=elapsed,
-            )
-        )
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def _as_judgement(output: object) -> Judgement:
-    if isinstance(output, Judgement):
-        return output
-    if isinstance(output, BaseException):
-        return Judgement.failed(f"{type(output).__name__}: {output}")
-    return Judgement.failed(f"the judge returned {type(output).__name__}, not a Judgement")
-
-
-def _to_evidence(
-    selected: Sequence[tuple[Passage, float]], judgements: Sequence[Judgement]
-) -> list[Evidence]:
-    return [
-        Evidence(
-            text=passage.text,
-            url=passage.url,
-            title=passage.title,
-            rank=passage.rank,
-            relevance_rank=position,
-            similarity=similarity,
-            label=judgement.label,
-            confidence=judgement.confidence,
-            rationale=judgement.rationale,
-            error=judgement.error,
-        )
-        for position, ((passage, similarity), judgement) in enumerate(
-            zip(selected, judgements, strict=True)
-        )
-    ]
-
-
-def _with_label(evidence: Sequence[Evidence], label: Label) -> list[Evidence]:
-    """The evidence with ``label``, most confident first (then most relevant)."""
-    chosen = [e for e in evidence if e.label is label]
-    return sorted(chosen, key=lambda e: (-e.confidence, e.relevance_rank))
+    return RunnableLambda(func, afunc=afunc, name=name)
 
 
 class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
     """Runnable that checks a statement against web evidence; see the module docs.
 
-    Build it with :func:`create_fact_check_chain`, which documents the arguments.
+    Build it with :func:`create_fact_check_chain`, which documents the arguments. Every call
+    runs :attr:`pipeline`, the LCEL composition of the stages (its run is named after the
+    chain); the components are fixed when the chain is built.
+
+    Attributes:
+        stages: The stage objects, in run order.
+        pipeline: ``prepare | search | ... | aggregate | result``.
     """
 
     def __init__(
@@ -346,6 +254,22 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
         self.max_concurrency = max_concurrency
         self.weight_by = weight_by
         self.name = name
+        self.stages: tuple[FactCheckStage[Any], ...] = (
+            SearchStage(search, max_results),
+            FetchStage(self.fetcher),
+            ExtractStage(),
+            PassagesStage(self.splitter),
+            RelevanceStage(embeddings=embeddings, vector_store=vector_store, k=k),
+            JudgeStage(judge, max_concurrency),
+            AggregateStage(self.aggregator, weight_by),
+        )
+        self.pipeline: Runnable[FactCheckInput, FactCheckResult] = self._compose()
+
+    def _compose(self) -> Runnable[FactCheckInput, FactCheckResult]:
+        steps: Runnable[Any, FactCheckState] = _step(_prepare, "prepare")
+        for stage in self.stages:
+            steps = steps | stage.as_runnable()
+        return (steps | _step(to_result, "result")).with_config(run_name=self.get_name())
 
     # ----------------------------------------------------------------------- Runnable API
 
@@ -359,17 +283,28 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
         """The output type."""
         return FactCheckResult
 
+    def get_graph(self, config: RunnableConfig | None = None) -> Graph:
+        """The graph of the stages.
+
+        Args:
+            config: Runnable config.
+
+        Returns:
+            The graph of :attr:`pipeline`.
+        """
+        return self.pipeline.get_graph(config)
+
     def invoke(
         self, input: FactCheckInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> FactCheckResult:
-        """Check one statement.
+        """Check one statement with the sync APIs of the components.
 
-        Runs the pipeline on a private event loop (in a worker thread if this thread already
-        runs one), calling the search provider's and the judge's sync methods.
+        Works inside a running event loop too (only the page fetcher drives async I/O, on a
+        worker thread's loop then).
 
         Args:
             input: A statement, or ``{"statement": ..., "query": ...}``.
-            config: Runnable config (callbacks, tags, ...).
+            config: Runnable config (callbacks, tags, ``max_concurrency`` of the judge...).
             **kwargs: Ignored.
 
         Returns:
@@ -379,12 +314,12 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
             TypeError: If the input has the wrong type.
             ValueError: If the statement is missing or blank.
         """
-        return self._call_with_config(self._invoke, input, config)
+        return self.pipeline.invoke(input, config)
 
     async def ainvoke(
         self, input: FactCheckInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> FactCheckResult:
-        """Check one statement asynchronously (see :meth:`invoke`).
+        """Check one statement with the async APIs of the components (see :meth:`invoke`).
 
         Args:
             input: A statement, or ``{"statement": ..., "query": ...}``.
@@ -394,16 +329,12 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
         Returns:
             The result.
         """
-        return await self._acall_with_config(self._ainvoke, input, config)
+        return await self.pipeline.ainvoke(input, config)
 
-    # Yields progress events before the result, so the items are wider than Output.
-    async def astream(  # type: ignore[override]
-        self,
-        input: FactCheckInput,
-        config: RunnableConfig | None = None,
-        **kwargs: Any | None,
-    ) -> AsyncIterator[FactCheckProgress | FactCheckResult]:
-        """Check one statement, yielding progress events and then the result.
+    def stream(
+        self, input: FactCheckInput, config: RunnableConfig | None = None, **kwargs: Any | None
+    ) -> Iterator[FactCheckResult]:
+        """Check one statement like :meth:`invoke`; yields the result (progress: module docs).
 
         Args:
             input: A statement, or ``{"statement": ..., "query": ...}``.
@@ -411,227 +342,25 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
             **kwargs: Ignored.
 
         Yields:
-            A :class:`FactCheckProgress` when each stage starts and ends, then the
-            :class:`FactCheckResult` as the last item.
+            The result, the only item.
         """
+        yield from self.pipeline.stream(input, config)
 
-        async def single() -> AsyncIterator[FactCheckInput]:
-            yield input
+    async def astream(
+        self, input: FactCheckInput, config: RunnableConfig | None = None, **kwargs: Any | None
+    ) -> AsyncIterator[FactCheckResult]:
+        """Check one statement like :meth:`ainvoke`; yields the result, like :meth:`stream`.
 
-        # The base class types the stream items as Output; ours also carry progress events.
-        stream = cast(
-            "AsyncIterator[FactCheckProgress | FactCheckResult]",
-            self._atransform_stream_with_config(single(), cast("Any", self._stream), config),
-        )
-        async for item in stream:
+        Args:
+            input: A statement, or ``{"statement": ..., "query": ...}``.
+            config: Runnable config.
+            **kwargs: Ignored.
+
+        Yields:
+            The result, the only item.
+        """
+        async for item in self.pipeline.astream(input, config):
             yield item
-
-    # ----------------------------------------------------------------------- internals
-
-    def _invoke(
-        self,
-        input: FactCheckInput,
-        run_manager: CallbackManagerForChainRun,
-        config: RunnableConfig,
-    ) -> FactCheckResult:
-        request = coerce_request(input)
-        return _run_sync(self._run(request, config, sync=True, sink=None))
-
-    async def _ainvoke(
-        self,
-        input: FactCheckInput,
-        run_manager: AsyncCallbackManagerForChainRun,
-        config: RunnableConfig,
-    ) -> FactCheckResult:
-        return await self._run(coerce_request(input), config, sync=False, sink=None)
-
-    async def _stream(
-        self,
-        inputs: AsyncIterator[FactCheckInput],
-        run_manager: AsyncCallbackManagerForChainRun,
-        config: RunnableConfig,
-    ) -> AsyncIterator[FactCheckProgress | FactCheckResult]:
-        last: object = None
-        async for value in inputs:
-            last = value
-        request = coerce_request(last)
-        queue: asyncio.Queue[FactCheckProgress | None] = asyncio.Queue()
-        task = asyncio.create_task(self._run(request, config, sync=False, sink=queue.put_nowait))
-        task.add_done_callback(lambda _: queue.put_nowait(None))
-        try:
-            while (event := await queue.get()) is not None:
-                yield event
-            yield task.result()
-        finally:
-            if not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-
-    async def _in_thread(
-        self, config: RunnableConfig, func: Callable[..., T], *args: Any, **kwargs: Any
-    ) -> T:
-        return await run_in_executor(config, func, *args, **kwargs)
-
-    async def _run(
-        self,
-        request: FactCheckRequest,
-        config: RunnableConfig,
-        *,
-        sync: bool,
-        sink: ProgressSink | None,
-    ) -> FactCheckResult:
-        statement, query = request.statement, request.search_query
-        progress = _Progress(statement, config, sink)
-        failures: list[Failure] = []
-        counts: dict[str, int] = {}
-        started = time.perf_counter()
-
-        provider = getattr(self.search, "name", type(self.search).__name__)
-        async with progress.stage("search", f"searching {provider}") as stage:
-            if sync:
-                report = await self._in_thread(
-                    config, search_report, self.search, query, self.max_results
-                )
-            else:
-                report = await asearch_report(self.search, query, self.max_results)
-            failures.extend(report.failures)
-            counts["hits"] = len(report.hits)
-            detail = _plural(len(report.hits), "hit")
-            if report.failures:
-                detail += f"; search failed: {report.failures[0].reason}"
-            stage.done(detail, hits=len(report.hits), failed=len(report.failures))
-
-        async with progress.stage(
-            "fetch", f"fetching {_plural(len(report.hits), 'page')}"
-        ) as stage:
-            fetched = await self.fetcher.afetch_all(report.hits)
-            failures.extend(fetched.failures)
-            counts["fetched"] = len(fetched.pages)
-            stage.done(
-                f"{_plural(len(fetched.pages), 'page')}, {len(fetched.failures)} failed",
-                pages=len(fetched.pages),
-                failed=len(fetched.failures),
-            )
-
-        async with progress.stage(
-            "extract", f"extracting {_plural(len(fetched.pages), 'page')}"
-        ) as stage:
-            extracted = await aextract_all(fetched.pages)
-            failures.extend(extracted.failures)
-            counts["extracted"] = len(extracted.pages)
-            stage.done(
-                f"{_plural(len(extracted.pages), 'page')} with text, "
-                f"{len(extracted.failures)} failed",
-                pages=len(extracted.pages),
-                failed=len(extracted.failures),
-            )
-
-        async with progress.stage(
-            "passages", f"splitting {_plural(len(extracted.pages), 'page')}"
-        ) as stage:
-            passages: list[Passage] = await self._in_thread(
-                config, self.splitter.split, extracted.pages
-            )
-            counts["passages"] = len(passages)
-            stage.done(_plural(len(passages), "passage"), passages=len(passages))
-
-        async with progress.stage(
-            "relevance", f"ranking {_plural(len(passages), 'passage')}"
-        ) as stage:
-            selected = await aselect_relevant(
-                statement,
-                passages,
-                embeddings=self.embeddings,
-                k=self.k,
-                store=self.vector_store,
-            )
-            counts["judged"] = len(selected)
-            stage.done(f"kept {_plural(len(selected), 'passage')}", kept=len(selected))
-
-        async with progress.stage("judge", f"judging {_plural(len(selected), 'passage')}") as stage:
-            judgements = await self._judge(statement, selected, config, sync=sync)
-            evidence = _to_evidence(selected, judgements)
-            failures.extend(
-                Failure(url=e.url, stage="judge", reason=e.error, rank=e.rank)
-                for e in evidence
-                if e.error is not None
-            )
-            supporting = _with_label(evidence, Label.ENTAILS)
-            contradicting = _with_label(evidence, Label.CONTRADICTS)
-            errors = sum(1 for e in evidence if e.error is not None)
-            neutral = len(evidence) - len(supporting) - len(contradicting) - errors
-            counts.update(
-                supporting=len(supporting),
-                contradicting=len(contradicting),
-                neutral=neutral,
-                judge_errors=errors,
-            )
-            stage.done(
-                f"{len(supporting)} supporting, {len(contradicting)} contradicting, "
-                f"{neutral} neutral, {errors} failed",
-                supporting=len(supporting),
-                contradicting=len(contradicting),
-                neutral=neutral,
-                failed=errors,
-            )
-
-        async with progress.stage("aggregate", "weighing the evidence") as stage:
-            ranked: list[RankedJudgement] = [
-                (
-                    judgement,
-                    e.relevance_rank if self.weight_by == "relevance" else e.rank,
-                    e.similarity,
-                )
-                for e, judgement in zip(evidence, judgements, strict=True)
-            ]
-            outcome = self.aggregator.aggregate(ranked)
-            stage.done(f"{outcome.verdict.value} (confidence {outcome.confidence:.2f})")
-
-        return FactCheckResult(
-            statement=statement,
-            verdict=outcome.verdict,
-            confidence=outcome.confidence,
-            score=outcome.score,
-            supporting=supporting,
-            contradicting=contradicting,
-            neutral_count=neutral,
-            failed_sources=failures,
-            timings=progress.timings,
-            total_s=time.perf_counter() - started,
-            counts=FactCheckCounts(**counts),
-            verdict_details=outcome.details,
-        )
-
-    async def _judge(
-        self,
-        statement: str,
-        selected: Sequence[tuple[Passage, float]],
-        config: RunnableConfig,
-        *,
-        sync: bool,
-    ) -> list[Judgement]:
-        if not selected:
-            return []
-        inputs: list[JudgeInputLike] = [
-            {"statement": statement, "passage": passage.text} for passage, _ in selected
-        ]
-        judge_config = patch_config(config, max_concurrency=self.max_concurrency)
-        outputs: Sequence[object]
-        try:
-            if sync:
-                outputs = await self._in_thread(
-                    config, self.judge.batch, inputs, judge_config, return_exceptions=True
-                )
-            else:
-                outputs = await self.judge.abatch(inputs, judge_config, return_exceptions=True)
-        except Exception as exc:  # a broken judge fails the passages, not the run
-            logger.warning("The judge failed on the whole batch: %s: %s", type(exc).__name__, exc)
-            outputs = [exc] * len(inputs)
-        if len(outputs) != len(inputs):
-            reason = f"the judge returned {len(outputs)} results for {len(inputs)} passages"
-            outputs = [ValueError(reason)] * len(inputs)
-        return [_as_judgement(output) for output in outputs]
 
 
 def create_fact_check_chain(
@@ -668,7 +397,8 @@ def create_fact_check_chain(
         max_results: Number of search results fetched.
         vector_store: An existing Chroma store for the relevance stage instead of a temporary
             collection (the passages are added under a run tag and removed afterwards).
-        max_concurrency: Maximum number of judge calls in flight.
+        max_concurrency: Judge calls in flight when the caller's ``config`` sets no
+            ``max_concurrency`` (the caller's value wins).
         weight_by: Rank given to the aggregator for each passage: its position in the
             relevance ranking (``"relevance"``, 0 = most similar) or its page's search rank
             (``"search"``).

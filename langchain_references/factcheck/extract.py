@@ -166,13 +166,8 @@ def extract_all(
 async def aextract_all(
     pages: Sequence[FetchedPage], *, min_main_chars: int = DEFAULT_MIN_MAIN_CHARS
 ) -> ExtractReport:
-    """Async :func:`extract_all` (runs in the default executor; extraction is CPU-bound).
+    """Async :func:`extract_all`, run in the default executor (extraction is CPU-bound).
 
-    Args:
-        pages: Fetched pages.
-        min_main_chars: See :func:`extract_page`.
-
-    Returns:
-        Extracted pages and failures, each in input order.
+    Same arguments, result and errors as :func:`extract_all`.
     """
     return await run_in_executor(None, extract_all, pages, min_main_chars=min_main_chars)

@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 try:
     import charset_normalizer
@@ -39,8 +39,9 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
         "pip install 'langchain-references[factcheck]'"
     ) from exc
 
-from langchain_references._concurrency import run_sync
-from langchain_references.factcheck.cache import PageCache
+from langchain_references._concurrency import check_concurrency, run_sync
+from langchain_references.errors import LangchainReferencesError
+from langchain_references.factcheck.cache import CachedPage, PageCache
 from langchain_references.factcheck.netguard import (
     BlockedURLError,
     HostResolutionError,
@@ -73,8 +74,6 @@ DEFAULT_USER_AGENT: Final = (
 )
 _ACCEPT: Final = "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8"
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
-
-T = TypeVar("T")
 
 
 _META_CHARSET = re.compile(
@@ -125,7 +124,7 @@ def _default_ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-class _FetchFailureError(Exception):
+class _FetchFailureError(LangchainReferencesError):
     """A URL could not be fetched; ``reason`` is the short human-readable cause."""
 
     def __init__(self, reason: str) -> None:
@@ -140,6 +139,67 @@ class _Downloaded:
     content_type: str
     body: str
     private: bool
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One URL to fetch, with the rank and search hit its page or failure carries."""
+
+    url: str
+    rank: int
+    hit: SearchHit | None
+
+    def failure(self, reason: str) -> Failure:
+        logger.info("Fetch failed for %s: %s", self.url, reason)
+        return Failure(url=self.url, stage="fetch", reason=reason, rank=self.rank)
+
+    def page(
+        self, source: _Downloaded | CachedPage, *, from_cache: bool, elapsed_s: float
+    ) -> FetchedPage:
+        return FetchedPage(
+            url=self.url,
+            final_url=source.final_url,
+            status=source.status,
+            content_type=source.content_type,
+            body=source.body,
+            from_cache=from_cache,
+            elapsed_s=elapsed_s,
+            rank=self.rank,
+            hit=self.hit,
+        )
+
+
+def _jobs(sources: Sequence[str | SearchHit]) -> list[_Job]:
+    """One job per distinct URL, for its first occurrence, in input order."""
+    jobs: dict[str, _Job] = {}
+    for position, source in enumerate(sources):
+        if isinstance(source, SearchHit):
+            job = _Job(source.link, source.rank, source)
+        elif isinstance(source, str):
+            job = _Job(source, position, None)
+        else:
+            raise TypeError(f"sources must be URLs or SearchHit, got {type(source).__name__}")
+        if job.url in jobs:
+            logger.debug("Skipping duplicate URL %s (rank %d)", job.url, job.rank)
+            continue
+        jobs[job.url] = job
+    return list(jobs.values())
+
+
+def _reason(exc: Exception, url: str, timeout_s: float) -> str:
+    """The short reason recorded for ``url`` when fetching it raised ``exc``."""
+    if isinstance(exc, TimeoutError | httpx.TimeoutException):
+        return f"timeout after {timeout_s}s"
+    if isinstance(exc, HostResolutionError | _FetchFailureError):
+        return exc.reason
+    if isinstance(exc, BlockedURLError):
+        return f"refused: {exc.reason}"
+    if isinstance(exc, httpx.ConnectError):
+        return f"connection failed: {exc}" if str(exc) else "connection failed"
+    if isinstance(exc, httpx.HTTPError):
+        return f"{type(exc).__name__}: {exc}"
+    logger.error("Unexpected error fetching %s", url, exc_info=exc)
+    return f"unexpected {type(exc).__name__}: {exc}"
 
 
 def _media_type(response: httpx.Response) -> str:
@@ -182,8 +242,7 @@ class PageFetcher:
         guard: NetGuard | None = None,
         accepted_content_types: Iterable[str] = ACCEPTED_CONTENT_TYPES,
     ) -> None:
-        if max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        check_concurrency(max_concurrency)
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
         if max_bytes < 1:
@@ -230,20 +289,7 @@ class PageFetcher:
         Raises:
             TypeError: If a source is neither a string nor a :class:`SearchHit`.
         """
-        jobs: list[tuple[str, int, SearchHit | None]] = []
-        seen: set[str] = set()
-        for position, source in enumerate(sources):
-            if isinstance(source, SearchHit):
-                url, rank, hit = source.link, source.rank, source
-            elif isinstance(source, str):
-                url, rank, hit = source, position, None
-            else:
-                raise TypeError(f"sources must be URLs or SearchHit, got {type(source).__name__}")
-            if url in seen:
-                logger.debug("Skipping duplicate URL %s (rank %d)", url, rank)
-                continue
-            seen.add(url)
-            jobs.append((url, rank, hit))
+        jobs = _jobs(sources)
         if not jobs:
             return FetchReport()
 
@@ -256,9 +302,7 @@ class PageFetcher:
             verify=_default_ssl_context(),
             trust_env=False,  # a proxy would re-resolve host names behind the guard's back
         ) as client:
-            results = await asyncio.gather(
-                *(self._fetch_one(client, semaphore, url, rank, hit) for url, rank, hit in jobs)
-            )
+            results = await asyncio.gather(*(self._fetch_one(client, semaphore, j) for j in jobs))
         pages = [r for r in results if isinstance(r, FetchedPage)]
         failures = [r for r in results if isinstance(r, Failure)]
         logger.info("Fetched %d page(s), %d failure(s)", len(pages), len(failures))
@@ -267,66 +311,33 @@ class PageFetcher:
     # ------------------------------------------------------------------ one URL
 
     async def _fetch_one(
-        self,
-        client: httpx.AsyncClient,
-        semaphore: asyncio.Semaphore,
-        url: str,
-        rank: int,
-        hit: SearchHit | None,
+        self, client: httpx.AsyncClient, semaphore: asyncio.Semaphore, job: _Job
     ) -> FetchedPage | Failure:
         start = time.perf_counter()
-
-        def failure(reason: str) -> Failure:
-            logger.info("Fetch failed for %s: %s", url, reason)
-            return Failure(url=url, stage="fetch", reason=reason, rank=rank)
-
         try:
-            self._guard.parse(url)
+            self._guard.parse(job.url)
         except BlockedURLError as exc:
-            return failure(f"refused: {exc.reason}")
+            return job.failure(_reason(exc, job.url, self.timeout_s))
 
         if self.cache is not None:
-            entry = await asyncio.to_thread(self.cache.get, url)
+            entry = await asyncio.to_thread(self.cache.get, job.url)
             if entry is not None and (self.allow_private or not entry.private):
-                return FetchedPage(
-                    url=url,
-                    final_url=entry.final_url,
-                    status=entry.status,
-                    content_type=entry.content_type,
-                    body=entry.body,
-                    from_cache=True,
-                    elapsed_s=time.perf_counter() - start,
-                    rank=rank,
-                    hit=hit,
-                )
+                return job.page(entry, from_cache=True, elapsed_s=time.perf_counter() - start)
 
         async with semaphore:
             start = time.perf_counter()
             try:
                 async with asyncio.timeout(self.timeout_s):
-                    downloaded = await self._download(client, url)
-            except (TimeoutError, httpx.TimeoutException):
-                return failure(f"timeout after {self.timeout_s}s")
-            except HostResolutionError as exc:
-                return failure(exc.reason)
-            except BlockedURLError as exc:
-                return failure(f"refused: {exc.reason}")
-            except _FetchFailureError as exc:
-                return failure(exc.reason)
-            except httpx.ConnectError as exc:
-                return failure(f"connection failed: {exc}" if str(exc) else "connection failed")
-            except httpx.HTTPError as exc:
-                return failure(f"{type(exc).__name__}: {exc}")
+                    downloaded = await self._download(client, job.url)
             except Exception as exc:  # one bad source must not stop the run
-                logger.exception("Unexpected error fetching %s", url)
-                return failure(f"unexpected {type(exc).__name__}: {exc}")
+                return job.failure(_reason(exc, job.url, self.timeout_s))
             elapsed = time.perf_counter() - start
 
         if self.cache is not None:
             try:
                 await asyncio.to_thread(
                     self.cache.put,
-                    url,
+                    job.url,
                     final_url=downloaded.final_url,
                     status=downloaded.status,
                     content_type=downloaded.content_type,
@@ -334,18 +345,8 @@ class PageFetcher:
                     private=downloaded.private,
                 )
             except OSError as exc:
-                logger.warning("Could not cache %s: %s", url, exc)
-        return FetchedPage(
-            url=url,
-            final_url=downloaded.final_url,
-            status=downloaded.status,
-            content_type=downloaded.content_type,
-            body=downloaded.body,
-            from_cache=False,
-            elapsed_s=elapsed,
-            rank=rank,
-            hit=hit,
-        )
+                logger.warning("Could not cache %s: %s", job.url, exc)
+        return job.page(downloaded, from_cache=False, elapsed_s=elapsed)
 
     def _build_request(self, client: httpx.AsyncClient, target: ResolvedURL) -> httpx.Request:
         # Connect to the address the guard checked; keep the name for Host, SNI and the

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import httpx
 
+from langchain_references.errors import LangchainReferencesError
+
 __all__ = [
     "ALLOWED_SCHEMES",
     "BlockedURLError",
@@ -52,7 +54,7 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 
 
-class BlockedURLError(ValueError):
+class BlockedURLError(LangchainReferencesError, ValueError):
     """The guard refused a URL; ``reason`` says why (e.g. ``"private address 10.0.0.1"``)."""
 
     def __init__(self, url: str, reason: str) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, TypedDict, Unpack
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
@@ -38,7 +38,13 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
         "pip install 'langchain-references[chroma]'"
     ) from exc
 
-__all__ = ["DEFAULT_K", "aselect_relevant", "chroma_client", "select_relevant"]
+__all__ = [
+    "DEFAULT_K",
+    "RelevanceOptions",
+    "aselect_relevant",
+    "chroma_client",
+    "select_relevant",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +95,22 @@ def _add(store: Chroma, passages: Sequence[Passage], run: str) -> list[str]:
 
 def _index_of(metadata: dict[str, Any]) -> int:
     return int(metadata[_INDEX_KEY])
+
+
+class RelevanceOptions(TypedDict, total=False):
+    """The keyword options of :func:`select_relevant`, which :func:`aselect_relevant` passes on.
+
+    Attributes:
+        embeddings: Embeddings for a fresh, temporary collection.
+        k: Number of passages to return (default :data:`DEFAULT_K`).
+        store: An existing Chroma store to use instead of a temporary collection.
+        client: Chroma client for the temporary collection.
+    """
+
+    embeddings: Embeddings | None
+    k: int
+    store: Chroma | None
+    client: ClientAPI | None
 
 
 def select_relevant(
@@ -175,34 +197,7 @@ def _select_in_store(
 
 
 async def aselect_relevant(
-    statement: str,
-    passages: Sequence[Passage],
-    *,
-    embeddings: Embeddings | None = None,
-    k: int = DEFAULT_K,
-    store: Chroma | None = None,
-    client: ClientAPI | None = None,
+    statement: str, passages: Sequence[Passage], **options: Unpack[RelevanceOptions]
 ) -> list[tuple[Passage, float]]:
-    """Async :func:`select_relevant` (runs in the default executor).
-
-    Args:
-        statement: The statement to find evidence for.
-        passages: Candidate passages.
-        embeddings: Embeddings for a fresh, temporary collection.
-        k: Number of passages to return.
-        store: An existing Chroma store to use instead.
-        client: Chroma client for the temporary collection.
-
-    Returns:
-        ``(passage, similarity)`` pairs, most similar first.
-    """
-    return await run_in_executor(
-        None,
-        select_relevant,
-        statement,
-        passages,
-        embeddings=embeddings,
-        k=k,
-        store=store,
-        client=client,
-    )
+    """Async :func:`select_relevant`, run in the default executor; same arguments and result."""
+    return await run_in_executor(None, select_relevant, statement, passages, **options)

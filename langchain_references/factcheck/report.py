@@ -24,7 +24,7 @@ import html
 import re
 import textwrap
 from collections.abc import Callable, Sequence
-from typing import Final, Literal, TypeAlias
+from typing import Final, Literal, TypeAlias, TypedDict, Unpack
 
 from langchain_core.documents import Document
 
@@ -43,6 +43,7 @@ __all__ = [
     "DEFAULT_MAX_SNIPPET_CHARS",
     "REPORT_SEPARATORS",
     "ReportFormat",
+    "ReportOptions",
     "render_json",
     "render_report",
     "render_reports",
@@ -337,28 +338,38 @@ def render_report(
     return _RENDERERS[chosen_fmt](result, chosen_style, max_snippet_chars).render()
 
 
+class ReportOptions(TypedDict, total=False):
+    """The keyword options of :func:`render_report`, which :func:`render_reports` passes on.
+
+    Attributes:
+        fmt: Layout: ``"markdown"``, ``"text"`` or ``"html"`` (default: from the style).
+        max_snippet_chars: Shorten longer snippets to this many characters (``None`` = full
+            passages).
+    """
+
+    fmt: ReportFormat | None
+    max_snippet_chars: int | None
+
+
 def render_reports(
     results: Sequence[FactCheckResult],
     style: ReferenceStyle | None = None,
-    *,
-    fmt: ReportFormat | None = None,
-    max_snippet_chars: int | None = DEFAULT_MAX_SNIPPET_CHARS,
+    **options: Unpack[ReportOptions],
 ) -> str:
     """Render several results, one report each (each with its own reference numbers).
 
     Args:
         results: The results.
         style: See :func:`render_report`.
-        fmt: See :func:`render_report`.
-        max_snippet_chars: See :func:`render_report`.
+        **options: The options of :func:`render_report` (:class:`ReportOptions`).
 
     Returns:
         The reports, separated by a rule (Markdown, text) or simply concatenated (HTML).
     """
-    chosen_style, chosen_fmt = _resolve(style, fmt)
+    chosen_style, chosen_fmt = _resolve(style, options.get("fmt"))
+    options["fmt"] = chosen_fmt
     return REPORT_SEPARATORS[chosen_fmt].join(
-        render_report(r, chosen_style, fmt=chosen_fmt, max_snippet_chars=max_snippet_chars)
-        for r in results
+        render_report(r, chosen_style, **options) for r in results
     )
 
 

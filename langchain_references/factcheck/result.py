@@ -4,15 +4,17 @@
 :func:`~langchain_references.factcheck.chain.create_fact_check_chain` returns: the verdict
 with its confidence and signed score, the passages that support or contradict the statement
 (:class:`Evidence`, each traceable to its URL and search rank), the sources that failed and
-why, and the time spent in each stage. :class:`FactCheckProgress` is what the chain's
-``astream`` yields before the result.
+why, and the time spent in each stage. :class:`FactCheckProgress` is the data of the custom
+callback event :data:`PROGRESS_EVENT` that each stage of the chain dispatches when it starts
+and when it ends (read it from ``astream_events`` or a callback handler's
+``on_custom_event``, on the sync and async paths alike).
 
 All models are frozen pydantic v2 models; ``to_json()`` gives the JSON that programs consume.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,6 +23,7 @@ from langchain_references.failures import Failure
 from langchain_references.judges.base import Label
 
 __all__ = [
+    "PROGRESS_EVENT",
     "STAGES",
     "Evidence",
     "FactCheckCounts",
@@ -29,6 +32,8 @@ __all__ = [
     "Stage",
 ]
 
+#: Name of the custom callback event whose data is a :class:`FactCheckProgress`.
+PROGRESS_EVENT: Final = "factcheck_progress"
 #: A stage of the fact-check chain, in run order.
 Stage = Literal["search", "fetch", "extract", "passages", "relevance", "judge", "aggregate"]
 #: The stages in run order.
@@ -153,10 +158,12 @@ class FactCheckResult(_Model):
 
 
 class FactCheckProgress(_Model):
-    """A progress event yielded by the chain's ``astream`` before the result.
+    """A progress event of the fact-check chain (the data of a :data:`PROGRESS_EVENT`).
 
-    Each stage yields one event when it starts (``done=False``) and one when it ends
-    (``done=True``, with its counts and duration).
+    Each stage dispatches one event when it starts (``done=False``) and one when it ends
+    (``done=True``, with its counts and duration), as a custom callback event: it reaches
+    ``astream_events`` (``on_custom_event``) and callback handlers' ``on_custom_event``, and
+    is never an item of ``stream`` / ``astream``.
 
     Attributes:
         statement: The statement being checked.

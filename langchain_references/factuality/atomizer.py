@@ -11,26 +11,25 @@ The reply is requested with ``llm.with_structured_output(AtomicClaims, include_r
 :class:`AtomizerError` with the reason; the factuality pipeline catches it and records the
 failure for that response, so a batch goes on. A valid reply with no claims gives no atoms
 (the response stated nothing checkable). Transient errors (timeouts, rate limits) are retried.
-
-:func:`build_structured_chain` and :func:`read_structured_reply` are shared with
-:mod:`~langchain_references.factuality.reviser`.
+The call and its reading are :class:`~langchain_references._structured.StructuredCall`, shared
+with :mod:`~langchain_references.factuality.reviser` and the LLM judge.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from typing import Any, Final, TypeAlias, TypeVar
+from collections.abc import Mapping
+from typing import Any, Final, TypeAlias
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, Field
 
+from langchain_references._structured import RetryOn, StructuredCall
+from langchain_references.errors import LangchainReferencesError
 from langchain_references.factuality.model import Atom
-from langchain_references.judges.llm import default_transient_errors
 from langchain_references.prompting import DATA_NOTICE, delimit
 
 __all__ = [
@@ -39,14 +38,10 @@ __all__ = [
     "Atomizer",
     "AtomizerError",
     "AtomizerInput",
-    "build_structured_chain",
-    "read_structured_reply",
 ]
 
 logger = logging.getLogger(__name__)
 
-SchemaT = TypeVar("SchemaT", bound=BaseModel)
-RetryOn: TypeAlias = tuple[type[BaseException], ...] | Callable[[BaseException], bool]
 AtomizerInput: TypeAlias = str | Mapping[str, Any]
 """A response string, or ``{"response": str, "topic": str (optional)}``."""
 
@@ -85,89 +80,8 @@ class AtomicClaims(BaseModel):
     )
 
 
-class AtomizerError(RuntimeError):
+class AtomizerError(LangchainReferencesError, RuntimeError):
     """The model's reply could not be read as a list of atomic facts."""
-
-
-def build_structured_chain(
-    llm: BaseChatModel,
-    schema: type[BaseModel],
-    prompt: ChatPromptTemplate,
-    *,
-    retry_on: RetryOn | None = None,
-    max_attempts: int = 3,
-    retry_wait: bool = True,
-    structured_output_kwargs: Mapping[str, Any] | None = None,
-) -> Runnable[dict[str, str], Any]:
-    """``prompt | llm.with_structured_output(schema, include_raw=True)``, with retries.
-
-    Args:
-        llm: The chat model.
-        schema: The reply schema.
-        prompt: The prompt.
-        retry_on: Exception types (or a predicate) to retry; defaults to
-            :func:`~langchain_references.judges.llm.default_transient_errors`.
-        max_attempts: Attempts per call, including the first.
-        retry_wait: Exponential back-off with jitter between attempts.
-        structured_output_kwargs: Extra arguments of ``with_structured_output``.
-
-    Returns:
-        The chain; its output is ``{"raw", "parsed", "parsing_error"}``.
-
-    Raises:
-        TypeError: If ``llm`` is not a chat model.
-        ValueError: If ``max_attempts`` < 1.
-    """
-    if not isinstance(llm, BaseChatModel):
-        raise TypeError(f"llm must be a BaseChatModel, not {type(llm).__name__}")
-    if max_attempts < 1:
-        raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
-    structured: Runnable[Any, Any] = llm.with_structured_output(
-        schema, include_raw=True, **dict(structured_output_kwargs or {})
-    )
-    if max_attempts > 1:
-        structured = structured.with_retry(
-            retry_if_exception_type=retry_on
-            if retry_on is not None
-            else default_transient_errors(),
-            stop_after_attempt=max_attempts,
-            wait_exponential_jitter=retry_wait,
-        )
-    return prompt | structured
-
-
-def _describe(raw: object) -> str:
-    if not isinstance(raw, BaseMessage):
-        return "the model returned no message"
-    invalid = getattr(raw, "invalid_tool_calls", None)
-    if invalid:
-        return f"invalid tool call: {invalid[0].get('error') or invalid[0].get('args')!s}"
-    return f"the model answered without the tool: {str(raw.text)[:200]!r}"
-
-
-def read_structured_reply(output: Any, schema: type[SchemaT]) -> SchemaT | str:
-    """Read the output of :func:`build_structured_chain`.
-
-    Args:
-        output: ``{"raw", "parsed", "parsing_error"}`` (or a parsed object).
-        schema: The expected reply type.
-
-    Returns:
-        The parsed reply, or a string saying why there is none.
-    """
-    if isinstance(output, schema):
-        return output
-    if not isinstance(output, Mapping) or "parsed" not in output:
-        return f"unexpected structured output: {type(output).__name__}"
-    error = output.get("parsing_error")
-    if error is not None:
-        return f"malformed reply: {type(error).__name__}: {error}"
-    parsed = output["parsed"]
-    if parsed is None:
-        return f"no structured reply: {_describe(output.get('raw'))}"
-    if not isinstance(parsed, schema):
-        return f"unexpected structured output: {type(parsed).__name__}"
-    return parsed
 
 
 def _coerce(value: object) -> tuple[str, str | None]:
@@ -207,7 +121,8 @@ class Atomizer(Runnable[AtomizerInput, tuple[Atom, ...]]):
         structured_output_kwargs: Extra arguments of ``with_structured_output``.
 
     Raises:
-        ValueError: If the prompt lacks a variable or ``max_atoms`` < 1.
+        TypeError: If ``llm`` is not a chat model.
+        ValueError: If the prompt lacks a variable, ``max_atoms`` or ``max_attempts`` < 1.
 
     Example:
         >>> atoms = Atomizer(llm).invoke("Paris, the capital of France, ...")  # doctest: +SKIP
@@ -227,26 +142,24 @@ class Atomizer(Runnable[AtomizerInput, tuple[Atom, ...]]):
         retry_wait: bool = True,
         structured_output_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
-        self.prompt = prompt if prompt is not None else DEFAULT_ATOMIZER_PROMPT
-        missing = set(_TAGS) - set(self.prompt.input_variables)
-        if missing:
-            raise ValueError(f"prompt lacks the variables {sorted(missing)}")
         if max_atoms is not None and max_atoms < 1:
             raise ValueError(f"max_atoms must be >= 1, got {max_atoms}")
         if not id_prefix:
             raise ValueError("id_prefix must be non-empty")
-        self.llm = llm
-        self.max_atoms = max_atoms
-        self.id_prefix = id_prefix
-        self._chain = build_structured_chain(
+        self._call = StructuredCall(
             llm,
             AtomicClaims,
-            self.prompt,
+            prompt if prompt is not None else DEFAULT_ATOMIZER_PROMPT,
+            variables=_TAGS,
             retry_on=retry_on,
             max_attempts=max_attempts,
             retry_wait=retry_wait,
             structured_output_kwargs=structured_output_kwargs,
         )
+        self.llm = llm
+        self.prompt = self._call.prompt
+        self.max_atoms = max_atoms
+        self.id_prefix = id_prefix
 
     @property
     def InputType(self) -> type[str]:  # noqa: N802 - Runnable API name
@@ -301,7 +214,7 @@ class Atomizer(Runnable[AtomizerInput, tuple[Atom, ...]]):
         }
 
     def _atoms(self, output: Any) -> tuple[Atom, ...]:
-        reply = read_structured_reply(output, AtomicClaims)
+        reply = self._call.read(output)
         if isinstance(reply, str):
             logger.warning("atomizer: %s", reply)
             raise AtomizerError(reply)
@@ -319,7 +232,7 @@ class Atomizer(Runnable[AtomizerInput, tuple[Atom, ...]]):
         run_manager: CallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> tuple[Atom, ...]:
-        return self._atoms(self._chain.invoke(self._inputs(input), config))
+        return self._atoms(self._call.runnable.invoke(self._inputs(input), config))
 
     async def _arun(
         self,
@@ -327,4 +240,4 @@ class Atomizer(Runnable[AtomizerInput, tuple[Atom, ...]]):
         run_manager: AsyncCallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> tuple[Atom, ...]:
-        return self._atoms(await self._chain.ainvoke(self._inputs(input), config))
+        return self._atoms(await self._call.runnable.ainvoke(self._inputs(input), config))

@@ -38,11 +38,12 @@ import heapq
 import logging
 import math
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal, TypedDict, Unpack, get_args
 
 import numpy as np
 import numpy.typing as npt
 
+from langchain_references.errors import LangchainReferencesError
 from langchain_references.factuality.model import FactGraph
 
 logger = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ _METHODS: frozenset[str] = frozenset(get_args(Method))
 _BRUTE_HARD_LIMIT = 26
 
 
-class InferenceError(ValueError):
+class InferenceError(LangchainReferencesError, ValueError):
     """Raised when the requested inference cannot be carried out."""
 
 
@@ -486,6 +487,24 @@ def _check_options(
         raise ValueError(f"brute_max_vars must be in [1, {_BRUTE_HARD_LIMIT}]")
 
 
+class InferenceOptions(TypedDict, total=False):
+    """The keyword options of :func:`run_inference`, which :func:`infer_marginals` passes on.
+
+    Attributes:
+        damping: Loopy BP damping.
+        tolerance: Loopy BP convergence tolerance.
+        max_iterations: Loopy BP sweep cap.
+        exact_budget: Largest summed clique-table size for the junction tree.
+        brute_max_vars: Largest component ``"brute"`` will enumerate.
+    """
+
+    damping: float
+    tolerance: float
+    max_iterations: int
+    exact_budget: int
+    brute_max_vars: int
+
+
 def run_inference(
     graph: FactGraph,
     method: Method = "auto",
@@ -585,14 +604,7 @@ def run_inference(
 
 
 def infer_marginals(
-    graph: FactGraph,
-    method: Method = "auto",
-    *,
-    damping: float = 0.5,
-    tolerance: float = 1e-8,
-    max_iterations: int = 1000,
-    exact_budget: int = 2**20,
-    brute_max_vars: int = 20,
+    graph: FactGraph, method: Method = "auto", **options: Unpack[InferenceOptions]
 ) -> dict[str, float]:
     """``P(v = 1)`` for every atom and context of ``graph``.
 
@@ -602,12 +614,4 @@ def infer_marginals(
     Returns:
         Variable id -> posterior probability of being true, in graph order.
     """
-    return run_inference(
-        graph,
-        method,
-        damping=damping,
-        tolerance=tolerance,
-        max_iterations=max_iterations,
-        exact_budget=exact_budget,
-        brute_max_vars=brute_max_vars,
-    ).marginals
+    return run_inference(graph, method, **options).marginals

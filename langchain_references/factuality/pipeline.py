@@ -24,6 +24,11 @@ The output is a :class:`FactualityResult` (scores, marginals, atoms with their t
 relations, failures, per-stage timings); :meth:`FactualityResult.to_dict` writes FactReasoner's
 result fields (:func:`~langchain_references.factuality.io.result_to_dict`) plus those extras.
 
+Each stage that does I/O is written once, as a sans-IO generator that yields the call it needs
+and receives its outcome; ``invoke`` and ``ainvoke`` only drive it (``_drive`` / ``_adrive``),
+so the sync and async paths take the same decisions. ``get_input_schema()`` describes the
+accepted input (:class:`FactualityEvaluatorInput`), ``get_output_schema()`` the result.
+
 Errors: a malformed input, or an input without atoms when no chat model is configured,
 raises ``ValueError`` (use ``batch(..., return_exceptions=True)`` to go on with the other
 records). Failures met while running (a malformed atomizer reply, a retrieval error, failed
@@ -35,12 +40,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias, TypedDict, Unpack, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from langchain_references.factuality.atomizer import Atomizer
 from langchain_references.factuality.inference import InferenceResult, Method, run_inference
@@ -65,7 +71,11 @@ from langchain_references.factuality.relations import (
     RelationResult,
     normalize_version,
 )
-from langchain_references.factuality.retrieval import ContextRetriever, InputContexts
+from langchain_references.factuality.retrieval import (
+    ContextRetriever,
+    InputContexts,
+    RetrievedContexts,
+)
 from langchain_references.factuality.reviser import Reviser, RevisionResult
 from langchain_references.failures import Failure
 from langchain_references.judges.base import JudgeInputLike, Judgement
@@ -73,8 +83,12 @@ from langchain_references.judges.llm import LLMJudge
 from langchain_references.judges.offline import offline_judge
 
 __all__ = [
+    "FactualityEvaluatorInput",
     "FactualityInputLike",
+    "FactualityOptions",
     "FactualityPipeline",
+    "FactualityRecordInput",
+    "FactualityResponseInput",
     "FactualityResult",
     "Failure",
     "coerce_factuality_input",
@@ -85,6 +99,54 @@ logger = logging.getLogger(__name__)
 
 FactualityInputLike: TypeAlias = FactualityInput | Mapping[str, Any]
 """A :class:`FactualityInput`, a FactReasoner record dict, or ``{"response": ...}``."""
+
+
+class RecordAtom(BaseModel):
+    """An atom of a FactReasoner record."""
+
+    id: str = Field(description='Unique id, e.g. "a0"')
+    text: str = Field(description="The claim")
+    original: str | None = Field(default=None, description="The claim before revision")
+    label: Literal["S", "NS"] | None = Field(default=None, description="Optional gold label")
+    contexts: list[str] = Field(default_factory=list, description="Context ids, best first")
+
+
+class RecordContext(BaseModel):
+    """A context (piece of evidence) of a FactReasoner record."""
+
+    id: str = Field(description='Unique id, e.g. "c_a0_1"')
+    text: str = Field(description="The passage text")
+    title: str = ""
+    snippet: str = ""
+    link: str = ""
+
+
+class FactualityRecordInput(BaseModel):
+    """A FactReasoner input record: the response with its atoms (and contexts)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    input: str = Field(description="The user query")
+    output: str = Field(description="The response to assess")
+    topic: str | None = None
+    atoms: list[RecordAtom]
+    contexts: list[RecordContext] = Field(default_factory=list)
+
+
+class FactualityResponseInput(BaseModel):
+    """A response without atoms: the evaluator atomizes it (needs a chat model)."""
+
+    response: str = Field(description="The response to assess (alias: output)")
+    topic: str | None = None
+    question: str = Field(default="", description="The user query (alias: input)")
+
+
+class FactualityEvaluatorInput(RootModel[FactualityRecordInput | FactualityResponseInput]):
+    """Input schema of the evaluator: a FactReasoner record or ``{"response", "topic"}``.
+
+    It describes the input (``get_input_schema``); the evaluator reads it with
+    :func:`coerce_factuality_input`, which also takes a :class:`FactualityInput`.
+    """
 
 
 @dataclass(frozen=True)
@@ -210,6 +272,119 @@ def _since(start: float) -> float:
     return time.perf_counter() - start
 
 
+def _revision_failures(revision: RevisionResult) -> list[Failure]:
+    failures = [Failure(stage="revise", reason=e) for e in revision.errors]
+    if revision.unrevised:
+        failures.append(
+            Failure(
+                stage="revise",
+                reason=f"{len(revision.unrevised)} atom(s) left unrevised",
+                item=",".join(revision.unrevised),
+            )
+        )
+    return failures
+
+
+# ---------------------------------------------------------------------- sans-IO stages
+# Each I/O stage is a generator: it yields the one call it needs (a ``_Call``, spelled for both
+# drivers), receives its ``_Outcome``, and returns the next ``_State``. Every decision (skip,
+# timing, what a failure becomes) is in the generator; ``_drive`` / ``_adrive`` only run calls.
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What a call returned, or the exception it raised (re-raised in the stage by ``get``)."""
+
+    value: Any = None
+    error: Exception | None = None
+
+    def get(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+@dataclass(frozen=True)
+class _Call:
+    """A call with its sync and async spelling and their common arguments."""
+
+    sync: Callable[..., Any]
+    asynchronous: Callable[..., Awaitable[Any]]
+    args: tuple[Any, ...] = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def invoke(cls, runnable: Runnable[Any, Any], value: Any, config: RunnableConfig) -> _Call:
+        return cls(runnable.invoke, runnable.ainvoke, (value, config))
+
+    def run(self) -> _Outcome:
+        try:
+            return _Outcome(self.sync(*self.args, **self.kwargs))
+        except Exception as exc:  # handed to the stage, which decides
+            return _Outcome(error=exc)
+
+    async def arun(self) -> _Outcome:
+        try:
+            return _Outcome(await self.asynchronous(*self.args, **self.kwargs))
+        except Exception as exc:  # handed to the stage, which decides
+            return _Outcome(error=exc)
+
+
+_Steps: TypeAlias = Generator[_Call, _Outcome, _State]
+
+
+def _step(steps: _Steps, outcome: _Outcome | None) -> _Call | _State:
+    """Start or resume a stage: its next call, or its final state."""
+    try:
+        return next(steps) if outcome is None else steps.send(outcome)
+    except StopIteration as stop:
+        state: _State = stop.value
+        return state
+
+
+def _drive(steps: _Steps) -> _State:
+    step = _step(steps, None)
+    while isinstance(step, _Call):
+        step = _step(steps, step.run())
+    return step
+
+
+async def _adrive(steps: _Steps) -> _State:
+    step = _step(steps, None)
+    while isinstance(step, _Call):
+        step = _step(steps, await step.arun())
+    return step
+
+
+def _stage(name: str, steps: Callable[[_State, RunnableConfig], _Steps]) -> Runnable[Any, Any]:
+    """A runnable stage: the same steps, driven by ``invoke`` or by ``ainvoke``."""
+
+    def run(state: _State, config: RunnableConfig) -> _State:
+        return _drive(steps(state, config))
+
+    async def arun(state: _State, config: RunnableConfig) -> _State:
+        return await _adrive(steps(state, config))
+
+    return RunnableLambda(run, afunc=arun, name=name)
+
+
+class FactualityOptions(TypedDict, total=False):
+    """The keyword options of :class:`FactualityPipeline` (their defaults live there)."""
+
+    judge: Runnable[JudgeInputLike, Judgement] | None
+    atomizer: Runnable[Any, tuple[Atom, ...]] | None
+    reviser: Runnable[Any, RevisionResult] | None
+    revise: bool
+    retriever: ContextRetriever | None
+    version: int | str
+    top_k: int | None
+    atom_prior: float
+    context_prior: float
+    use_priors: bool
+    inference_method: Method
+    max_concurrency: int | None
+
+
 class FactualityPipeline:
     """The stages of the evaluator, configured once; :meth:`as_runnable` composes them.
 
@@ -228,7 +403,8 @@ class FactualityPipeline:
         context_prior: Prior probability of a context being true.
         use_priors: FactReasoner's "with priors" factor tables.
         inference_method: ``"auto"``, ``"exact"``, ``"bp"`` or ``"brute"``.
-        max_concurrency: Parallel judge / model calls.
+        max_concurrency: Default limit of parallel judge / model calls (a config's
+            ``max_concurrency`` wins).
 
     Raises:
         ValueError: On a bad version, bound or prior.
@@ -276,21 +452,28 @@ class FactualityPipeline:
     def as_runnable(self) -> Runnable[FactualityInputLike, FactualityResult]:
         """The evaluator: ``prepare | atomize | retrieve | judge | infer``.
 
+        Its ``get_input_schema()`` is :class:`FactualityEvaluatorInput` and its
+        ``get_output_schema()`` describes :class:`FactualityResult`.
+
         Returns:
             A runnable with ``invoke`` / ``ainvoke`` / ``batch`` / ``abatch``.
         """
         chain = (
             RunnableLambda(self._prepare, name="prepare")
-            | RunnableLambda(self._atomize, afunc=self._aatomize, name="atomize")
-            | RunnableLambda(self._retrieve, afunc=self._aretrieve, name="retrieve")
-            | RunnableLambda(self._judge, afunc=self._ajudge, name="judge")
+            | _stage("atomize", self._atomize)
+            | _stage("retrieve", self._retrieve)
+            | _stage("judge", self._judge)
             | RunnableLambda(self._infer, name="infer")
         )
-        return chain.with_config(run_name="factuality_evaluator")
+        # The input type is a schema of what the evaluator reads (JSON dicts), not a Python type.
+        input_type = cast(Any, FactualityEvaluatorInput)
+        return chain.with_config(run_name="factuality_evaluator").with_types(
+            input_type=input_type, output_type=FactualityResult
+        )
 
     # ------------------------------------------------------------------ stages
 
-    def _prepare(self, value: FactualityInputLike) -> _State:
+    def _prepare(self, value: Any) -> _State:
         record = coerce_factuality_input(value)
         if not record.atoms and self.atomizer is None:
             raise ValueError(
@@ -298,109 +481,60 @@ class FactualityPipeline:
             )
         return _State(record)
 
-    @staticmethod
-    def _atomize_input(record: FactualityInput) -> dict[str, Any]:
-        out: dict[str, Any] = {"response": record.output}
-        if record.topic:
-            out["topic"] = record.topic
-        return out
-
-    def _revised(
-        self,
-        state: _State,
-        atoms: tuple[Atom, ...],
-        revision: RevisionResult | None,
-        seconds: float,
-    ) -> _State:
+    def _atomize(self, state: _State, config: RunnableConfig) -> _Steps:
+        """Atomize (and revise) a response given without atoms; a failure stops the record."""
+        if state.record.atoms or self.atomizer is None:
+            return state
+        start = time.perf_counter()
+        request: dict[str, Any] = {"response": state.record.output}
+        if state.record.topic:
+            request["topic"] = state.record.topic
+        try:
+            atoms = tuple((yield _Call.invoke(self.atomizer, request, config)).get())
+            revision: RevisionResult | None = None
+            if self.reviser is not None and atoms:
+                with_atoms = {**request, "atoms": atoms}
+                revision = (yield _Call.invoke(self.reviser, with_atoms, config)).get()
+        except Exception as exc:  # a failed response is recorded; a batch goes on
+            logger.warning("atomization failed: %s", exc)
+            failure = Failure(stage="atomize", reason=f"{type(exc).__name__}: {exc}")
+            return state.add("atomize", _since(start), failure, stopped=True)
         failures: list[Failure] = []
         if revision is not None:
-            atoms = revision.atoms
-            failures.extend(Failure(stage="revise", reason=e) for e in revision.errors)
-            if revision.unrevised:
-                failures.append(
-                    Failure(
-                        stage="revise",
-                        reason=f"{len(revision.unrevised)} atom(s) left unrevised",
-                        item=",".join(revision.unrevised),
-                    )
-                )
-        return state.add("atomize", seconds, *failures, record=replace(state.record, atoms=atoms))
+            atoms, failures = revision.atoms, _revision_failures(revision)
+        record = replace(state.record, atoms=atoms)
+        return state.add("atomize", _since(start), *failures, record=record)
 
-    def _atomize_failed(self, state: _State, exc: Exception, seconds: float) -> _State:
-        logger.warning("atomization failed: %s", exc)
-        failure = Failure(stage="atomize", reason=f"{type(exc).__name__}: {exc}")
-        return state.add("atomize", seconds, failure, stopped=True)
-
-    def _atomize(self, state: _State, config: RunnableConfig) -> _State:
-        if state.record.atoms or self.atomizer is None:
-            return state
-        start = time.perf_counter()
-        try:
-            atoms = tuple(self.atomizer.invoke(self._atomize_input(state.record), config))
-            revision = None
-            if self.reviser is not None and atoms:
-                revision = self.reviser.invoke(
-                    {**self._atomize_input(state.record), "atoms": atoms}, config
-                )
-        except Exception as exc:  # a failed response is recorded; a batch goes on
-            return self._atomize_failed(state, exc, _since(start))
-        return self._revised(state, atoms, revision, _since(start))
-
-    async def _aatomize(self, state: _State, config: RunnableConfig) -> _State:
-        if state.record.atoms or self.atomizer is None:
-            return state
-        start = time.perf_counter()
-        try:
-            atoms = tuple(await self.atomizer.ainvoke(self._atomize_input(state.record), config))
-            revision = None
-            if self.reviser is not None and atoms:
-                revision = await self.reviser.ainvoke(
-                    {**self._atomize_input(state.record), "atoms": atoms}, config
-                )
-        except Exception as exc:  # a failed response is recorded; a batch goes on
-            return self._atomize_failed(state, exc, _since(start))
-        return self._revised(state, atoms, revision, _since(start))
-
-    def _retrieved(self, state: _State, result: Any, seconds: float) -> _State:
-        failures = [f for f in result.failures]
-        record = replace(state.record, atoms=result.atoms, contexts=result.contexts)
-        return state.add("retrieve", seconds, *failures, record=record)
-
-    def _retrieve_failed(self, state: _State, exc: Exception, seconds: float) -> _State:
-        logger.warning("retrieval failed: %s", exc)
-        atoms = tuple(replace(a, contexts=()) for a in state.record.atoms)
-        record = replace(state.record, atoms=atoms, contexts=())
-        failure = Failure(stage="retrieve", reason=f"{type(exc).__name__}: {exc}")
-        return state.add("retrieve", seconds, failure, record=record)
-
-    def _retrieve(self, state: _State, config: RunnableConfig) -> _State:
+    def _retrieve(self, state: _State, config: RunnableConfig) -> _Steps:
+        """Find the contexts; a failure leaves every atom without context (at its prior)."""
         if state.stopped:
             return state
         start = time.perf_counter()
-        record = state.record
+        record, retriever = state.record, self.retriever
+        args, options = (record.atoms, record.contexts), {"topic": record.topic, "config": config}
         try:
-            result = self.retriever.retrieve(
-                record.atoms, record.contexts, topic=record.topic, config=config
-            )
+            result: RetrievedContexts = (
+                yield _Call(retriever.retrieve, retriever.aretrieve, args, options)
+            ).get()
         except Exception as exc:  # a retrieval failure is recorded; atoms keep their prior
-            return self._retrieve_failed(state, exc, _since(start))
-        return self._retrieved(state, result, _since(start))
+            logger.warning("retrieval failed: %s", exc)
+            atoms = tuple(replace(a, contexts=()) for a in record.atoms)
+            failure = Failure(stage="retrieve", reason=f"{type(exc).__name__}: {exc}")
+            bare = replace(record, atoms=atoms, contexts=())
+            return state.add("retrieve", _since(start), failure, record=bare)
+        found = replace(record, atoms=result.atoms, contexts=result.contexts)
+        return state.add("retrieve", _since(start), *result.failures, record=found)
 
-    async def _aretrieve(self, state: _State, config: RunnableConfig) -> _State:
+    def _judge(self, state: _State, config: RunnableConfig) -> _Steps:
+        """Judge the pairs the graph version needs; failed judgements are recorded."""
         if state.stopped:
             return state
         start = time.perf_counter()
-        record = state.record
-        try:
-            result = await self.retriever.aretrieve(
-                record.atoms, record.contexts, topic=record.topic, config=config
-            )
-        except Exception as exc:  # a retrieval failure is recorded; atoms keep their prior
-            return self._retrieve_failed(state, exc, _since(start))
-        return self._retrieved(state, result, _since(start))
-
-    @staticmethod
-    def _judged(state: _State, result: RelationResult, seconds: float) -> _State:
+        judge, record = self.relation_judge, state.record
+        args, options = (record.atoms, record.contexts), {"config": config}
+        result: RelationResult = (
+            yield _Call(judge.judge_pairs, judge.ajudge_pairs, args, options)
+        ).get()
         failures = [
             Failure(
                 stage="judge",
@@ -409,25 +543,7 @@ class FactualityPipeline:
             )
             for p in result.failures
         ]
-        return state.add("judge", seconds, *failures, judged=result)
-
-    def _judge(self, state: _State, config: RunnableConfig) -> _State:
-        if state.stopped:
-            return state
-        start = time.perf_counter()
-        result = self.relation_judge.judge_pairs(
-            state.record.atoms, state.record.contexts, config=config
-        )
-        return self._judged(state, result, _since(start))
-
-    async def _ajudge(self, state: _State, config: RunnableConfig) -> _State:
-        if state.stopped:
-            return state
-        start = time.perf_counter()
-        result = await self.relation_judge.ajudge_pairs(
-            state.record.atoms, state.record.contexts, config=config
-        )
-        return self._judged(state, result, _since(start))
+        return state.add("judge", _since(start), *failures, judged=result)
 
     def _infer(self, state: _State) -> FactualityResult:
         if state.stopped or state.judged is None:
@@ -474,38 +590,26 @@ class FactualityPipeline:
 
 
 def create_factuality_evaluator(
-    llm: BaseChatModel | None = None,
-    *,
-    judge: Runnable[JudgeInputLike, Judgement] | None = None,
-    retriever: ContextRetriever | None = None,
-    version: int | str = 2,
-    top_k: int | None = None,
-    atom_prior: float = PRIOR_PROB_ATOM,
-    context_prior: float = PRIOR_PROB_CONTEXT,
-    use_priors: bool = True,
-    revise: bool = True,
-    inference_method: Method = "auto",
-    max_concurrency: int | None = None,
+    llm: BaseChatModel | None = None, **options: Unpack[FactualityOptions]
 ) -> Runnable[FactualityInputLike, FactualityResult]:
     """Build the long-form factuality evaluator (see module docstring).
 
     Args:
         llm: Chat model for atomizing and revising responses given without atoms (and the
             default judge).
-        judge: Judge of the pairs; default ``LLMJudge(llm)``, or the weak
-            :func:`~langchain_references.judges.offline_judge` without ``llm``.
-        retriever: Context source; default: the contexts given in the input.
-        version: FactReasoner graph version, 1, 2 or 3.
-        top_k: FR1: contexts per atom.
-        atom_prior: Prior of an atom being true.
-        context_prior: Prior of a context being true.
-        use_priors: FactReasoner's "with priors" factor tables.
-        revise: Decontextualise freshly extracted atoms.
-        inference_method: ``"auto"``, ``"exact"``, ``"bp"`` or ``"brute"``.
-        max_concurrency: Parallel judge / model calls.
+        **options: The keyword options of :class:`FactualityPipeline` (defaults there):
+            ``judge`` (default ``LLMJudge(llm)``, or the weak
+            :func:`~langchain_references.judges.offline_judge` without ``llm``),
+            ``retriever`` (default: the contexts given in the input), ``version`` (1, 2 or
+            3), ``top_k``, ``atom_prior``, ``context_prior``, ``use_priors``, ``revise``,
+            ``inference_method``, ``max_concurrency``, ``atomizer``, ``reviser``.
 
     Returns:
         ``Runnable[FactualityInput | dict, FactualityResult]``.
+
+    Raises:
+        TypeError: On an unknown option.
+        ValueError: On a bad version, bound or prior.
 
     Example:
         >>> from langchain_references.factuality import load_inputs
@@ -513,16 +617,4 @@ def create_factuality_evaluator(
         >>> (record,) = load_inputs("flaherty_wikipedia.json").records  # doctest: +SKIP
         >>> evaluator.invoke(record).scores.factuality_score  # doctest: +SKIP
     """
-    return FactualityPipeline(
-        judge=judge,
-        llm=llm,
-        retriever=retriever,
-        version=version,
-        top_k=top_k,
-        atom_prior=atom_prior,
-        context_prior=context_prior,
-        use_priors=use_priors,
-        revise=revise,
-        inference_method=inference_method,
-        max_concurrency=max_concurrency,
-    ).as_runnable()
+    return FactualityPipeline(llm=llm, **options).as_runnable()

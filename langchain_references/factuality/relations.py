@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from langchain_core.runnables import Runnable, RunnableConfig
 
+from langchain_references._concurrency import check_concurrency, with_default_concurrency
 from langchain_references.factuality.model import (
     Atom,
     Context,
@@ -131,6 +132,49 @@ class RelationResult:
         return len(self.failures)
 
 
+@dataclass
+class _Plan:
+    """The judge requests for a graph, and how their outputs become a :class:`RelationResult`.
+
+    :meth:`RelationJudge.judge_pairs` and :meth:`RelationJudge.ajudge_pairs` share it and
+    differ only in ``batch`` / ``abatch`` (no pairs: an empty batch, no judge call).
+
+    Attributes:
+        config: The config of the batch (with the judge's default ``max_concurrency``).
+        judged: The ``(premise_id, hypothesis_id)`` pairs sent to the judge.
+        inputs: Their judge inputs, in the same order.
+        skipped: Pairs not sent because a text is blank.
+    """
+
+    config: RunnableConfig
+    judged: list[tuple[str, str]] = field(default_factory=list)
+    inputs: list[JudgeInputLike] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    def result(self, outputs: Sequence[object]) -> RelationResult:
+        """Turn the judge outputs (one per input, exceptions included) into the result."""
+        pairs: list[JudgedPair] = []
+        relations: list[Relation] = []
+        failures: list[JudgedPair] = []
+        for (source, target), output in zip(self.judged, outputs, strict=True):
+            if isinstance(output, Judgement):
+                judgement = output
+            elif isinstance(output, Exception):
+                judgement = Judgement.failed(f"{type(output).__name__}: {output}")
+            else:
+                judgement = Judgement.failed(f"judge returned {type(output).__name__}")
+            pair = JudgedPair(source, target, judgement)
+            pairs.append(pair)
+            relation = judgement_to_relation(source, target, judgement)
+            if relation is None:
+                failures.append(pair)
+            else:
+                relations.append(relation)
+        if failures:
+            logger.warning("%d of %d judgement(s) failed", len(failures), len(pairs))
+        return RelationResult(tuple(relations), tuple(pairs), tuple(failures), tuple(self.skipped))
+
+
 class RelationJudge:
     """Judge the pairs a FactReasoner graph version needs (see module docstring).
 
@@ -158,13 +202,11 @@ class RelationJudge:
     ) -> None:
         if not isinstance(judge, Runnable):
             raise TypeError(f"judge must be a Runnable judge, not {type(judge).__name__}")
-        if max_concurrency is not None and max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
         self.judge = judge
         self.version = normalize_version(version)
         candidate_pairs([], [], version=self.version, top_k=top_k)  # validates top_k
         self.top_k = top_k
-        self.max_concurrency = max_concurrency
+        self.max_concurrency = check_concurrency(max_concurrency)
         self.include_title = include_title
 
     def pairs(self, atoms: Sequence[Atom], contexts: Sequence[Context]) -> list[tuple[str, str]]:
@@ -188,56 +230,21 @@ class RelationJudge:
         return text
 
     def _plan(
-        self, atoms: Sequence[Atom], contexts: Sequence[Context]
-    ) -> tuple[list[tuple[str, str]], list[JudgeInputLike], list[tuple[str, str]]]:
+        self, atoms: Sequence[Atom], contexts: Sequence[Context], config: RunnableConfig | None
+    ) -> _Plan:
         items: dict[str, Atom | Context] = {a.id: a for a in atoms}
         items.update((c.id, c) for c in contexts)
-        judged: list[tuple[str, str]] = []
-        inputs: list[JudgeInputLike] = []
-        skipped: list[tuple[str, str]] = []
+        plan = _Plan(with_default_concurrency(config, self.max_concurrency))
         for source, target in self.pairs(atoms, contexts):
             premise, hypothesis = self._text(items[source]), self._text(items[target])
             if not premise.strip() or not hypothesis.strip():
-                skipped.append((source, target))
+                plan.skipped.append((source, target))
                 continue
-            judged.append((source, target))
-            inputs.append({"statement": hypothesis, "passage": premise})
-        if skipped:
-            logger.info("%d pair(s) with a blank text were not judged", len(skipped))
-        return judged, inputs, skipped
-
-    def _config(self, config: RunnableConfig | None) -> RunnableConfig:
-        merged: RunnableConfig = {**(config or {})}
-        if self.max_concurrency is not None and "max_concurrency" not in merged:
-            merged["max_concurrency"] = self.max_concurrency
-        return merged
-
-    @staticmethod
-    def _result(
-        judged: Sequence[tuple[str, str]],
-        outputs: Sequence[object],
-        skipped: Sequence[tuple[str, str]],
-    ) -> RelationResult:
-        pairs: list[JudgedPair] = []
-        relations: list[Relation] = []
-        failures: list[JudgedPair] = []
-        for (source, target), output in zip(judged, outputs, strict=True):
-            if isinstance(output, Judgement):
-                judgement = output
-            elif isinstance(output, Exception):
-                judgement = Judgement.failed(f"{type(output).__name__}: {output}")
-            else:
-                judgement = Judgement.failed(f"judge returned {type(output).__name__}")
-            pair = JudgedPair(source, target, judgement)
-            pairs.append(pair)
-            relation = judgement_to_relation(source, target, judgement)
-            if relation is None:
-                failures.append(pair)
-            else:
-                relations.append(relation)
-        if failures:
-            logger.warning("%d of %d judgement(s) failed", len(failures), len(pairs))
-        return RelationResult(tuple(relations), tuple(pairs), tuple(failures), tuple(skipped))
+            plan.judged.append((source, target))
+            plan.inputs.append({"statement": hypothesis, "passage": premise})
+        if plan.skipped:
+            logger.info("%d pair(s) with a blank text were not judged", len(plan.skipped))
+        return plan
 
     def judge_pairs(
         self,
@@ -259,13 +266,8 @@ class RelationJudge:
         Raises:
             ValueError: If the atoms and contexts are inconsistent (unknown ids...).
         """
-        judged, inputs, skipped = self._plan(atoms, contexts)
-        outputs: list[object] = (
-            list(self.judge.batch(inputs, self._config(config), return_exceptions=True))
-            if inputs
-            else []
-        )
-        return self._result(judged, outputs, skipped)
+        plan = self._plan(atoms, contexts, config)
+        return plan.result(self.judge.batch(plan.inputs, plan.config, return_exceptions=True))
 
     async def ajudge_pairs(
         self,
@@ -284,10 +286,6 @@ class RelationJudge:
         Returns:
             Relations, judged pairs and failures.
         """
-        judged, inputs, skipped = self._plan(atoms, contexts)
-        outputs: list[object] = (
-            list(await self.judge.abatch(inputs, self._config(config), return_exceptions=True))
-            if inputs
-            else []
-        )
-        return self._result(judged, outputs, skipped)
+        plan = self._plan(atoms, contexts, config)
+        outputs = await self.judge.abatch(plan.inputs, plan.config, return_exceptions=True)
+        return plan.result(outputs)

@@ -33,7 +33,9 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import VectorStore
+from typing_extensions import override
 
+from langchain_references._concurrency import check_concurrency, run_sync, with_default_concurrency
 from langchain_references.factcheck.search.base import SearchProvider, asearch_report
 from langchain_references.factcheck.types import Passage, SearchHit
 from langchain_references.factuality.model import Atom, Context
@@ -77,6 +79,13 @@ def _with_contexts(atom: Atom, context_ids: Sequence[str]) -> Atom:
 
 def _context_id(atom: Atom, j: int) -> str:
     return f"c_{atom.id}_{j}"
+
+
+def _queries(atoms: Sequence[Atom], topic: str | None, include_topic: bool) -> list[str]:
+    """One query per atom: its text, prefixed with ``"topic: "`` when asked to."""
+    if include_topic and topic:
+        return [f"{topic}: {a.text}" for a in atoms]
+    return [a.text for a in atoms]
 
 
 class ContextRetriever(ABC):
@@ -135,6 +144,8 @@ def _check_positive(value: int | None, name: str) -> None:
 class InputContexts(ContextRetriever):
     """Use the contexts that came with the input (FactReasoner's ``atoms[].contexts``).
 
+    A failure is recorded for each atom without context; ``topic`` and ``config`` are unused.
+
     Args:
         top_k: Keep only the first ``top_k`` context ids of each atom, and drop the contexts
             no atom keeps. ``None`` keeps everything as given.
@@ -147,6 +158,7 @@ class InputContexts(ContextRetriever):
         _check_positive(top_k, "top_k")
         self.top_k = top_k
 
+    @override
     def retrieve(
         self,
         atoms: Sequence[Atom],
@@ -155,17 +167,7 @@ class InputContexts(ContextRetriever):
         topic: str | None = None,
         config: RunnableConfig | None = None,
     ) -> RetrievedContexts:
-        """Return the input atoms and contexts (trimmed to ``top_k`` per atom).
-
-        Args:
-            atoms: The atoms, with their context ids.
-            contexts: The input contexts.
-            topic: Unused.
-            config: Unused.
-
-        Returns:
-            The atoms and contexts; a failure is recorded for each atom without context.
-        """
+        """The input atoms and contexts (trimmed to ``top_k`` per atom)."""
         if self.top_k is None:
             kept_atoms, kept = tuple(atoms), tuple(contexts)
         else:
@@ -179,6 +181,7 @@ class InputContexts(ContextRetriever):
         )
         return RetrievedContexts(kept_atoms, kept, failures)
 
+    @override
     async def aretrieve(
         self,
         atoms: Sequence[Atom],
@@ -187,17 +190,7 @@ class InputContexts(ContextRetriever):
         topic: str | None = None,
         config: RunnableConfig | None = None,
     ) -> RetrievedContexts:
-        """Same as :meth:`retrieve` (no I/O).
-
-        Args:
-            atoms: The atoms.
-            contexts: The input contexts.
-            topic: Unused.
-            config: Unused.
-
-        Returns:
-            The atoms and contexts.
-        """
+        """Same as :meth:`retrieve` (no I/O)."""
         return self.retrieve(atoms, contexts, topic=topic, config=config)
 
 
@@ -215,6 +208,11 @@ def _document_context(cid: str, doc: Document) -> Context:
 
 class VectorStoreContexts(ContextRetriever):
     """The ``k`` documents nearest to each atom, from a LangChain retriever or vector store.
+
+    One query per atom (``"topic: atom"`` with ``include_topic``), all in one ``batch`` /
+    ``abatch`` of the retriever with ``config`` (its ``max_concurrency`` wins over this
+    one's). The input contexts are ignored: the retrieved contexts replace them. A query that
+    fails, or finds nothing, is a failure of its atom.
 
     Args:
         source: A ``BaseRetriever`` (used as is, its results cut to ``k``) or a
@@ -237,7 +235,6 @@ class VectorStoreContexts(ContextRetriever):
         max_concurrency: int | None = None,
     ) -> None:
         _check_positive(k, "k")
-        _check_positive(max_concurrency, "max_concurrency")
         if isinstance(source, VectorStore):
             self.retriever: BaseRetriever = source.as_retriever(search_kwargs={"k": k})
         elif isinstance(source, BaseRetriever):
@@ -248,18 +245,18 @@ class VectorStoreContexts(ContextRetriever):
             )
         self.k = k
         self.include_topic = include_topic
-        self.max_concurrency = max_concurrency
+        self.max_concurrency = check_concurrency(max_concurrency)
 
-    def _queries(self, atoms: Sequence[Atom], topic: str | None) -> list[str]:
-        if self.include_topic and topic:
-            return [f"{topic}: {a.text}" for a in atoms]
-        return [a.text for a in atoms]
+    # ``retrieve`` and ``aretrieve`` share the requests (:meth:`_requests`) and the reading of
+    # the results (:meth:`_collect`); they differ only in ``batch`` / ``abatch``. No atoms: an
+    # empty batch, no retriever call.
 
-    def _config(self, config: RunnableConfig | None) -> RunnableConfig:
-        merged: RunnableConfig = {**(config or {})}
-        if self.max_concurrency is not None and "max_concurrency" not in merged:
-            merged["max_concurrency"] = self.max_concurrency
-        return merged
+    def _requests(
+        self, atoms: Sequence[Atom], topic: str | None, config: RunnableConfig | None
+    ) -> tuple[list[str], RunnableConfig]:
+        """The queries, one per atom, and the config of their batch."""
+        queries = _queries(atoms, topic, self.include_topic)
+        return queries, with_default_concurrency(config, self.max_concurrency)
 
     def _collect(self, atoms: Sequence[Atom], results: Sequence[object]) -> RetrievedContexts:
         out_atoms: list[Atom] = []
@@ -282,6 +279,7 @@ class VectorStoreContexts(ContextRetriever):
             out_atoms.append(_with_contexts(atom, [c.id for c in own]))
         return RetrievedContexts(tuple(out_atoms), tuple(contexts), tuple(failures))
 
+    @override
     def retrieve(
         self,
         atoms: Sequence[Atom],
@@ -290,24 +288,11 @@ class VectorStoreContexts(ContextRetriever):
         topic: str | None = None,
         config: RunnableConfig | None = None,
     ) -> RetrievedContexts:
-        """Query the retriever once per atom (input contexts are ignored).
+        """Query the retriever once per atom, in one ``batch``."""
+        queries, limited = self._requests(atoms, topic, config)
+        return self._collect(atoms, self.retriever.batch(queries, limited, return_exceptions=True))
 
-        Args:
-            atoms: The atoms.
-            contexts: Ignored: the retrieved contexts replace them.
-            topic: Used in the queries when ``include_topic`` is set.
-            config: Runnable config of the retriever calls.
-
-        Returns:
-            Atoms with context ids, contexts and per-atom failures.
-        """
-        if not atoms:
-            return RetrievedContexts((), ())
-        results = self.retriever.batch(
-            self._queries(atoms, topic), self._config(config), return_exceptions=True
-        )
-        return self._collect(atoms, results)
-
+    @override
     async def aretrieve(
         self,
         atoms: Sequence[Atom],
@@ -316,22 +301,9 @@ class VectorStoreContexts(ContextRetriever):
         topic: str | None = None,
         config: RunnableConfig | None = None,
     ) -> RetrievedContexts:
-        """Async :meth:`retrieve` (the retriever's ``abatch``).
-
-        Args:
-            atoms: The atoms.
-            contexts: Ignored.
-            topic: Used in the queries when ``include_topic`` is set.
-            config: Runnable config.
-
-        Returns:
-            Atoms with context ids, contexts and per-atom failures.
-        """
-        if not atoms:
-            return RetrievedContexts((), ())
-        results = await self.retriever.abatch(
-            self._queries(atoms, topic), self._config(config), return_exceptions=True
-        )
+        """Query the retriever once per atom, in one ``abatch``."""
+        queries, limited = self._requests(atoms, topic, config)
+        results = await self.retriever.abatch(queries, limited, return_exceptions=True)
         return self._collect(atoms, results)
 
 
@@ -348,7 +320,9 @@ class WebContexts(ContextRetriever):
     passages of the atom's own pages closest to the atom are kept
     (:func:`~langchain_references.factcheck.relevance.select_relevant`, Chroma + the given
     embeddings). Without a fetcher, or when none of an atom's pages yields a passage, the
-    search snippets are used as contexts (``snippet_fallback``).
+    search snippets are used as contexts (``snippet_fallback``). The input contexts are
+    ignored (the retrieved contexts replace them), and so is ``config``. The work is async;
+    :meth:`retrieve` runs :meth:`aretrieve` to completion.
 
     Args:
         search: A search provider.
@@ -390,6 +364,7 @@ class WebContexts(ContextRetriever):
         self.snippet_fallback = snippet_fallback
         self.include_topic = include_topic
 
+    @override
     def retrieve(
         self,
         atoms: Sequence[Atom],
@@ -398,21 +373,10 @@ class WebContexts(ContextRetriever):
         topic: str | None = None,
         config: RunnableConfig | None = None,
     ) -> RetrievedContexts:
-        """Search, fetch, extract, split and select (see class docstring).
-
-        Args:
-            atoms: The atoms.
-            contexts: Ignored: the retrieved contexts replace them.
-            topic: Used in the queries when ``include_topic`` is set.
-            config: Unused.
-
-        Returns:
-            Atoms with context ids, contexts and failures.
-        """
-        from langchain_references._concurrency import run_sync
-
+        """Run :meth:`aretrieve` to completion (see the class docstring)."""
         return run_sync(self.aretrieve(atoms, contexts, topic=topic, config=config))
 
+    @override
     async def aretrieve(
         self,
         atoms: Sequence[Atom],
@@ -421,21 +385,11 @@ class WebContexts(ContextRetriever):
         topic: str | None = None,
         config: RunnableConfig | None = None,
     ) -> RetrievedContexts:
-        """Async :meth:`retrieve`.
-
-        Args:
-            atoms: The atoms.
-            contexts: Ignored.
-            topic: Used in the queries when ``include_topic`` is set.
-            config: Unused.
-
-        Returns:
-            Atoms with context ids, contexts and failures.
-        """
+        """Search, fetch, extract, split and select (see the class docstring)."""
         if not atoms:
             return RetrievedContexts((), ())
         failures: list[Failure] = []
-        queries = [f"{topic}: {a.text}" if self.include_topic and topic else a.text for a in atoms]
+        queries = _queries(atoms, topic, self.include_topic)
         reports = await asyncio.gather(
             *(asearch_report(self.search, q, self.k_hits) for q in queries)
         )

@@ -28,11 +28,8 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from pydantic import BaseModel, Field
 
-from langchain_references.factuality.atomizer import (
-    RetryOn,
-    build_structured_chain,
-    read_structured_reply,
-)
+from langchain_references._concurrency import check_concurrency, with_default_concurrency
+from langchain_references._structured import RetryOn, StructuredCall
 from langchain_references.factuality.model import Atom
 from langchain_references.prompting import DATA_NOTICE, delimit
 
@@ -140,6 +137,7 @@ class Reviser(Runnable[ReviserInput, RevisionResult]):
         structured_output_kwargs: Extra arguments of ``with_structured_output``.
 
     Raises:
+        TypeError: If ``llm`` is not a chat model.
         ValueError: If the prompt lacks a variable or a bound is not positive.
     """
 
@@ -155,30 +153,27 @@ class Reviser(Runnable[ReviserInput, RevisionResult]):
         retry_wait: bool = True,
         structured_output_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
-        self.prompt = prompt if prompt is not None else DEFAULT_REVISER_PROMPT
-        missing = set(_TAGS) - set(self.prompt.input_variables)
-        if missing:
-            raise ValueError(f"prompt lacks the variables {sorted(missing)}")
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
-        if max_concurrency is not None and max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
-        self.llm = llm
-        self.chunk_size = chunk_size
-        self.max_concurrency = max_concurrency
-        self._chain = build_structured_chain(
+        self._call = StructuredCall(
             llm,
             RevisedAtoms,
-            self.prompt,
+            prompt if prompt is not None else DEFAULT_REVISER_PROMPT,
+            variables=_TAGS,
             retry_on=retry_on,
             max_attempts=max_attempts,
             retry_wait=retry_wait,
             structured_output_kwargs=structured_output_kwargs,
         )
+        self.llm = llm
+        self.prompt = self._call.prompt
+        self.chunk_size = chunk_size
+        self.max_concurrency = check_concurrency(max_concurrency)
         # One call per chunk, each with its own retries: batching the chain itself would let
         # one chunk's non-transient error fail every chunk of the batch (RunnableRetry.batch).
+        chain = self._call.runnable
         self._per_chunk: Runnable[dict[str, str], Any] = RunnableLambda(
-            self._chain.invoke, afunc=self._chain.ainvoke, name="revise_chunk"
+            chain.invoke, afunc=chain.ainvoke, name="revise_chunk"
         )
 
     @property
@@ -221,9 +216,18 @@ class Reviser(Runnable[ReviserInput, RevisionResult]):
         return await self._acall_with_config(self._arun, input, config)
 
     # ------------------------------------------------------------------ internals
+    # The sync and async paths share the plan (chunks and their prompts) and the merge; they
+    # differ only in ``batch`` / ``abatch``. No atoms: an empty batch, no model call.
 
-    def _chunks(self, atoms: tuple[Atom, ...]) -> list[tuple[Atom, ...]]:
-        return [atoms[i : i + self.chunk_size] for i in range(0, len(atoms), self.chunk_size)]
+    def _plan(
+        self, value: ReviserInput, config: RunnableConfig
+    ) -> tuple[list[tuple[Atom, ...]], list[dict[str, str]], RunnableConfig]:
+        """The chunks of atoms, the prompt inputs of their calls and the batch config."""
+        response, atoms, topic = _coerce(value)
+        size = self.chunk_size
+        chunks = [atoms[i : i + size] for i in range(0, len(atoms), size)]
+        requests = [self._prompt_inputs(response, c, topic) for c in chunks]
+        return chunks, requests, with_default_concurrency(config, self.max_concurrency)
 
     def _prompt_inputs(
         self, response: str, chunk: Sequence[Atom], topic: str | None
@@ -235,13 +239,8 @@ class Reviser(Runnable[ReviserInput, RevisionResult]):
             "atoms": delimit("atoms", listing, reserved=_TAGS),
         }
 
-    def _batch_config(self, config: RunnableConfig) -> RunnableConfig:
-        merged: RunnableConfig = {**config}
-        if self.max_concurrency is not None and "max_concurrency" not in merged:
-            merged["max_concurrency"] = self.max_concurrency
-        return merged
-
     def _merge(self, chunks: Sequence[tuple[Atom, ...]], outputs: Sequence[Any]) -> RevisionResult:
+        """Align each chunk's reply with its atoms by id; a failed chunk stays unrevised."""
         atoms: list[Atom] = []
         unrevised: list[str] = []
         errors: list[str] = []
@@ -249,7 +248,7 @@ class Reviser(Runnable[ReviserInput, RevisionResult]):
             if isinstance(output, Exception):
                 reply: RevisedAtoms | str = f"{type(output).__name__}: {output}"
             else:
-                reply = read_structured_reply(output, RevisedAtoms)
+                reply = self._call.read(output)
             if isinstance(reply, str):
                 logger.warning("reviser: %s", reply)
                 errors.append(reply)
@@ -275,21 +274,10 @@ class Reviser(Runnable[ReviserInput, RevisionResult]):
         return RevisionResult(tuple(atoms), tuple(unrevised), tuple(errors))
 
     def _run(
-        self,
-        input: ReviserInput,
-        run_manager: CallbackManagerForChainRun,
-        config: RunnableConfig,
+        self, input: ReviserInput, run_manager: CallbackManagerForChainRun, config: RunnableConfig
     ) -> RevisionResult:
-        response, atoms, topic = _coerce(input)
-        chunks = self._chunks(atoms)
-        if not chunks:
-            return RevisionResult(())
-        outputs = self._per_chunk.batch(
-            [self._prompt_inputs(response, c, topic) for c in chunks],
-            self._batch_config(config),
-            return_exceptions=True,
-        )
-        return self._merge(chunks, outputs)
+        chunks, requests, limited = self._plan(input, config)
+        return self._merge(chunks, self._per_chunk.batch(requests, limited, return_exceptions=True))
 
     async def _arun(
         self,
@@ -297,13 +285,6 @@ class Reviser(Runnable[ReviserInput, RevisionResult]):
         run_manager: AsyncCallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> RevisionResult:
-        response, atoms, topic = _coerce(input)
-        chunks = self._chunks(atoms)
-        if not chunks:
-            return RevisionResult(())
-        outputs = await self._per_chunk.abatch(
-            [self._prompt_inputs(response, c, topic) for c in chunks],
-            self._batch_config(config),
-            return_exceptions=True,
-        )
+        chunks, requests, limited = self._plan(input, config)
+        outputs = await self._per_chunk.abatch(requests, limited, return_exceptions=True)
         return self._merge(chunks, outputs)

@@ -15,7 +15,9 @@ from __future__ import annotations
 import logging
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar, Self, TypeAlias
 
@@ -281,16 +283,7 @@ class Judge(Runnable[JudgeInputLike, Judgement], ABC):
     async def ainvoke(
         self, input: JudgeInputLike, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Judgement:
-        """Judge one pair asynchronously (see :meth:`invoke`).
-
-        Args:
-            input: A :class:`JudgeInput` or ``{"statement": ..., "passage": ...}``.
-            config: Runnable config.
-            **kwargs: Ignored.
-
-        Returns:
-            The judgement.
-        """
+        """Async :meth:`invoke` (:meth:`_ajudge`); same arguments, result and errors."""
         return await self._acall_with_config(self._ainvoke_one, input, config)
 
     def batch(
@@ -327,25 +320,14 @@ class Judge(Runnable[JudgeInputLike, Judgement], ABC):
         return_exceptions: bool = False,
         **kwargs: Any | None,
     ) -> list[Judgement]:
-        """Judge many pairs asynchronously (see :meth:`batch`).
+        """Async :meth:`batch` (:meth:`_ajudge` per pair); same arguments and result.
 
-        Args:
-            inputs: The pairs.
-            config: One config or one per input.
-            return_exceptions: Return the exception of an invalid input in its slot.
-            **kwargs: Ignored.
-
-        Returns:
-            One judgement per input, in order.
+        A judge with :meth:`_judge_batch` runs :meth:`batch` in the default executor.
         """
         if not self._supports_native_batch:
             return await super().abatch(inputs, config, return_exceptions=return_exceptions)
         return await run_in_executor(
-            None,
-            self.batch,
-            inputs,
-            config,
-            return_exceptions=return_exceptions,
+            None, self.batch, inputs, config, return_exceptions=return_exceptions
         )
 
     # ---------------------------------------------------------------------- internals
@@ -367,18 +349,12 @@ class Judge(Runnable[JudgeInputLike, Judgement], ABC):
         return Judgement(label=Label.UNKNOWN, confidence=1.0, rationale="The passage is empty.")
 
     def _invoke_one(
-        self,
-        input: JudgeInputLike,
-        run_manager: CallbackManagerForChainRun,
-        config: RunnableConfig,
+        self, input: JudgeInputLike, run_manager: CallbackManagerForChainRun, config: RunnableConfig
     ) -> Judgement:
-        item = coerce_judge_input(input)
-        if not item.passage.strip():
-            return self._blank_passage()
-        try:
-            return self._check_output(self._judge(item.statement, item.passage, config=config))
-        except Exception as exc:
-            return self._record(exc)
+        with _judging(self, input) as call:
+            if call.pair is not None:
+                call.settle(self._judge(call.pair.statement, call.pair.passage, config=config))
+        return call.judgement
 
     async def _ainvoke_one(
         self,
@@ -386,14 +362,12 @@ class Judge(Runnable[JudgeInputLike, Judgement], ABC):
         run_manager: AsyncCallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> Judgement:
-        item = coerce_judge_input(input)
-        if not item.passage.strip():
-            return self._blank_passage()
-        try:
-            result = await self._ajudge(item.statement, item.passage, config=config)
-            return self._check_output(result)
-        except Exception as exc:
-            return self._record(exc)
+        with _judging(self, input) as call:
+            if call.pair is not None:
+                call.settle(
+                    await self._ajudge(call.pair.statement, call.pair.passage, config=config)
+                )
+        return call.judgement
 
     def _batch_native(
         self,
@@ -430,3 +404,40 @@ class Judge(Runnable[JudgeInputLike, Judgement], ABC):
             for (index, _), judgement in zip(chunk, outputs, strict=True):
                 results[index] = judgement
         return results
+
+
+@dataclass
+class _Call:
+    """One call of a judge's hook, as :func:`_judging` prepares it.
+
+    Attributes:
+        judge: The judge.
+        pair: The pair to judge, or ``None`` when no call is needed (a blank passage).
+        judgement: The judgement: ``unknown`` for a blank passage, else set by :meth:`settle`
+            or by :func:`_judging` when the hook raised.
+    """
+
+    judge: Judge
+    pair: JudgeInput | None
+    judgement: Judgement
+
+    def settle(self, output: object) -> None:
+        """Record the hook's output (a non-:class:`Judgement` raises ``TypeError``)."""
+        self.judgement = self.judge._check_output(output)
+
+
+@contextmanager
+def _judging(judge: Judge, input: JudgeInputLike) -> Iterator[_Call]:
+    """The decisions around one call of a judge's hook, shared by the sync and async drivers.
+
+    The input is validated first (an invalid input raises). A blank passage is answered
+    ``unknown`` without calling the hook (``pair`` is ``None``); otherwise the driver calls the
+    hook on ``pair`` inside the block and hands its output to :meth:`_Call.settle`. An
+    exception raised in the block becomes a failed judgement, unless ``raise_errors`` is set.
+    """
+    item = coerce_judge_input(input)
+    call = _Call(judge, item if item.passage.strip() else None, judge._blank_passage())
+    try:
+        yield call
+    except Exception as exc:
+        call.judgement = judge._record(exc)

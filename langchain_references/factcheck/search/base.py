@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.runnables.config import run_in_executor
 
+from langchain_references.errors import LangchainReferencesError
 from langchain_references.factcheck.types import SearchHit, SearchReport
 from langchain_references.failures import Failure
 
@@ -40,7 +43,7 @@ class SearchProvider(Protocol):
         ...
 
 
-class SearchError(RuntimeError):
+class SearchError(LangchainReferencesError, RuntimeError):
     """A search provider failed (network error, bad credentials, quota...).
 
     Attributes:
@@ -110,6 +113,18 @@ def _check_args(query: str, k: int) -> None:
         raise ValueError(f"k must be >= 1, got {k}")
 
 
+@contextmanager
+def _provider_errors(provider: str, query: str, k: int) -> Iterator[None]:
+    """Check the arguments, then turn any error of the block into a :class:`SearchError`."""
+    _check_args(query, k)
+    try:
+        yield
+    except SearchError:
+        raise
+    except Exception as exc:
+        raise SearchError(provider, query, exc) from exc
+
+
 class BaseSearchProvider(ABC):
     """Base class for providers: checks arguments, wraps provider errors in :class:`SearchError`.
 
@@ -142,35 +157,13 @@ class BaseSearchProvider(ABC):
             ValueError: If the query is empty or ``k`` < 1.
             SearchError: If the provider failed.
         """
-        _check_args(query, k)
-        try:
+        with _provider_errors(self.name, query, k):
             return self._search(query, k)
-        except SearchError:
-            raise
-        except Exception as exc:
-            raise SearchError(self.name, query, exc) from exc
 
     async def asearch(self, query: str, k: int = DEFAULT_K) -> list[SearchHit]:
-        """Async :meth:`search`.
-
-        Args:
-            query: The query.
-            k: Maximum number of hits.
-
-        Returns:
-            The hits.
-
-        Raises:
-            ValueError: If the query is empty or ``k`` < 1.
-            SearchError: If the provider failed.
-        """
-        _check_args(query, k)
-        try:
+        """Async :meth:`search` (through :meth:`_asearch`); same arguments, result, errors."""
+        with _provider_errors(self.name, query, k):
             return await self._asearch(query, k)
-        except SearchError:
-            raise
-        except Exception as exc:
-            raise SearchError(self.name, query, exc) from exc
 
     def as_runnable(self, k: int = DEFAULT_K) -> Runnable[str, list[SearchHit]]:
         """Wrap the provider as a LangChain Runnable ``query -> list[SearchHit]``.
@@ -191,12 +184,36 @@ class BaseSearchProvider(ABC):
         return RunnableLambda(_run, afunc=_arun, name=f"{self.name}_search")
 
 
-def _failed(provider: SearchProvider, query: str, exc: Exception) -> SearchReport:
-    name = getattr(provider, "name", type(provider).__name__)
-    logger.warning("Search with %s failed for %r: %s", name, query, exc)
-    reason = str(exc) if isinstance(exc, SearchError) else f"{type(exc).__name__}: {exc}"
-    failure = Failure(url="", stage="search", reason=reason, query=query)
-    return SearchReport(query=query, failures=[failure])
+@dataclass
+class _Search:
+    """One search whose failure is recorded instead of raised (see :func:`_recorded`)."""
+
+    query: str
+    hits: list[SearchHit] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+
+    @property
+    def report(self) -> SearchReport:
+        """The hits, or an empty report with the failure."""
+        return SearchReport(query=self.query, hits=self.hits, failures=self.failures)
+
+
+@contextmanager
+def _recorded(provider: SearchProvider, query: str, k: int) -> Iterator[_Search]:
+    """The decisions of :func:`search_report`, shared by its sync and async drivers.
+
+    Bad arguments raise on entry; the driver sets the hits inside the block, and an exception
+    raised there becomes the report's ``"search"`` failure.
+    """
+    _check_args(query, k)
+    search = _Search(query)
+    try:
+        yield search
+    except Exception as exc:  # a failed search is recorded, the run goes on
+        name = getattr(provider, "name", type(provider).__name__)
+        logger.warning("Search with %s failed for %r: %s", name, query, exc)
+        reason = str(exc) if isinstance(exc, SearchError) else f"{type(exc).__name__}: {exc}"
+        search.failures = [Failure(url="", stage="search", reason=reason, query=query)]
 
 
 def search_report(provider: SearchProvider, query: str, k: int = DEFAULT_K) -> SearchReport:
@@ -213,29 +230,13 @@ def search_report(provider: SearchProvider, query: str, k: int = DEFAULT_K) -> S
     Raises:
         ValueError: If the query is empty or ``k`` < 1 (bad arguments are not recorded).
     """
-    _check_args(query, k)
-    try:
-        return SearchReport(query=query, hits=provider.search(query, k))
-    except Exception as exc:  # a failed search is recorded, the run goes on
-        return _failed(provider, query, exc)
+    with _recorded(provider, query, k) as search:
+        search.hits = provider.search(query, k)
+    return search.report
 
 
 async def asearch_report(provider: SearchProvider, query: str, k: int = DEFAULT_K) -> SearchReport:
-    """Async :func:`search_report`.
-
-    Args:
-        provider: Any search provider.
-        query: The query.
-        k: Maximum number of hits.
-
-    Returns:
-        The hits, or an empty report with one ``"search"`` failure.
-
-    Raises:
-        ValueError: If the query is empty or ``k`` < 1 (bad arguments are not recorded).
-    """
-    _check_args(query, k)
-    try:
-        return SearchReport(query=query, hits=await provider.asearch(query, k))
-    except Exception as exc:  # a failed search is recorded, the run goes on
-        return _failed(provider, query, exc)
+    """Async :func:`search_report` (the provider's ``asearch``); same arguments, result, errors."""
+    with _recorded(provider, query, k) as search:
+        search.hits = await provider.asearch(query, k)
+    return search.report

@@ -7,6 +7,7 @@ a missing one raises an :class:`ImportError` naming the extra to install.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
@@ -16,11 +17,15 @@ from langchain_references.factcheck.types import SearchHit
 __all__ = ["BingSearch", "DuckDuckGoSearch", "SearxSearch", "TavilySearch"]
 
 
-def _missing(package: str, extra: str) -> ImportError:
-    return ImportError(
-        f"This search provider needs the {package!r} package: "
-        f"pip install 'langchain-references[{extra}]'"
-    )
+def _client_class(module: str, name: str, *, package: str, extra: str) -> Any:
+    """Import the client class ``module.name``, or raise an ImportError naming the extra."""
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise ImportError(
+            f"This search provider needs the {package!r} package: "
+            f"pip install 'langchain-references[{extra}]'"
+        ) from exc
 
 
 class _ResultsAPI(Protocol):
@@ -64,11 +69,13 @@ class BingSearch(BaseSearchProvider):
 
     def __init__(self, wrapper: _ResultsAPI | None = None, **wrapper_kwargs: Any) -> None:
         if wrapper is None:
-            try:
-                from langchain_community.utilities import BingSearchAPIWrapper
-            except ImportError as exc:
-                raise _missing("langchain-community", "bing") from exc
-            wrapper = BingSearchAPIWrapper(**wrapper_kwargs)
+            wrapper_class = _client_class(
+                "langchain_community.utilities",
+                "BingSearchAPIWrapper",
+                package="langchain-community",
+                extra="bing",
+            )
+            wrapper = wrapper_class(**wrapper_kwargs)
         self._wrapper = wrapper
 
     def _search(self, query: str, k: int) -> list[SearchHit]:
@@ -100,12 +107,13 @@ class SearxSearch(BaseSearchProvider):
         categories: Sequence[str] | None = None,
     ) -> None:
         if wrapper is None:
-            try:
-                from langchain_community.utilities import SearxSearchWrapper
-            except ImportError as exc:
-                raise _missing("langchain-community", "searx") from exc
-            kwargs = {"searx_host": searx_host} if searx_host else {}
-            wrapper = SearxSearchWrapper(**kwargs)
+            wrapper_class = _client_class(
+                "langchain_community.utilities",
+                "SearxSearchWrapper",
+                package="langchain-community",
+                extra="searx",
+            )
+            wrapper = wrapper_class(**({"searx_host": searx_host} if searx_host else {}))
         self._wrapper = wrapper
         self._kwargs: dict[str, Any] = {}
         if engines:
@@ -143,11 +151,7 @@ class DuckDuckGoSearch(BaseSearchProvider):
 
     def __init__(self, client: _DDGSAPI | None = None, **text_kwargs: Any) -> None:
         if client is None:
-            try:
-                from ddgs import DDGS
-            except ImportError as exc:
-                raise _missing("ddgs", "ddgs") from exc
-            client = DDGS()
+            client = _client_class("ddgs", "DDGS", package="ddgs", extra="ddgs")()
         self._client = client
         self._text_kwargs = text_kwargs
 
@@ -188,11 +192,10 @@ class TavilySearch(BaseSearchProvider):
         **search_kwargs: Any,
     ) -> None:
         if client is None:
-            try:
-                from tavily import TavilyClient
-            except ImportError as exc:
-                raise _missing("tavily-python", "tavily") from exc
-            client = TavilyClient(api_key=api_key)
+            client_class = _client_class(
+                "tavily", "TavilyClient", package="tavily-python", extra="tavily"
+            )
+            client = client_class(api_key=api_key)
         self._client = client
         self._async_client = async_client
         self._search_kwargs = search_kwargs

@@ -15,6 +15,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
 import langchain_references.cli.demo as demo_main
+from langchain_references.cli import main
 from langchain_references.demo import NOT_FOUND_ANSWER, ExtractiveAnswerer
 from langchain_references.demo.corpus import BASE_URL, load_documents
 from langchain_references.embeddings import MiniLMEmbeddings
@@ -55,11 +56,24 @@ def _isolated(monkeypatch: pytest.MonkeyPatch, memo: _Memo) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
 
+def _demo(*argv: str) -> tuple[int, str, str]:
+    """``langchain-references demo ARGV``: exit status, stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["demo", *argv], out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _answer(*argv: str) -> tuple[str, str, str]:
+    """A successful run: the streamed answer, the retrieved-documents list and stderr."""
+    code, out, err = _demo(*argv)
+    assert code == 0, err
+    answer, _, documents = out.partition(RETRIEVED)
+    assert documents, out
+    return answer, documents, err
+
+
 def _run(*argv: str) -> tuple[str, str]:
-    out = io.StringIO()
-    assert demo_main.main(list(argv), out=out) == 0
-    answer, _, documents = out.getvalue().partition(RETRIEVED)
-    assert documents, out.getvalue()
+    answer, documents, _ = _answer(*argv)
     return answer, documents
 
 
@@ -74,11 +88,9 @@ def _number_and_source(line: str) -> tuple[str | None, str]:
     return match.group(1), match.group(2)
 
 
-def test_default_run_streams_markdown_citations_and_the_reference_list(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    answer, documents = _run()
-    assert "offline ExtractiveAnswerer" in capsys.readouterr().err
+def test_default_run_streams_markdown_citations_and_the_reference_list() -> None:
+    answer, documents, err = _answer()
+    assert "offline ExtractiveAnswerer" in err
     assert f"<sup>[[1]({BASE_URL}/seattle/" in answer
     assert f"<sup>[[2]({BASE_URL}/seattle/" in answer
     assert "- **1** [" in answer
@@ -134,22 +146,32 @@ def test_k_sets_the_number_of_retrieved_documents() -> None:
     assert len(_document_lines(documents)) == 2
 
 
-@pytest.mark.parametrize("argv", [["-k", "0"], ["-k", "x"], ["--question", "  "], ["--style", "x"]])
-def test_bad_arguments_exit_with_usage_error(argv: list[str]) -> None:
-    with pytest.raises(SystemExit) as info:
-        demo_main.main(argv, out=io.StringIO())
-    assert info.value.code == 2
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["-k", "0"], "argument -k: expected a positive integer, got '0'"),
+        (["-k", "x"], "argument -k: expected a positive integer, got 'x'"),
+        (["--question", "  "], "argument --question: must not be empty"),
+        (["--style", "x"], "argument --style: invalid choice: 'x'"),
+    ],
+)
+def test_bad_arguments_exit_with_usage_error(argv: list[str], message: str) -> None:
+    code, out, err = _demo(*argv)
+    assert code == 2
+    assert out == ""
+    assert err.startswith("usage: langchain-references demo ")
+    assert f"langchain-references demo: error: {message}" in err
 
 
-def test_model_option_without_langchain_is_a_clear_error(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_model_option_without_langchain_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "langchain", None)
     monkeypatch.setitem(sys.modules, "langchain.chat_models", None)
-    with pytest.raises(SystemExit) as info:
-        demo_main.main(["--model", "openai:gpt-4o-mini"], out=io.StringIO())
-    assert info.value.code == 2
-    assert "pip install langchain" in capsys.readouterr().err
+    code, out, err = _demo("--model", "openai:gpt-4o-mini")
+    assert code == 2
+    assert out == ""
+    (line,) = err.splitlines()
+    assert line.startswith("error: --model openai:gpt-4o-mini needs the langchain package")
+    assert "pip install langchain" in line
 
 
 def _fake_module(monkeypatch: pytest.MonkeyPatch, name: str, **attributes: Any) -> types.ModuleType:
@@ -160,9 +182,7 @@ def _fake_module(monkeypatch: pytest.MonkeyPatch, name: str, **attributes: Any) 
     return module
 
 
-def test_model_option_uses_init_chat_model(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_model_option_uses_init_chat_model(monkeypatch: pytest.MonkeyPatch) -> None:
     requested: list[str] = []
 
     def init_chat_model(name: str) -> GenericFakeChatModel:
@@ -171,9 +191,9 @@ def test_model_option_uses_init_chat_model(
 
     _fake_module(monkeypatch, "langchain")
     _fake_module(monkeypatch, "langchain.chat_models", init_chat_model=init_chat_model)
-    answer, documents = _run("--model", "someprovider:some-model")
+    answer, documents, err = _answer("--model", "someprovider:some-model")
     assert requested == ["someprovider:some-model"]
-    assert "ExtractiveAnswerer" not in capsys.readouterr().err
+    assert err == ""
     assert answer.startswith("It opened in 1962 <sup>[[1](")
     parsed = [_number_and_source(line) for line in _document_lines(documents)]
     expected = "1" if parsed[0][1] == parsed[1][1] else "2"
@@ -187,9 +207,9 @@ def test_model_option_reports_unknown_models(monkeypatch: pytest.MonkeyPatch) ->
 
     _fake_module(monkeypatch, "langchain")
     _fake_module(monkeypatch, "langchain.chat_models", init_chat_model=init_chat_model)
-    with pytest.raises(SystemExit) as info:
-        demo_main.main(["--model", "nope"], out=io.StringIO())
-    assert info.value.code == 2
+    code, _, err = _demo("--model", "nope")
+    assert code == 2
+    assert err == "error: cannot load --model nope: Unable to infer model provider for nope\n"
 
 
 def test_openai_is_used_when_a_key_is_set(
@@ -242,11 +262,13 @@ def test_vector_store_uses_cosine_distance(minilm: MiniLMEmbeddings) -> None:
 
 
 def test_a_missing_embedding_model_is_a_clear_error(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     absent = tmp_path / "absent.onnx"
     monkeypatch.setattr(demo_main, "MiniLMEmbeddings", lambda: MiniLMEmbeddings(model_path=absent))
-    with pytest.raises(SystemExit) as info:
-        demo_main.main([], out=io.StringIO())
-    assert info.value.code == 2
-    assert f"file not found: {absent}" in capsys.readouterr().err
+    code, out, err = _demo()
+    assert code == 2
+    assert out == ""
+    assert "Traceback" not in err
+    assert err.splitlines()[-1].startswith("error: ")
+    assert f"file not found: {absent}" in err

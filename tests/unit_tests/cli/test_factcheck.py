@@ -13,11 +13,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.callbacks.manager import adispatch_custom_event
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 
 from langchain_references.cli import factcheck as cli
-from langchain_references.factcheck.result import FactCheckProgress, FactCheckResult
+from langchain_references.cli import main
+from langchain_references.factcheck.result import (
+    PROGRESS_EVENT,
+    FactCheckProgress,
+    FactCheckResult,
+)
 from langchain_references.factcheck.verdict import Verdict
 from tests.unit_tests.conftest import REPO_ROOT, LocalSite
 from tests.unit_tests.fakes import ScriptedChatModel
@@ -32,7 +39,8 @@ SMALL = ("--max-results", "5", "--k", "5")
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = cli.main([*SMALL, *argv])
+    """Run ``langchain-references factcheck ...`` through the package's single entry point."""
+    code = main(["factcheck", *SMALL, *argv])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
@@ -263,9 +271,14 @@ def test_bad_options_exit_with_status_2_and_a_message(
     "argv", [["x", "--k", "0"], ["x", "--timeout", "-1"], ["x", "--style", "pdf"]]
 )
 def test_argument_types_are_checked_by_argparse(argv: list[str]) -> None:
-    with pytest.raises(SystemExit) as exc:
-        cli.main(argv)
-    assert exc.value.code == 2
+    err = io.StringIO()
+    assert main(["factcheck", *argv], err=err) == 2
+    assert "error: argument" in err.getvalue()
+
+
+def test_the_module_has_no_entry_point_of_its_own() -> None:
+    assert not hasattr(cli, "main")
+    assert not hasattr(cli, "build_parser")
 
 
 def test_add_parser_wires_the_subcommand() -> None:
@@ -309,7 +322,8 @@ def test_module_entry_point_runs_the_offline_demo() -> None:
         [
             sys.executable,
             "-m",
-            "langchain_references.cli.factcheck",
+            "langchain_references.cli",
+            "factcheck",
             MOON,
             "--search",
             "demo",
@@ -328,26 +342,31 @@ def test_module_entry_point_runs_the_offline_demo() -> None:
     assert data["verdict"] in VERDICTS
 
 
-class StubChain:
-    """Yields one progress event and a result, or fails for statements containing 'boom'."""
-
-    async def astream(self, statement: str) -> Any:
-        yield FactCheckProgress(statement=statement, stage="search", done=True, detail="0 hits")
-        if "boom" in statement:
-            raise RuntimeError("index corrupted")
-        yield FactCheckResult(
-            statement=statement, verdict=Verdict.NOT_ENOUGH_EVIDENCE, confidence=1.0, score=0.0
-        )
+async def stub_check(statement: str, config: RunnableConfig) -> FactCheckResult:
+    """Dispatches one progress event, then fails for statements containing 'boom'."""
+    await adispatch_custom_event(
+        PROGRESS_EVENT,
+        FactCheckProgress(statement=statement, stage="search", done=True, detail="0 hits"),
+        config=config,
+    )
+    await adispatch_custom_event("unrelated", {"ignored": True}, config=config)
+    if "boom" in statement:
+        raise RuntimeError("index corrupted")
+    return FactCheckResult(
+        statement=statement, verdict=Verdict.NOT_ENOUGH_EVIDENCE, confidence=1.0, score=0.0
+    )
 
 
 def test_a_failing_statement_is_reported_and_the_others_are_written(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cli, "build_chain", lambda args, stack, err: StubChain())
+    monkeypatch.setattr(cli, "build_chain", lambda args, stack, err: RunnableLambda(stub_check))
 
     code, out, err = run_cli(capsys, "first", "boom now", "third", "--search", "demo", "--json")
 
     assert code == 1
     assert [d["statement"] for d in json_lines(out)] == ["first", "third"]
+    for tag in ("[1/3]", "[2/3]", "[3/3]"):  # progress came through the callback handler
+        assert f"{tag} search: 0 hits (0.00s)" in err
     assert "[2/3] error: RuntimeError: index corrupted (statement: boom now)" in err
     assert "checked 2 of 3 statement(s)" in err

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 from pathlib import Path
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
+from langchain_references.cli import _common, main
 from langchain_references.cli import factuality as cli
 from langchain_references.factuality.io import parse_result
 from tests.unit_tests.fakes import ScriptedChatModel
@@ -16,10 +18,10 @@ from tests.unit_tests.fakes import ScriptedChatModel
 FLAHERTY = "factreasoner_flaherty_wikipedia.json"
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = cli.main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["factuality", *argv], out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
 
 
 def table_rows(out: str) -> list[list[str]]:
@@ -28,13 +30,9 @@ def table_rows(out: str) -> list[list[str]]:
     return [line.split() for line in lines[start + 2 :] if line and not line.startswith("wrote")]
 
 
-def test_factuality_on_flaherty(
-    shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_factuality_on_flaherty(shared_data: Path, tmp_path: Path) -> None:
     output = tmp_path / "out.jsonl"
     code, out, err = run(
-        capsys,
-        "factuality",
         "--input",
         str(shared_data / FLAHERTY),
         "--version",
@@ -74,9 +72,7 @@ def test_factuality_on_flaherty(
     assert f"wrote 1 result(s) to {output}" in out
 
 
-def test_factuality_top_k_and_bad_records(
-    shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_factuality_top_k_and_bad_records(shared_data: Path, tmp_path: Path) -> None:
     record = json.loads((shared_data / FLAHERTY).read_text(encoding="utf-8"))
     path = tmp_path / "in.jsonl"
     path.write_text(
@@ -92,20 +88,8 @@ def test_factuality_top_k_and_bad_records(
         encoding="utf-8",
     )
     output = tmp_path / "out.jsonl"
-    code, _out, err = run(
-        capsys,
-        "factuality",
-        "--input",
-        str(path),
-        "--judge",
-        "heuristic-lexical",
-        "--top-k",
-        "1",
-        "--version",
-        "2",
-        "--output",
-        str(output),
-    )
+    options = ["--judge", "heuristic-lexical", "--top-k", "1", "--version", "2"]
+    code, _out, err = run("--input", str(path), *options, "--output", str(output))
     assert code == 1
     assert f"{path}:2" in err
     assert f"{path}:4" in err
@@ -123,25 +107,40 @@ def test_factuality_top_k_and_bad_records(
         (["--judge", "nli"], "--judge must be"),
     ],
 )
-def test_factuality_setup_errors(
-    shared_data: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
-) -> None:
-    argv = ["factuality", "--input", str(shared_data / FLAHERTY), *args]
-    code, _, err = run(capsys, *argv)
+def test_factuality_setup_errors(shared_data: Path, args: list[str], message: str) -> None:
+    code, out, err = run("--input", str(shared_data / FLAHERTY), *args)
     assert code == 2
-    assert message in err
+    assert out == ""
+    (line,) = err.splitlines()
+    assert line.startswith("error: ")
+    assert message in line
 
 
-def test_llm_judge_needs_langchain(
-    shared_data: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_llm_judge_needs_langchain(shared_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "langchain", None)
     monkeypatch.setitem(sys.modules, "langchain.chat_models", None)
-    code, _, err = run(
-        capsys, "factuality", "--input", str(shared_data / FLAHERTY), "--judge", "llm:openai:gpt-x"
-    )
+    code, _, err = run("--input", str(shared_data / FLAHERTY), "--judge", "llm:openai:gpt-x")
     assert code == 2
+    assert err.startswith("error: --judge llm: openai:gpt-x needs the langchain package")
     assert "pip install langchain" in err
+
+
+def test_llm_option_needs_langchain(shared_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "langchain", None)
+    monkeypatch.setitem(sys.modules, "langchain.chat_models", None)
+    argv = ("--input", str(shared_data / FLAHERTY), "--judge", "heuristic-lexical")
+    code, _, err = run(*argv, "--llm", "openai:gpt-x")
+    assert code == 2
+    assert "error: --llm openai:gpt-x needs the langchain package" in err
+
+
+def test_unwritable_output_is_an_error(shared_data: Path, tmp_path: Path) -> None:
+    output = tmp_path / "missing-folder" / "out.jsonl"
+    argv = ("--input", str(shared_data / FLAHERTY), "--judge", "heuristic-lexical")
+    code, out, err = run(*argv, "--output", str(output))
+    assert code == 2
+    assert "FR2, 1 record(s)" in out  # the table is still printed
+    assert f"error: cannot write {output}" in err
 
 
 def tool(name: str, **args: Any) -> AIMessage:
@@ -166,9 +165,7 @@ def answer(messages: list[BaseMessage]) -> AIMessage:
     return tool("JudgeReply", label=label, confidence=0.9, rationale="scripted")
 
 
-def test_llm_judge_and_atomizer(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_llm_judge_and_atomizer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     model = ScriptedChatModel(script=[answer] * 10)
     loaded: list[str] = []
 
@@ -176,7 +173,7 @@ def test_llm_judge_and_atomizer(
         loaded.append(name)
         return model
 
-    monkeypatch.setattr(cli, "load_chat_model", load)
+    monkeypatch.setattr(_common, "load_chat_model", load)  # the judge's model (--judge llm:...)
     record = {
         "input": "Where is Paris?",
         "output": "Paris is in France.",
@@ -193,16 +190,8 @@ def test_llm_judge_and_atomizer(
         encoding="utf-8",
     )
     output = tmp_path / "out.jsonl"
-    code, _out, err = run(
-        capsys,
-        "factuality",
-        "--input",
-        str(path),
-        "--judge",
-        "llm:openai:gpt-4o-mini",
-        "--output",
-        str(output),
-    )
+    options = ["--judge", "llm:openai:gpt-4o-mini", "--output", str(output)]
+    code, _out, err = run("--input", str(path), *options)
     assert code == 0, err
     assert loaded == ["openai:gpt-4o-mini"]
     first, second = (json.loads(line) for line in output.read_text(encoding="utf-8").splitlines())
@@ -214,79 +203,12 @@ def test_llm_judge_and_atomizer(
     assert len(model.calls) == 3  # one judge call, the atomizer and the reviser
 
 
-ANSWERS = [
-    {
-        "question": "Seattle?",
-        "answer": "Seattle gets a lot of rain every year [1](id=1). "
-        "Seattle was founded on the moon [2](id=2). Seattle has no rain at all.",
-        "documents": [
-            {"page_content": "Seattle gets a lot of rain every year, more than Boston."},
-            {"page_content": "Tokyo is the capital of Japan."},
-        ],
-    }
-]
-
-
-def write_answers(tmp_path: Path, extra: str = "") -> Path:
-    path = tmp_path / "answers.jsonl"
-    path.write_text("\n".join(json.dumps(a) for a in ANSWERS) + "\n" + extra, encoding="utf-8")
-    return path
-
-
-def test_citations_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(
-        capsys, "citations", "--input", str(write_answers(tmp_path)), "--judge", "heuristic-lexical"
-    )
-    assert code == 0, err
-    rows = {line.split()[0]: line.split() for line in out.splitlines() if line[:1].isalnum()}
-    assert rows["0"][1:3] == ["3", "1"]  # three worthy sentences, one supported
-    assert rows["all"][4:6] == ["2", "1"]  # two citations, one precise
-    assert "sentence 2: Seattle has no rain at all." in out
-    assert "sentence 1, id=2:" in out
-
-
-def test_citations_json_min_words_and_bad_record(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    path = write_answers(tmp_path, extra='{"answer": 5}\n')
-    code, out, err = run(
-        capsys,
-        "citations",
-        "--input",
-        str(path),
-        "--judge",
-        "heuristic-lexical",
-        "--json",
-        "--min-words",
-        "7",
-    )
-    assert code == 1
-    assert "skipped record" in err
-    report = json.loads(out)
-    # Only the first sentence has seven words or more.
-    assert report["num_verification_worthy"] == 1
-    assert report["citation_recall"] == 1.0
-    assert report["num_answers"] == 1
-    assert len(report["errors"]) == 1
-    assert report["answers"][0]["sentences"][0]["citations"][0]["precise"] is True
-
-
-def test_citations_unreadable_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "citations", "--input", str(tmp_path / "missing.jsonl"))
-    assert code == 2
-    assert "cannot read" in err
-
-
-def test_subcommands_plug_into_another_parser() -> None:
+def test_the_subcommand_plugs_into_another_parser() -> None:
     parser = argparse.ArgumentParser(prog="langchain-references")
     subparsers = parser.add_subparsers(dest="command", required=True)
     cli.add_parser(subparsers)
-    cli.add_citations_parser(subparsers)
     args = parser.parse_args(["factuality", "--input", "x.json", "--version", "3"])
     assert args.func is cli.run
     assert args.version == 3
-    args = parser.parse_args(["citations", "--input", "a.jsonl", "--json"])
-    assert args.func is cli.run_citations
-    assert args.json
     with pytest.raises(SystemExit):
         parser.parse_args(["factuality", "--input", "x", "--version", "4"])

@@ -1,23 +1,91 @@
+"""The one entry point: ``cli.main([...], out=..., err=...)`` and ``python -m ...cli``."""
+
 from __future__ import annotations
 
+import io
 import json
+import subprocess
+import sys
 
 import pytest
 
 from langchain_references.cli import build_parser, main
+from tests.unit_tests.conftest import REPO_ROOT
+
+#: Every subcommand and options its ``--help`` must show.
+COMMANDS = {
+    "factcheck": ["STATEMENT", "--file", "--search", "--model", "--json", "--concurrency"],
+    "factuality": ["--input", "--version", "--judge", "--llm", "--output", "--top-k", "--method"],
+    "citations": ["--input", "--judge", "--json", "--min-words", "--max-concurrency"],
+    "demo": ["--question", "--style", "--model", "--offline", "-k"],
+}
+
+
+def run_main(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.mark.parametrize(
     "argv",
-    [["factcheck", "x"], ["factuality", "--input", "f.jsonl"], ["citations", "--input", "f.jsonl"]],
+    [
+        ["factcheck", "x"],
+        ["factuality", "--input", "f.jsonl"],
+        ["citations", "--input", "f.jsonl"],
+        ["demo"],
+    ],
 )
 def test_subcommands_are_registered(argv: list[str]) -> None:
     assert callable(build_parser().parse_args(argv).func)
 
 
-def test_factcheck_dispatch_runs_the_offline_demo(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["factcheck", "The Moon orbits the Earth.", "--search", "demo", "--json"])
-    out = capsys.readouterr().out
+def test_help_lists_every_command() -> None:
+    code, out, err = run_main("--help")
+    assert code == 0
+    assert err == ""
+    assert out.startswith("usage: langchain-references ")
+    for command in COMMANDS:
+        assert command in out
+
+
+@pytest.mark.parametrize(("command", "options"), sorted(COMMANDS.items()))
+def test_every_subcommand_has_its_own_help(command: str, options: list[str]) -> None:
+    code, out, err = run_main(command, "--help")
+    assert code == 0
+    assert err == ""
+    assert out.startswith(f"usage: langchain-references {command} ")
+    for option in options:
+        assert option in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        ([], "the following arguments are required: COMMAND"),
+        (["nope"], "invalid choice: 'nope'"),
+        (["factuality"], "the following arguments are required: --input"),
+        (["demo", "--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_usage_errors_exit_2_on_err(argv: list[str], message: str) -> None:
+    code, out, err = run_main(*argv)
+    assert code == 2
+    assert out == ""
+    assert err.startswith("usage: langchain-references")
+    assert message in err
+
+
+def test_a_command_that_cannot_run_prints_one_error_line() -> None:
+    code, out, err = run_main("citations", "--input", "/nonexistent/answers.jsonl")
+    assert code == 2
+    assert out == ""
+    assert err.startswith("error: cannot read /nonexistent/answers.jsonl")
+    assert err.count("\n") == 1
+
+
+def test_factcheck_dispatch_runs_the_offline_demo() -> None:
+    code, out, _ = run_main("factcheck", "The Moon orbits the Earth.", "--search", "demo", "--json")
     assert code == 0
     result = json.loads(out.strip().splitlines()[-1])
     assert result["statement"] == "The Moon orbits the Earth."
@@ -27,6 +95,48 @@ def test_factcheck_dispatch_runs_the_offline_demo(capsys: pytest.CaptureFixture[
     assert all(e["url"].startswith("http://127.0.0.1:") for e in evidence)
 
 
-def test_demo_dispatch(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--style", "text"]) == 0
-    assert "- [1] " in capsys.readouterr().out
+def test_demo_dispatch() -> None:
+    code, out, err = run_main("demo", "--style", "text")
+    assert code == 0, err
+    assert "- [1] " in out
+
+
+def test_main_defaults_to_stdout_and_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["citations", "--help"]) == 0
+    assert main(["citations", "--input", "/nonexistent/answers.jsonl"]) == 2
+    out, err = capsys.readouterr()
+    assert out.startswith("usage: langchain-references citations ")
+    assert err.startswith("error: cannot read")
+
+
+def _module(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "langchain_references.cli", *argv],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.slow
+def test_python_dash_m_help() -> None:
+    done = _module("--help")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: langchain-references ")
+    for command in COMMANDS:
+        assert command in done.stdout
+    done = _module("demo", "--help")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: langchain-references demo ")
+
+
+@pytest.mark.slow
+def test_python_dash_m_user_error_has_no_traceback() -> None:
+    done = _module("factuality", "--input", "/nonexistent/records.jsonl")
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "Traceback" not in done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("error: cannot read /nonexistent/records.jsonl: ")

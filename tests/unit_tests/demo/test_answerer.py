@@ -379,3 +379,13 @@ def test_citation_look_alikes_in_documents_are_not_copied() -> None:
     assert [(label, doc_id) for _, label, doc_id in _cited(answer)] == [(1, 1), (1, 1)]
     assert "id=9" not in answer
     assert "NUMBER" not in answer
+
+
+async def test_no_candidate_sentences_means_no_embedding_call_on_either_path() -> None:
+    embeddings = RecordingEmbeddings()
+    model = ExtractiveAnswerer(embeddings=embeddings)
+    messages = [HumanMessage("Question: what do bees make?")]
+    assert model.invoke(messages).text == NOT_FOUND_ANSWER
+    assert (await model.ainvoke(messages)).text == NOT_FOUND_ANSWER
+    assert "".join([c.text async for c in model.astream(messages)]) == NOT_FOUND_ANSWER
+    assert embeddings.calls == []

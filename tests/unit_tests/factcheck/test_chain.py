@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import html
 import re
 import threading
-from collections.abc import AsyncGenerator, Mapping, Sequence
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, cast
 from uuid import UUID
 
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.embeddings import Embeddings
-from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables import RunnableConfig, RunnableGenerator, RunnableLambda
 
 from langchain_references.demo.site import serve_pages
+from langchain_references.factcheck import stages
 from langchain_references.factcheck.chain import (
     PROGRESS_EVENT,
     FactCheckChain,
@@ -27,6 +30,7 @@ from langchain_references.factcheck.fetch import PageFetcher
 from langchain_references.factcheck.passages import PassageSplitter
 from langchain_references.factcheck.result import STAGES, FactCheckProgress, FactCheckResult
 from langchain_references.factcheck.search import RecordedSearch
+from langchain_references.factcheck.stages import FactCheckState
 from langchain_references.factcheck.types import SearchHit
 from langchain_references.factcheck.verdict import (
     RankedJudgement,
@@ -286,9 +290,47 @@ async def test_any_runnable_can_judge_and_its_exceptions_are_recorded(tern_site:
     assert reasons == ["ValueError: cannot parse the reply"]
 
 
-async def test_async_path_is_native_and_offloads_cpu_work(tern_site: str) -> None:
-    import asyncio
+class BrokenBatchJudge(KeywordJudge):
+    """Its batch calls fail as a whole (or return the wrong number of judgements)."""
 
+    def __init__(self, *, short: bool = False) -> None:
+        super().__init__(RULES)
+        self.short = short
+
+    def batch(self, inputs: list[Any], *args: Any, **kwargs: Any) -> list[Judgement]:
+        if self.short:
+            return [self.decide("supportive")]
+        raise ConnectionError("judge service down")
+
+    async def abatch(self, inputs: list[Any], *args: Any, **kwargs: Any) -> list[Judgement]:
+        return self.batch(inputs)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize(
+    ("short", "reason"),
+    [
+        (False, "ConnectionError: judge service down"),
+        (True, "ValueError: the judge returned 1 results for 3 passages"),
+    ],
+)
+async def test_a_judge_failing_on_the_whole_batch_fails_the_passages_not_the_run(
+    tern_site: str, mode: str, short: bool, reason: str
+) -> None:
+    chain = make_chain(recording(tern_site, list(TERN_PAGES)), BrokenBatchJudge(short=short))
+
+    if mode == "sync":
+        result = chain.invoke(STATEMENT)
+    else:
+        result = await chain.ainvoke(STATEMENT)
+
+    assert result.verdict is Verdict.NOT_ENOUGH_EVIDENCE
+    assert result.counts.judge_errors == result.counts.judged == 3
+    assert [(f.stage, f.reason) for f in result.failed_sources] == [("judge", reason)] * 3
+    assert list(result.timings) == list(STAGES)
+
+
+async def test_async_path_is_native_and_offloads_cpu_work(tern_site: str) -> None:
     embeddings = HashEmbeddings()
     judge = AsyncOnlyJudge(RULES)
     chain = make_chain(recording(tern_site, list(TERN_PAGES)), judge, embeddings=embeddings)
@@ -323,39 +365,76 @@ async def test_sync_invoke_works_inside_a_running_event_loop(tern_site: str) -> 
     assert result.verdict is Verdict.SUPPORTED
 
 
-async def test_astream_yields_progress_for_each_stage_then_the_result(tern_site: str) -> None:
-    chain = make_chain(recording(tern_site, list(TERN_PAGES)), KeywordJudge(RULES))
+class RunRecorder(BaseCallbackHandler):
+    """Records the chain runs (name, id, parent) and the custom events (name, data, run)."""
 
-    items = [item async for item in chain.astream(STATEMENT)]
+    def __init__(self) -> None:
+        self.starts: list[tuple[str, UUID, UUID | None]] = []
+        self.custom: list[tuple[str, Any, UUID]] = []
 
-    *rest, result = items
-    assert isinstance(result, FactCheckResult)
-    events = [e for e in rest if isinstance(e, FactCheckProgress)]
-    assert len(events) == len(rest)
-    assert [(e.stage, e.done) for e in events] == [
-        (stage, done) for stage in STAGES for done in (False, True)
-    ]
-    assert all(e.statement == STATEMENT for e in events)
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.starts.append((kwargs.get("name") or "", run_id, parent_run_id))
+
+    def on_custom_event(self, name: str, data: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self.custom.append((name, data, run_id))
+
+    def names(self) -> dict[UUID, str]:
+        return {run_id: name for name, run_id, _ in self.starts}
+
+    def children(self, parent: UUID) -> list[tuple[str, UUID]]:
+        return [(name, run_id) for name, run_id, p in self.starts if p == parent]
+
+
+EXPECTED_PROGRESS = [(stage, done) for stage in STAGES for done in (False, True)]
+
+
+def check_progress(events: Sequence[Any], result: FactCheckResult) -> None:
+    """One start and one end event per stage, in order, consistent with the result."""
+    assert all(isinstance(e, FactCheckProgress) for e in events)
+    assert [(e.stage, e.done) for e in events] == EXPECTED_PROGRESS
+    assert all(e.statement == result.statement for e in events)
     done = {e.stage: e for e in events if e.done}
     assert done["search"].counts["hits"] == result.counts.hits == 3
     assert done["fetch"].counts == {"pages": 3, "failed": 0}
+    assert done["fetch"].detail == "3 pages, 0 failed"
+    assert done["extract"].detail == "3 pages with text, 0 failed"
     assert done["relevance"].counts["kept"] == result.counts.judged
     assert done["judge"].counts["supporting"] == len(result.supporting)
     assert result.timings == {stage: done[stage].elapsed_s for stage in STAGES}
+    starts = [e for e in events if not e.done]
+    assert starts[0].detail == "searching recorded"
+    assert all(e.elapsed_s == 0 and e.counts == {} for e in starts)
 
 
-async def test_astream_stops_cleanly_when_the_consumer_leaves_early(tern_site: str) -> None:
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_progress_events_reach_callback_handlers_on_both_paths(
+    tern_site: str, mode: str
+) -> None:
     chain = make_chain(recording(tern_site, list(TERN_PAGES)), KeywordJudge(RULES))
+    recorder = RunRecorder()
+    config: RunnableConfig = {"callbacks": [recorder]}
 
-    stream = cast("AsyncGenerator[Any, None]", chain.astream(STATEMENT))
-    first = await anext(stream)
-    await stream.aclose()
+    if mode == "sync":
+        result = chain.invoke(STATEMENT, config)
+    else:
+        result = await chain.ainvoke(STATEMENT, config)
 
-    assert isinstance(first, FactCheckProgress)
-    assert first.stage == "search"
+    assert {name for name, _, _ in recorder.custom} == {PROGRESS_EVENT}
+    check_progress([data for _, data, _ in recorder.custom], result)
+    names = recorder.names()
+    # each event is dispatched under the run of its own stage
+    assert all(names[run_id] == data.stage for _, data, run_id in recorder.custom)
 
 
-async def test_astream_events_show_the_judge_as_child_runs(tern_site: str) -> None:
+async def test_astream_events_show_progress_and_the_judge_as_child_runs(tern_site: str) -> None:
     chain = make_chain(recording(tern_site, list(TERN_PAGES)), KeywordJudge(RULES))
 
     events = [e async for e in chain.astream_events(STATEMENT, version="v2")]
@@ -370,34 +449,87 @@ async def test_astream_events_show_the_judge_as_child_runs(tern_site: str) -> No
     assert all(root["run_id"] in e["parent_ids"] for e in judge_starts)
     progress = [e for e in events if e["event"] == "on_custom_event"]
     assert {e["name"] for e in progress} == {PROGRESS_EVENT}
-    assert len(progress) == 2 * len(STAGES)
+    assert all(root["run_id"] in e["parent_ids"] for e in progress)
     end = events[-1]
     assert end["event"] == "on_chain_end"
-    assert isinstance(end["data"]["output"], FactCheckResult)
+    assert end["run_id"] == root["run_id"]
+    result = end["data"]["output"]
+    assert isinstance(result, FactCheckResult)
+    check_progress([e["data"] for e in progress], result)
+    streamed = [e["data"]["chunk"] for e in events if e["event"] == "on_chain_stream"]
+    assert all(isinstance(c, (FactCheckResult, FactCheckState)) for c in streamed)
+    root_chunks = [
+        e["data"]["chunk"]
+        for e in events
+        if e["event"] == "on_chain_stream" and e["run_id"] == root["run_id"]
+    ]
+    assert root_chunks == [result]
 
 
-class RunRecorder(BaseCallbackHandler):
-    def __init__(self) -> None:
-        self.starts: list[tuple[str, UUID, UUID | None]] = []
-        self.custom: list[Any] = []
+async def test_astream_events_stop_cleanly_when_the_consumer_leaves_early(
+    tern_site: str,
+) -> None:
+    chain = make_chain(recording(tern_site, list(TERN_PAGES)), KeywordJudge(RULES))
 
-    def on_chain_start(
-        self,
-        serialized: dict[str, Any] | None,
-        inputs: Any,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self.starts.append((kwargs.get("name") or "", run_id, parent_run_id))
+    stream = cast("AsyncGenerator[Any, None]", chain.astream_events(STATEMENT, version="v2"))
+    async for event in stream:
+        if event["event"] == "on_custom_event":
+            first = event["data"]
+            break
+    await stream.aclose()
 
-    def on_custom_event(self, name: str, data: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        self.custom.append(data)
+    assert isinstance(first, FactCheckProgress)
+    assert (first.stage, first.done) == ("search", False)
+
+
+async def test_stream_and_astream_yield_the_same_single_result(tern_site: str) -> None:
+    chain = make_chain(recording(tern_site, list(TERN_PAGES)), KeywordJudge(RULES))
+
+    synced = list(chain.stream(STATEMENT))
+    streamed = [item async for item in chain.astream(STATEMENT)]
+
+    assert [type(item) for item in synced] == [type(item) for item in streamed]
+    assert [type(item) for item in streamed] == [FactCheckResult]
+    timing = {"timings", "total_s"}
+    assert synced[0].model_dump(exclude=timing) == streamed[0].model_dump(exclude=timing)
+    assert list(synced[0].timings) == list(streamed[0].timings) == list(STAGES)
+
+
+async def test_a_piped_runnable_receives_only_the_result(tern_site: str) -> None:
+    chain = make_chain(
+        recording(tern_site, list(TERN_PAGES)), KeywordJudge(RULES), weight_by="search"
+    )
+    received: list[Any] = []
+
+    def verdict(result: Any) -> str:
+        received.append(result)
+        return str(result.verdict.value)
+
+    def chunks(items: Iterator[Any]) -> Iterator[Any]:
+        for item in items:
+            received.append(item)
+            yield item
+
+    async def achunks(items: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        async for item in items:
+            received.append(item)
+            yield item
+
+    piped = chain | RunnableLambda(verdict)
+    assert piped.invoke(STATEMENT) == "supported"
+    assert await piped.ainvoke(STATEMENT) == "supported"
+    assert list(piped.stream(STATEMENT)) == ["supported"]
+    assert [v async for v in piped.astream(STATEMENT)] == ["supported"]
+    passthrough = chain | RunnableGenerator(chunks, achunks)
+    assert [type(r) for r in passthrough.stream(STATEMENT)] == [FactCheckResult]
+    assert [type(r) async for r in passthrough.astream(STATEMENT)] == [FactCheckResult]
+
+    assert len(received) == 6
+    assert all(isinstance(item, FactCheckResult) for item in received)
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-async def test_callbacks_reach_the_judge_runs(tern_site: str, mode: str) -> None:
+async def test_callbacks_see_the_stages_and_the_judge_runs(tern_site: str, mode: str) -> None:
     chain = make_chain(recording(tern_site, list(TERN_PAGES)), KeywordJudge(RULES))
     recorder = RunRecorder()
     config: RunnableConfig = {"callbacks": [recorder], "tags": ["t1"]}
@@ -409,10 +541,99 @@ async def test_callbacks_reach_the_judge_runs(tern_site: str, mode: str) -> None
 
     [(_, root_id, root_parent)] = [s for s in recorder.starts if s[0] == "fact_check"]
     assert root_parent is None
+    steps = recorder.children(root_id)
+    assert [name for name, _ in steps] == ["prepare", *STAGES, "result"]
+    judge_stage = dict(steps)["judge"]
     judges = [s for s in recorder.starts if s[0] == "KeywordJudge"]
     assert len(judges) == 3
-    assert all(parent == root_id for _, _, parent in judges)
-    assert [(p.stage, p.done) for p in recorder.custom][:2] == [("search", False), ("search", True)]
+    assert all(parent == judge_stage for _, _, parent in judges)
+
+
+class InFlightJudge(KeywordJudge):
+    """Counts the judge calls in flight (sync calls on threads, async ones on the loop)."""
+
+    def __init__(self) -> None:
+        super().__init__(RULES)
+        self.in_flight = 0
+        self.peak = 0
+
+    def _enter(self) -> None:
+        with self._lock:
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+    def _judge(self, statement: str, passage: str, *, config: RunnableConfig) -> Judgement:
+        self._enter()
+        try:
+            time.sleep(0.2)
+            return self.decide(passage)
+        finally:
+            self._leave()
+
+    async def _ajudge(self, statement: str, passage: str, *, config: RunnableConfig) -> Judgement:
+        self._enter()
+        try:
+            await asyncio.sleep(0.05)
+            return self.decide(passage)
+        finally:
+            self._leave()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize(
+    ("default", "caller", "peak"),
+    [(1, None, 1), (1, 3, 3), (3, 1, 1), (3, None, 3)],
+    ids=["default-only", "caller-raises", "caller-lowers", "default-3"],
+)
+async def test_the_callers_max_concurrency_wins_over_the_chains_default(
+    tern_site: str, mode: str, default: int, caller: int | None, peak: int
+) -> None:
+    judge = InFlightJudge()
+    chain = make_chain(recording(tern_site, list(TERN_PAGES)), judge, max_concurrency=default)
+    config: RunnableConfig = {} if caller is None else {"max_concurrency": caller}
+
+    if mode == "sync":
+        result = chain.invoke(STATEMENT, config)
+    else:
+        result = await chain.ainvoke(STATEMENT, config)
+
+    assert len(judge.seen) == result.counts.judged == 3
+    assert judge.peak == peak
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_each_driver_calls_only_the_apis_of_its_own_kind(
+    tern_site: str, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def forbidden(name: str) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            raise AssertionError(f"{name} called on the {mode} path")
+
+        return call
+
+    fetcher = PageFetcher(allow_private=True, timeout_s=5)
+    if mode == "sync":
+        apis = ["asearch_report", "aextract_all", "aselect_relevant"]
+    else:
+        apis = ["search_report", "extract_all", "select_relevant"]
+        monkeypatch.setattr(fetcher, "fetch_all", forbidden("fetch_all"))
+    for name in apis:
+        monkeypatch.setattr(stages, name, forbidden(name))
+    judge = AsyncOnlyJudge(RULES) if mode == "async" else KeywordJudge(RULES)
+    chain = make_chain(recording(tern_site, list(TERN_PAGES)), judge, fetcher=fetcher)
+
+    if mode == "sync":
+        result = chain.invoke(STATEMENT)
+    else:
+        result = await chain.ainvoke(STATEMENT)
+
+    assert result.failed_sources == []
+    assert result.counts.judge_errors == 0
+    assert len(result.supporting) == 2
 
 
 def test_batch_checks_statements_in_order(tern_site: str) -> None:
@@ -619,5 +840,27 @@ def test_bad_components_are_refused() -> None:
 def test_schema_names_the_input_and_output() -> None:
     chain = make_chain(RecordedSearch({}), KeywordJudge(RULES))
     assert chain.get_name() == "fact_check"
-    assert "statement" in chain.get_input_jsonschema()["properties"]
+    assert chain.get_input_schema() is FactCheckRequest
+    assert set(chain.get_input_jsonschema()["properties"]) == {"statement", "query"}
+    assert chain.get_input_jsonschema()["required"] == ["statement"]
     assert "verdict" in chain.get_output_jsonschema()["properties"]
+
+
+def test_the_chain_is_a_composition_of_stage_runnables() -> None:
+    chain = make_chain(RecordedSearch({}), KeywordJudge(RULES), name="my_check")
+
+    nodes = [node.name for node in chain.get_graph().nodes.values()]
+
+    assert [s.stage for s in chain.stages] == list(STAGES)
+    for name in ("prepare", *STAGES, "result"):
+        assert name in nodes
+    assert chain.get_name() == "my_check"
+
+
+def test_a_custom_name_names_the_root_run(tern_site: str) -> None:
+    chain = make_chain(recording(tern_site, ["/terns/support-a"]), KeywordJudge(RULES), name="x")
+    recorder = RunRecorder()
+
+    chain.invoke(STATEMENT, {"callbacks": [recorder]})
+
+    assert [name for name, _, parent in recorder.starts if parent is None] == ["x"]

@@ -309,3 +309,31 @@ def test_empty_input_and_bad_arguments() -> None:
 def test_fetched_page_serialises_to_json(local_site: LocalSite) -> None:
     page = PageFetcher(allow_private=True).fetch_all([local_site.url("/page/json")]).pages[0]
     assert FetchedPage.model_validate_json(page.model_dump_json()) == page
+
+
+def test_a_cached_page_is_the_downloaded_page(local_site: LocalSite, tmp_path: Path) -> None:
+    fetcher = PageFetcher(allow_private=True, cache=PageCache(tmp_path / "pages"))
+    hit = SearchHit(title="t", snippet="s", link=local_site.url("/page/same"), rank=4)
+    (first,) = fetcher.fetch_all([hit]).pages
+    (second,) = fetcher.fetch_all([hit]).pages
+    assert (first.from_cache, second.from_cache) == (False, True)
+    ignored = {"from_cache", "elapsed_s"}
+    assert first.model_dump(exclude=ignored) == second.model_dump(exclude=ignored)
+    assert (second.rank, second.hit) == (4, hit)
+
+
+def test_an_unexpected_error_is_logged_and_recorded(
+    local_site: LocalSite, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def broken(self: PageFetcher, client: httpx.AsyncClient, url: str) -> None:
+        raise KeyError("lost")
+
+    monkeypatch.setattr(PageFetcher, "_download", broken)
+    url = local_site.url("/page/x")
+    (failure,) = PageFetcher(allow_private=True).fetch_all([url]).failures
+    assert (failure.url, failure.stage, failure.reason) == (
+        url,
+        "fetch",
+        "unexpected KeyError: 'lost'",
+    )
+    assert f"Unexpected error fetching {url}" in caplog.text

@@ -6,7 +6,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from langchain_references.factcheck.netguard import BlockedURLError, NetGuard, blocked_reason
+from langchain_references.errors import LangchainReferencesError
+from langchain_references.factcheck.netguard import (
+    BlockedURLError,
+    HostResolutionError,
+    NetGuard,
+    blocked_reason,
+)
 
 
 @pytest.mark.parametrize(
@@ -88,3 +94,9 @@ def test_scheme_is_checked_even_when_private_addresses_are_allowed() -> None:
         NetGuard.parse("file:///etc/passwd")
     with pytest.raises(BlockedURLError, match="no host"):
         NetGuard.parse("http:///path-only")
+
+
+def test_refusals_are_package_errors_and_value_errors() -> None:
+    for error in (BlockedURLError, HostResolutionError):
+        assert issubclass(error, LangchainReferencesError)
+        assert issubclass(error, ValueError)

@@ -9,6 +9,7 @@ from langchain_chroma import Chroma
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
 from langchain_references.factcheck.relevance import (
+    RelevanceOptions,
     aselect_relevant,
     chroma_client,
     select_relevant,
@@ -177,3 +178,24 @@ def test_chroma_client_reuses_an_in_memory_chroma_with_other_settings(
     monkeypatch.setattr(chromadb, "EphemeralClient", always_fails)
     with pytest.raises(ValueError, match="pass client="):
         chroma_client()
+
+
+async def test_async_variant_passes_every_option_on() -> None:
+    statement = "How do honey bees tell where flowers are?"
+    store = Chroma(
+        collection_name="lcr-test-async-options",
+        embedding_function=BagOfWords(),
+        client=chroma_client(),
+    )
+    try:
+        options: RelevanceOptions = {"store": store, "k": 1}
+        sync = select_relevant(statement, _passages(), **options)
+        async_ = await aselect_relevant(statement, _passages(), **options)
+        assert [p.text for p, _ in async_] == [p.text for p, _ in sync] == [TEXTS[4]]
+        assert store.get()["ids"] == []  # the passages were removed again
+        with pytest.raises(ValueError, match="not both"):
+            await aselect_relevant(statement, _passages(), embeddings=BagOfWords(), store=store)
+    finally:
+        store.delete_collection()
+    with pytest.raises(ValueError, match="k must be"):
+        await aselect_relevant(statement, _passages(), embeddings=BagOfWords(), k=0)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from langchain_references.factcheck.report import (
     REPORT_SEPARATORS,
+    ReportOptions,
     render_json,
     render_report,
     render_reports,
@@ -375,3 +376,18 @@ def test_text_report_one_number_per_url(report_input: FactCheckResult) -> None:
     report = render_report(report_input, TextReferenceStyle())
     reference_lines = [line for line in report.splitlines() if re.match(r"- \[\d+\] ", line)]
     assert len(reference_lines) == len({e.url for e in report_input.evidence})
+
+
+def test_several_reports_take_the_options_of_one_report() -> None:
+    other = result([evidence("Europa has an ocean.", EUROPA)], statement="Europa has an ocean")
+    options: ReportOptions = {"fmt": "text", "max_snippet_chars": 12}
+    text = render_reports([TWO_FROM_ONE_URL, other], **options)
+    assert text.split(REPORT_SEPARATORS["text"]) == [
+        render_report(TWO_FROM_ONE_URL, **options),
+        render_report(other, **options),
+    ]
+    # The format follows the style when none is given, as for one report.
+    html_reports = render_reports([other], HTMLReferenceStyle())
+    assert html_reports == render_report(other, HTMLReferenceStyle())
+    with pytest.raises(ValueError, match="max_snippet_chars"):
+        render_reports([other], max_snippet_chars=3)

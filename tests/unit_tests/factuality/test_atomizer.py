@@ -6,12 +6,9 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.prompts import ChatPromptTemplate
 
-from langchain_references.factuality.atomizer import (
-    AtomicClaims,
-    Atomizer,
-    AtomizerError,
-    read_structured_reply,
-)
+from langchain_references._structured import read_structured_reply
+from langchain_references.errors import LangchainReferencesError
+from langchain_references.factuality.atomizer import AtomicClaims, Atomizer, AtomizerError
 from langchain_references.prompting import find_tag_lookalikes
 from tests.unit_tests.fakes import ScriptedChatModel
 
@@ -119,9 +116,12 @@ def test_no_claims_means_no_atoms() -> None:
     ],
 )
 def test_malformed_reply_raises_atomizer_error(reply: AIMessage, reason: str) -> None:
-    atomizer, _ = make(reply)
-    with pytest.raises(AtomizerError, match=reason):
+    atomizer, model = make(reply)
+    with pytest.raises(AtomizerError, match=reason) as caught:
         atomizer.invoke(RESPONSE)
+    assert isinstance(caught.value, LangchainReferencesError)
+    assert isinstance(caught.value, RuntimeError)
+    assert len(model.calls) == 1  # a malformed reply is not retried
 
 
 def test_transient_errors_are_retried_others_are_not() -> None:
@@ -167,12 +167,41 @@ def test_constructor_checks() -> None:
         Atomizer(model, max_atoms=0)
     with pytest.raises(TypeError):
         Atomizer("not a model")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_attempts"):
+        Atomizer(model, max_attempts=0)
 
 
 def test_read_structured_reply_shapes() -> None:
     parsed = AtomicClaims(claims=["x"])
     assert read_structured_reply(parsed, AtomicClaims) is parsed
+    assert read_structured_reply({"parsed": parsed, "parsing_error": None}, AtomicClaims) is parsed
     assert "unexpected" in str(read_structured_reply("text", AtomicClaims))
     assert "unexpected" in str(
         read_structured_reply({"parsed": 3, "parsing_error": None}, AtomicClaims)
     )
+    assert read_structured_reply(
+        {"raw": None, "parsed": None, "parsing_error": None}, AtomicClaims
+    ) == ("no structured reply: the model returned no message")
+    error = ValueError("bad JSON")
+    assert read_structured_reply({"parsed": None, "parsing_error": error}, AtomicClaims) == (
+        "malformed reply: ValueError: bad JSON"
+    )
+
+
+async def test_async_malformed_reply_and_retry_match_sync() -> None:
+    atomizer, model = make(ConnectionError("reset"), AIMessage(content="no tool"))
+    with pytest.raises(AtomizerError, match="without the tool"):
+        await atomizer.ainvoke(RESPONSE)
+    assert len(model.calls) == 2  # the transient error was retried, the bad reply was not
+
+
+def test_single_attempt_and_retry_predicate() -> None:
+    atomizer, model = make(TimeoutError("slow"), claims("A fact."), max_attempts=1)
+    with pytest.raises(TimeoutError):
+        atomizer.invoke(RESPONSE)
+    assert len(model.calls) == 1
+    atomizer, model = make(
+        KeyError("flaky"), claims("A fact."), retry_on=lambda e: isinstance(e, KeyError)
+    )
+    assert [a.text for a in atomizer.invoke(RESPONSE)] == ["A fact."]
+    assert len(model.calls) == 2

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from langchain_references.errors import LangchainReferencesError
 from langchain_references.factuality import (
     Atom,
     Context,
@@ -275,3 +276,22 @@ def test_marginals_are_probabilities_in_graph_order(graph: FactGraph, method: st
     marginals = infer_marginals(graph, method)  # type: ignore[arg-type]
     assert list(marginals) == [v.id for v in graph.variables]
     assert all(0.0 <= p <= 1.0 for p in marginals.values())
+
+
+def test_infer_marginals_passes_every_option_on() -> None:
+    atoms = [Atom(f"a{i}") for i in range(6)]
+    contexts = [Context(f"c{j}", text=str(j)) for j in range(6)]
+    relations = [Relation(c.id, a.id, "entailment", 0.99) for a in atoms for c in contexts]
+    graph = build_fact_graph(atoms, contexts, relations)
+    options: dict[str, Any] = {"damping": 0.2, "tolerance": 1e-6, "max_iterations": 3}
+    expected = run_inference(graph, "bp", **options).marginals
+    assert infer_marginals(graph, "bp", **options) == expected
+    with pytest.raises(InferenceError, match="exact_budget=16"):
+        infer_marginals(graph, "exact", exact_budget=16)
+    with pytest.raises(InferenceError, match="limited to 2"):
+        infer_marginals(graph, "brute", brute_max_vars=2)
+
+
+def test_inference_error_is_a_package_error() -> None:
+    assert issubclass(InferenceError, LangchainReferencesError)
+    assert issubclass(InferenceError, ValueError)

@@ -9,12 +9,20 @@ import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import InMemoryVectorStore
+from pydantic import BaseModel
 
-from langchain_references.factuality import FactualityInput, load_inputs
-from langchain_references.factuality.io import FactualityFormatError, parse_result, write_jsonl
+from langchain_references.factuality import Atomizer, FactualityInput, load_inputs
+from langchain_references.factuality.io import (
+    FactualityFormatError,
+    input_to_dict,
+    parse_result,
+    write_jsonl,
+)
 from langchain_references.factuality.model import Atom, Context, candidate_pairs
 from langchain_references.factuality.pipeline import (
+    FactualityEvaluatorInput,
     FactualityPipeline,
+    FactualityResult,
     coerce_factuality_input,
     create_factuality_evaluator,
 )
@@ -131,10 +139,8 @@ def tool(name: str, **args: Any) -> AIMessage:
 
 
 RESPONSE = "Paris is the capital of France. It is on the Seine. Rome is in Spain."
-ATOMIZED = tool(
-    "AtomicClaims",
-    claims=["Paris is the capital of France.", "It is on the Seine.", "Rome is in Spain."],
-)
+ATOM_TEXTS = ["Paris is the capital of France.", "It is on the Seine.", "Rome is in Spain."]
+ATOMIZED = tool("AtomicClaims", claims=ATOM_TEXTS)
 REVISED = tool(
     "RevisedAtoms",
     atoms=[
@@ -230,6 +236,16 @@ def test_atomizer_failure_is_recorded_and_batch_goes_on(flaherty: FactualityInpu
     assert good.scores.num_atoms == 26
 
 
+async def test_atomizer_failure_is_recorded_on_the_async_path_too() -> None:
+    evaluator, model = response_evaluator(AIMessage(content="no tool"))
+    result = await evaluator.ainvoke({"response": RESPONSE})
+    assert result.scores is None
+    (failure,) = result.failures
+    assert (failure.stage, "AtomizerError" in failure.reason) == ("atomize", True)
+    assert set(result.timings) == {"atomize"}
+    assert len(model.calls) == 1  # the reviser, retriever and judge did not run
+
+
 def test_reviser_failures_are_recorded() -> None:
     evaluator, _ = response_evaluator(
         ATOMIZED, tool("RevisedAtoms", atoms=[{"id": "a1", "text": "Paris is on the Seine."}])
@@ -257,11 +273,15 @@ class BrokenRetriever(ContextRetriever):
         raise ConnectionError("search backend down")
 
 
-def test_retriever_failure_leaves_atoms_at_their_prior(flaherty: FactualityInput) -> None:
+async def test_retriever_failure_leaves_atoms_at_their_prior(flaherty: FactualityInput) -> None:
     evaluator = create_factuality_evaluator(
         judge=GoldJudge(flaherty), retriever=BrokenRetriever(), atom_prior=0.3
     )
-    for result in (evaluator.invoke(flaherty), evaluator.batch([flaherty])[0]):
+    for result in (
+        evaluator.invoke(flaherty),
+        evaluator.batch([flaherty])[0],
+        await evaluator.ainvoke(flaherty),  # the same stage, driven by the async driver
+    ):
         assert result.scores is not None
         assert all(p == pytest.approx(0.3) for p in result.scores.probabilities.values())
         assert result.failures[0].stage == "retrieve"
@@ -346,3 +366,40 @@ def test_coerce_errors(value: Any, error: type[Exception]) -> None:
 def test_coerce_response_dict() -> None:
     record = coerce_factuality_input({"response": "R.", "question": "Q?", "topic": "T"})
     assert (record.input, record.output, record.topic, record.atoms) == ("Q?", "R.", "T", ())
+
+
+def test_input_and_output_schemas(flaherty: FactualityInput) -> None:
+    evaluator = create_factuality_evaluator(judge=GoldJudge(flaherty))
+    schema = evaluator.get_input_schema()
+    assert schema is FactualityEvaluatorInput
+    json_schema = schema.model_json_schema()
+    titles = {ref["$ref"].rsplit("/", 1)[-1] for ref in json_schema["anyOf"]}
+    assert titles == {"FactualityRecordInput", "FactualityResponseInput"}
+    record = json_schema["$defs"]["FactualityRecordInput"]
+    assert set(record["required"]) == {"input", "output", "atoms"}
+    assert json_schema["$defs"]["FactualityResponseInput"]["required"] == ["response"]
+    # What the evaluator accepts validates against the schema.
+    schema.model_validate(input_to_dict(flaherty))
+    schema.model_validate({"response": "Paris is in France.", "topic": "Paris"})
+    with pytest.raises(ValueError, match="validation error"):
+        schema.model_validate({"topic": "no response, no atoms"})
+
+    output_schema = evaluator.get_output_schema()
+    assert issubclass(output_schema, BaseModel)
+    result = output_schema.model_json_schema()["$defs"][FactualityResult.__name__]
+    assert {"record", "version", "scores", "marginals", "failures"} <= set(result["properties"])
+
+
+def test_factory_options_are_the_pipeline_options(flaherty: FactualityInput) -> None:
+    atomizer_model = ScriptedChatModel(script=[ATOMIZED])
+    evaluator = create_factuality_evaluator(
+        judge=WordJudge(),
+        atomizer=Atomizer(atomizer_model, retry_wait=False),
+        revise=False,
+        version=1,
+    )
+    result = evaluator.invoke({"response": RESPONSE})
+    assert [a.text for a in result.atoms] == ATOM_TEXTS
+    assert result.failures[0].stage == "retrieve"  # no contexts in a bare response
+    with pytest.raises(TypeError):
+        create_factuality_evaluator(judge=WordJudge(), no_such_option=1)  # type: ignore[call-arg]

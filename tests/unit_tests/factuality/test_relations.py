@@ -12,6 +12,7 @@ from langchain_references.factuality import build_fact_graph, infer_marginals
 from langchain_references.factuality.model import Atom, Context, Relation, candidate_pairs
 from langchain_references.factuality.relations import (
     RelationJudge,
+    RelationResult,
     judgement_to_relation,
     normalize_version,
 )
@@ -197,3 +198,30 @@ def test_constructor_checks() -> None:
         RelationJudge(by_keyword)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="unknown context"):
         RelationJudge(judge).judge_pairs([Atom("a0", "x", contexts=("zz",))], CONTEXTS)
+
+
+def test_config_max_concurrency_wins_over_the_judges_default() -> None:
+    judge = ScriptedJudge(by_keyword, delay=0.01)
+    relation_judge = RelationJudge(judge, version=2, max_concurrency=1)
+    relation_judge.judge_pairs(ATOMS, CONTEXTS, config={"max_concurrency": 3})
+    assert 1 < judge.max_in_flight <= 3
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_max_concurrency_must_be_a_positive_integer(bad: Any) -> None:
+    with pytest.raises(ValueError, match="max_concurrency"):
+        RelationJudge(ScriptedJudge(by_keyword), max_concurrency=bad)
+
+
+async def test_async_failures_and_skips_match_sync() -> None:
+    contexts = (*CONTEXTS, Context("c3", "BOOM"), Context("c4", "   "))
+    atoms = (ATOMS[0], Atom("a1", "Rome is in Italy.", contexts=("c1", "c3", "c4")))
+    judge = RelationJudge(ScriptedJudge(by_keyword), version=1)
+    sync, async_ = judge.judge_pairs(atoms, contexts), await judge.ajudge_pairs(atoms, contexts)
+    assert async_ == sync
+    assert [(p.source, p.target) for p in async_.failures] == [("c3", "a1")]
+    assert async_.skipped == (("c4", "a1"),)
+    no_pairs = ScriptedJudge(by_keyword)
+    empty = await RelationJudge(no_pairs).ajudge_pairs((Atom("a0", "Paris is in France."),), ())
+    assert empty == RelationResult(())
+    assert no_pairs.calls == []

@@ -3,6 +3,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+import time
 import uuid
 import zlib
 from collections import Counter
@@ -166,12 +167,55 @@ async def test_retriever_failures_are_recorded_and_k_applies() -> None:
     assert VectorStoreContexts(retriever).retrieve(()) == RetrievedContexts((), ())
 
 
+async def test_vector_store_contexts_no_atoms_no_query() -> None:
+    retriever = FlakyRetriever(docs=CORPUS)
+    source = VectorStoreContexts(retriever)
+    assert source.retrieve(()) == RetrievedContexts((), ())
+    assert await source.aretrieve(()) == RetrievedContexts((), ())
+    assert retriever.queries == []
+
+
+class CountingRetriever(BaseRetriever):
+    """Records how many queries run at once."""
+
+    docs: list[Document]
+    now: int = 0
+    peak: int = 0
+    lock: Any = Field(default_factory=threading.Lock)
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        with self.lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+        time.sleep(0.02)
+        with self.lock:
+            self.now -= 1
+        return self.docs
+
+
+def test_vector_store_contexts_config_max_concurrency_wins() -> None:
+    atoms = tuple(Atom(f"a{i}", f"fact {i}") for i in range(4))
+    retriever = CountingRetriever(docs=CORPUS[:1])
+    VectorStoreContexts(retriever, max_concurrency=1).retrieve(atoms)
+    assert retriever.peak == 1
+    retriever = CountingRetriever(docs=CORPUS[:1])
+    result = VectorStoreContexts(retriever, max_concurrency=1).retrieve(
+        atoms, config={"max_concurrency": 4}
+    )
+    assert 1 < retriever.peak <= 4
+    assert [a.contexts for a in result.atoms] == [(f"c_a{i}_0",) for i in range(4)]
+
+
 def test_vector_store_contexts_checks() -> None:
     with pytest.raises(TypeError):
         VectorStoreContexts("not a store")  # type: ignore[arg-type]
     store = InMemoryVectorStore(BagOfWords())
     with pytest.raises(ValueError, match="k"):
         VectorStoreContexts(store, k=0)
+    with pytest.raises(ValueError, match="max_concurrency"):
+        VectorStoreContexts(store, max_concurrency=0)
     result = VectorStoreContexts(store).retrieve(ATOMS)
     assert [f.reason for f in result.failures] == ["no document found"] * 2
 

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import re
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -153,3 +155,56 @@ def test_constructor_checks() -> None:
         Reviser(model, chunk_size=0)
     with pytest.raises(ValueError, match="max_concurrency"):
         Reviser(model, max_concurrency=0)
+
+
+class InFlight:
+    """A scripted step that records how many model calls run at once."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.peak = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, messages: list[BaseMessage]) -> AIMessage:
+        with self._lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+        time.sleep(0.02)
+        with self._lock:
+            self.now -= 1
+        ids = re.findall(r"^\[(a\d+)\]", messages[1].text, flags=re.MULTILINE)
+        return revised(*[(i, f"revised {i}") for i in ids])
+
+
+@pytest.mark.parametrize(
+    ("max_concurrency", "config", "expected"),
+    [(1, None, 1), (1, {"max_concurrency": 4}, 4), (None, None, 4), (2, {}, 2)],
+)
+def test_max_concurrency_default_and_config(
+    max_concurrency: int | None, config: dict[str, Any] | None, expected: int
+) -> None:
+    step = InFlight()
+    atoms = tuple(Atom(f"a{i}", f"fact {i}") for i in range(4))
+    reviser, _ = make(*[step] * 4, chunk_size=1, max_concurrency=max_concurrency)
+    result = reviser.invoke({"response": RESPONSE, "atoms": atoms}, config)  # type: ignore[arg-type]
+    assert [a.text for a in result.atoms] == [f"revised a{i}" for i in range(4)]
+    assert step.peak <= expected
+    assert (step.peak == 1) == (expected == 1)  # the caller's config wins over the default
+
+
+async def test_async_chunks_one_failing_matches_sync() -> None:
+    atoms = tuple(Atom(f"a{i}", f"fact {i}") for i in range(5))
+    sync_reviser, _ = make(*[reply_for_chunk] * 3, chunk_size=2, max_concurrency=1)
+    async_reviser, model = make(*[reply_for_chunk] * 3, chunk_size=2, max_concurrency=1)
+    sync = sync_reviser.invoke({"response": RESPONSE, "atoms": atoms})
+    async_ = await async_reviser.ainvoke({"response": RESPONSE, "atoms": atoms})
+    assert async_ == sync
+    assert async_.unrevised == ("a2", "a3")
+    assert len(model.calls) == 3
+
+
+def test_reviser_checks_max_concurrency_type() -> None:
+    with pytest.raises(ValueError, match="max_concurrency"):
+        Reviser(ScriptedChatModel(), max_concurrency=1.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="BaseChatModel"):
+        Reviser("gpt")  # type: ignore[arg-type]

@@ -294,3 +294,40 @@ def test_native_batch_wrong_length_is_recorded() -> None:
 
     out = Short().batch([{"statement": "s", "passage": p} for p in "ab"])
     assert all(j.error is not None and "returned 1 judgements for 2" in j.error for j in out)
+
+
+# ------------------------------------------------------------- one decision, two drivers
+
+
+def _invoke(judge: Judge, pair: dict[str, str], *, use_async: bool) -> Judgement:
+    if use_async:
+        return asyncio.run(judge.ainvoke(pair))
+    return judge.invoke(pair)
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_both_paths_answer_a_blank_passage_without_calling_the_judge(use_async: bool) -> None:
+    judge = KeywordJudge()
+    j = _invoke(judge, {"statement": "s", "passage": " \t"}, use_async=use_async)
+    assert (j.label, j.ok, j.rationale) == (Label.UNKNOWN, True, "The passage is empty.")
+    assert judge.calls == []
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_both_paths_record_errors_and_bad_outputs(use_async: bool) -> None:
+    class Odd(KeywordJudge):
+        def _judge(self, statement: str, passage: str, *, config: RunnableConfig) -> Judgement:
+            if passage == "odd":
+                return None  # type: ignore[return-value]
+            return super()._judge(statement, passage, config=config)
+
+    judge = Odd()
+    failed = _invoke(judge, {"statement": "s", "passage": "explode"}, use_async=use_async)
+    assert failed.error == "RuntimeError: judge exploded"
+    odd = _invoke(judge, {"statement": "s", "passage": "odd"}, use_async=use_async)
+    assert odd.error == "TypeError: a judge must return a Judgement, not NoneType"
+    judge.raise_errors = True
+    with pytest.raises(RuntimeError, match="exploded"):
+        _invoke(judge, {"statement": "s", "passage": "explode"}, use_async=use_async)
+    with pytest.raises(ValueError, match="blank"):
+        _invoke(judge, {"statement": " ", "passage": "p"}, use_async=use_async)

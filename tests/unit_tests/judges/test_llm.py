@@ -231,3 +231,30 @@ def test_reply_schema_is_the_tool() -> None:
     params = tool["function"]["parameters"]
     assert set(params["required"]) == {"label", "confidence", "rationale"}
     assert params["properties"]["label"]["enum"] == ["entails", "contradicts", "unknown"]
+
+
+def test_retry_predicate_and_single_attempt() -> None:
+    judge, model = make_judge(RuntimeError("flaky"), GOOD, retry_on=lambda e: "flaky" in str(e))
+    assert judge.invoke(PAIR).ok
+    assert len(model.calls) == 2
+    judge, model = make_judge(TimeoutError("slow"), GOOD, max_attempts=1)
+    j = judge.invoke(PAIR)
+    assert j.error is not None
+    assert "TimeoutError" in j.error
+    assert len(model.calls) == 1
+
+
+async def test_async_malformed_reply_becomes_failed_judgement() -> None:
+    judge, model = make_judge(AIMessage(content="It entails."))
+    j = await judge.ainvoke(PAIR)
+    assert j.error is not None
+    assert "without the tool" in j.error
+    assert len(model.calls) == 1
+
+
+def test_the_judge_reads_replies_like_the_shared_helper() -> None:
+    from langchain_references._structured import StructuredCall
+
+    judge, _ = make_judge()
+    assert isinstance(judge._call, StructuredCall)
+    assert judge.retry_on == default_transient_errors()

@@ -1,0 +1,99 @@
+"""The ``citations`` command: citation recall and precision of cited answers."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from langchain_references.cli import citations as cli
+from langchain_references.cli import main
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["citations", *argv], out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+ANSWERS = [
+    {
+        "question": "Seattle?",
+        "answer": "Seattle gets a lot of rain every year [1](id=1). "
+        "Seattle was founded on the moon [2](id=2). Seattle has no rain at all.",
+        "documents": [
+            {"page_content": "Seattle gets a lot of rain every year, more than Boston."},
+            {"page_content": "Tokyo is the capital of Japan."},
+        ],
+    }
+]
+
+
+def write_answers(tmp_path: Path, extra: str = "") -> Path:
+    path = tmp_path / "answers.jsonl"
+    path.write_text("\n".join(json.dumps(a) for a in ANSWERS) + "\n" + extra, encoding="utf-8")
+    return path
+
+
+def test_citations_table(tmp_path: Path) -> None:
+    code, out, err = run("--input", str(write_answers(tmp_path)), "--judge", "heuristic-lexical")
+    assert code == 0, err
+    assert "HeuristicJudge" in err
+    assert "weak" in err
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line[:1].isalnum()}
+    assert rows["0"][1:3] == ["3", "1"]  # three worthy sentences, one supported
+    assert rows["all"][4:6] == ["2", "1"]  # two citations, one precise
+    assert "sentence 2: Seattle has no rain at all." in out
+    assert "sentence 1, id=2:" in out
+
+
+def test_citations_json_min_words_and_bad_record(tmp_path: Path) -> None:
+    path = write_answers(tmp_path, extra='{"answer": 5}\n')
+    code, out, err = run(
+        "--input",
+        str(path),
+        "--judge",
+        "heuristic-lexical",
+        "--json",
+        "--min-words",
+        "7",
+    )
+    assert code == 1
+    assert "skipped record" in err
+    report = json.loads(out)
+    # Only the first sentence has seven words or more.
+    assert report["num_verification_worthy"] == 1
+    assert report["citation_recall"] == 1.0
+    assert report["num_answers"] == 1
+    assert len(report["errors"]) == 1
+    assert report["answers"][0]["sentences"][0]["citations"][0]["precise"] is True
+
+
+def test_citations_unreadable_input(tmp_path: Path) -> None:
+    code, out, err = run("--input", str(tmp_path / "missing.jsonl"))
+    assert code == 2
+    assert out == ""
+    (line,) = err.splitlines()
+    assert line.startswith(f"error: cannot read {tmp_path / 'missing.jsonl'}")
+
+
+def test_citations_unknown_judge(tmp_path: Path) -> None:
+    code, out, err = run("--input", str(write_answers(tmp_path)), "--judge", "nli")
+    assert code == 2
+    assert out == ""
+    assert err.startswith("error: --judge must be")
+
+
+def test_the_subcommand_plugs_into_another_parser() -> None:
+    parser = argparse.ArgumentParser(prog="langchain-references")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    cli.add_parser(subparsers)
+    args = parser.parse_args(["citations", "--input", "a.jsonl", "--json"])
+    assert args.func is cli.run
+    assert args.json
+    assert args.min_words == 4
+    with pytest.raises(SystemExit):
+        parser.parse_args(["citations", "--input", "a.jsonl", "--min-words", "0"])

@@ -1,0 +1,178 @@
+"""The public API is small and deliberate: each package's ``__all__`` is pinned here.
+
+Changing a public name is an API change: update the list below in the same commit, and the
+README if it shows the name. Internals stay importable from their modules.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+
+import pytest
+
+import langchain_references
+from langchain_references.errors import LangchainReferencesError
+
+EXPECTED_ALL: dict[str, set[str]] = {
+    "langchain_references": {
+        # the seed API, exactly as it was
+        "manage_references",
+        "FORMAT_REFERENCES",
+        "ReferenceStyle",
+        "MarkdownReferenceStyle",
+        "TextReferenceStyle",
+        "HTMLReferenceStyle",
+        "EmptyReferenceStyle",
+        # around it
+        "REFERENCES_EVENT",
+        "ReferencedRunnable",
+        "UsedReference",
+        "format_documents",
+        "Failure",
+        "LangchainReferencesError",
+        "MissingDocumentsError",
+    },
+    "langchain_references.judges": {
+        "Judge",
+        "JudgeInput",
+        "JudgeInputLike",
+        "Judgement",
+        "Label",
+        "LLMJudge",
+        "HeuristicJudge",
+        "CrossEncoderNLIJudge",
+        "offline_judge",
+    },
+    "langchain_references.citations": {
+        "AnswerRecord",
+        "AnswerReport",
+        "CitationChecker",
+        "CitationRecordError",
+        "CitationReport",
+        "CitationVerdict",
+        "CitationVerifier",
+        "CitedSentence",
+        "SentenceCitationTracker",
+        "SentenceVerdict",
+        "aevaluate_answers",
+        "evaluate_answers",
+        "is_verification_worthy",
+        "load_answer_records",
+        "split_cited_sentences",
+    },
+    "langchain_references.factcheck": {
+        "PROGRESS_EVENT",
+        "Aggregator",
+        "Evidence",
+        "FactCheckChain",
+        "FactCheckProgress",
+        "FactCheckRequest",
+        "FactCheckResult",
+        "PageCache",
+        "PageFetcher",
+        "PassageSplitter",
+        "SearchProvider",
+        "Verdict",
+        "WeightedVoteAggregator",
+        "create_fact_check_chain",
+        "render_json",
+        "render_report",
+    },
+    "langchain_references.factcheck.search": {
+        "BaseSearchProvider",
+        "BingSearch",
+        "DuckDuckGoSearch",
+        "LocalCorpusSearch",
+        "RecordedSearch",
+        "SearchError",
+        "SearchHit",
+        "SearchProvider",
+        "SearxSearch",
+        "TavilySearch",
+        "VectorStoreSearch",
+    },
+    "langchain_references.factuality": {
+        "Atom",
+        "Atomizer",
+        "Context",
+        "FactualityInput",
+        "FactualityPipeline",
+        "FactualityResult",
+        "FactualityScores",
+        "InputContexts",
+        "Relation",
+        "Reviser",
+        "VectorStoreContexts",
+        "WebContexts",
+        "build_fact_graph",
+        "create_factuality_evaluator",
+        "infer_marginals",
+        "load_inputs",
+        "score_marginals",
+    },
+    "langchain_references.demo": {
+        "BASE_URL",
+        "NOT_FOUND_ANSWER",
+        "SAMPLE_QUESTION",
+        "ExtractiveAnswerer",
+        "load_documents",
+        "render_pages",
+    },
+}
+
+
+@pytest.mark.parametrize("module_name", sorted(EXPECTED_ALL))
+def test_all_is_pinned(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    assert set(module.__all__) == EXPECTED_ALL[module_name]
+    assert len(module.__all__) == len(set(module.__all__))  # no duplicates
+
+
+@pytest.mark.parametrize("module_name", sorted(EXPECTED_ALL))
+def test_every_public_name_resolves(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    for name in module.__all__:
+        assert getattr(module, name) is not None, name
+
+
+def test_the_root_api_is_small() -> None:
+    assert len(langchain_references.__all__) <= 15
+
+
+def _all_modules() -> list[str]:
+    names = ["langchain_references"]
+    for info in pkgutil.walk_packages(
+        langchain_references.__path__, prefix="langchain_references."
+    ):
+        if info.name.endswith("__main__"):
+            continue
+        names.append(info.name)
+    return names
+
+
+def test_every_exception_of_the_package_has_one_base() -> None:
+    offenders = []
+    for name in _all_modules():
+        module = importlib.import_module(name)
+        for obj in vars(module).values():
+            if (
+                inspect.isclass(obj)
+                and issubclass(obj, BaseException)
+                and obj.__module__ == name
+                and not issubclass(obj, LangchainReferencesError)
+            ):
+                offenders.append(f"{name}.{obj.__name__}")
+    assert offenders == []
+
+
+def test_one_loader_convention() -> None:
+    from langchain_references.citations import load_answer_records
+    from langchain_references.factuality import load_inputs
+    from langchain_references.loading import LoadResult
+
+    for loader in (load_answer_records, load_inputs):
+        annotation = inspect.signature(loader).return_annotation
+        assert "LoadResult" in str(annotation), loader
+    assert LoadResult.__dataclass_fields__.keys() == {"records", "errors"}
