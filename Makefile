@@ -1,20 +1,38 @@
 # Two entry points: `make demo` and `make test`. Both set everything up on a fresh machine.
+# `make demo` installs only what the demo needs (this project with [demo,factcheck]);
+# `make test` (and lint, typecheck, unit, bench) installs [all,dev]: every extra and the dev tools.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+PIP := $(PY) -m pip
+DEMO_STAMP := $(VENV)/.installed-demo
+DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: install demo test lint typecheck unit unit-fast bench clean
+.PHONY: install install-demo demo test lint typecheck unit unit-fast bench clean
 
-$(STAMP): pyproject.toml
+$(PY):
+	@echo "== Creating the virtual environment $(VENV)"
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[all,dev]"
-	touch $(STAMP)
+	$(PIP) install -q --upgrade pip
 
-install: $(STAMP)
+# pip runs without -q: its Collecting / Downloading / Installing lines are the progress.
+$(DEMO_STAMP): pyproject.toml | $(PY)
+	@echo "== Installing the demo's packages into $(VENV): this project with the [demo,factcheck]"
+	@echo "   extras (onnxruntime, tokenizers, chromadb, trafilatura, httpx...; about 650 MB,"
+	@echo "   a minute or two on a first run). The dev tools are not installed (make test does)."
+	$(PIP) install --progress-bar on -e ".[demo,factcheck]"
+	touch $(DEMO_STAMP)
 
-demo: $(STAMP)
+$(DEV_STAMP): pyproject.toml | $(PY)
+	@echo "== Installing this project with [all,dev] into $(VENV): every extra, tests, linters"
+	$(PIP) install --progress-bar on -e ".[all,dev]"
+	touch $(DEV_STAMP) $(DEMO_STAMP)
+
+install: $(DEV_STAMP)
+
+install-demo: $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
 	@echo "== 1. Streaming citations: a RAG answer over the demo corpus (embedded Chroma) =="
 	$(PY) -m langchain_references.cli demo $(ARGS)
 	@echo
@@ -22,24 +40,24 @@ demo: $(STAMP)
 	$(PY) -m langchain_references.cli factcheck --search demo --style text \
 		"The Moon is closer to Earth than Europa is to Jupiter."
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m ruff check langchain_references tests benchmarks
 	$(PY) -m ruff format --check langchain_references tests benchmarks
 
-typecheck: $(STAMP)
+typecheck: $(DEV_STAMP)
 	$(PY) -m mypy --strict langchain_references
 
-unit: $(STAMP)
+unit: $(DEV_STAMP)
 	$(PY) -m pytest tests -q
 
 # The unit tests without the slow end-to-end ones (notebooks, CLI subprocesses).
-unit-fast: $(STAMP)
+unit-fast: $(DEV_STAMP)
 	$(PY) -m pytest tests -q -m "not slow"
 
 test: lint typecheck unit
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(PY) benchmarks/bench_streaming.py
 	$(PY) benchmarks/bench_fetch_latency.py
 	$(PY) benchmarks/bench_inference.py

@@ -33,6 +33,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from calibrate_heuristic import expected_calibration_error
 from climate_fever import (
     EVIDENCE_TO_LABEL,
     PAIR_LABELS,
@@ -104,7 +105,10 @@ def majority_baselines(claims: Sequence[ClaimRecord]) -> tuple[str, float, float
     return pair_major, pair_cm.accuracy, pair_cm.macro_f1, claim_major, n / len(gold)
 
 
-def print_report(title: str, report: EvaluationReport, seconds: float, n_claims: int) -> None:
+def print_report(
+    title: str, report: EvaluationReport, seconds: float, claims: Sequence[ClaimRecord]
+) -> None:
+    n_claims = len(claims)
     print(f"\n## {title}\n")
     print(
         f"{n_claims} claims, {report.pairs.total} pairs, {report.failed_judgements} failed "
@@ -115,6 +119,17 @@ def print_report(title: str, report: EvaluationReport, seconds: float, n_claims:
         f"macro-F1 {report.pairs.macro_f1:.3f}\n"
     )
     print(report.pairs.to_markdown())
+    confidences = [j.confidence for js in report.judgements for j in js]
+    correct = [
+        j.label is EVIDENCE_TO_LABEL[ev.evidence_label]
+        for claim, js in zip(claims, report.judgements, strict=True)
+        for ev, j in zip(claim.evidences, js, strict=True)
+    ]
+    ece = expected_calibration_error(confidences, correct)
+    print(
+        f"\n**Pair confidence calibration**: ECE {ece:.3f} "
+        "(10 bins; see benchmarks/calibrate_heuristic.py)"
+    )
     print(
         f"\n**Claims**: accuracy {report.claims.accuracy:.3f}, "
         f"macro-F1 {report.claims.macro_f1:.3f} "
@@ -165,7 +180,7 @@ def tune(claims: Sequence[ClaimRecord], embeddings_name: str, agg: WeightedVoteA
         f"Best setting on the held-out second half (w={w}, t={t:.2f}, cues={cues})",
         run(second, best),
         0.0,
-        len(second),
+        second,
     )
 
 
@@ -216,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
     report = evaluate(judge, claims, agg, config={"max_concurrency": args.max_concurrency})
     name = args.judge + (f" + {args.embeddings}" if args.judge == "heuristic" else "")
-    print_report(f"{name}, split {args.split}", report, time.perf_counter() - start, len(claims))
+    print_report(f"{name}, split {args.split}", report, time.perf_counter() - start, claims)
     return 0
 
 

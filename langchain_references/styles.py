@@ -6,7 +6,10 @@ A style decides two things: the text that replaces a citation marker in the answ
 built-in styles) to write your own.
 
 Every built-in style escapes titles and URLs for its output format and never emits a link to a
-URL whose scheme can run code (``javascript:``, ``data:``, ``vbscript:``...).
+URL whose scheme can run code (``javascript:``, ``data:``, ``vbscript:``...), however it is
+disguised. :func:`safe_url` is the one URL sanitiser of every style and fact-check report, and
+:func:`clean_text` the one cleaner of untrusted text (control, escape and bidi characters
+removed, one line).
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from html.entities import html5 as html5_entities
 from typing import Any
+from urllib.parse import unquote
 
 from langchain_core.documents import Document
 
@@ -27,24 +32,130 @@ __all__ = [
     "ReferenceStyle",
     "TextReferenceStyle",
     "UnsupportedClaim",
+    "clean_text",
     "is_safe_url",
+    "safe_url",
 ]
 
 SourceIdKey = str | Callable[[Document], Any]
 
-_SAFE_SCHEMES = frozenset({"http", "https", "mailto", "ftp", "ftps"})
+_SAFE_SCHEMES = frozenset({"http", "https", "mailto", "ftp"})
 _SCHEME_RE = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.\-]*):")
-# Browsers drop these anywhere in a URL before parsing it.
-_URL_NOISE_RE = re.compile(r"[\x00-\x20\x7f]+")
+# Control (Cc), format (Cf: bidi marks, embeddings, overrides and isolates, zero-width
+# characters...) and surrogate (Cs) characters, and the non-characters U+FFFE / U+FFFF.
+_INVISIBLE = (
+    "\x00-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
+    "\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ud800-\udfff\ufeff"
+    "\ufff9-\ufffb\ufffe\uffff\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
+)
+# Terminal escape sequences (CSI, OSC, other ESC sequences), removed whole.
+_ESCAPE_SEQ_RE = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?"
+)
+_WHITESPACE_CONTROLS = "\t\n\x0b\x0c\r\x1c-\x1f\x85"
+_UNSAFE_TEXT_RE = re.compile(f"(?![{_WHITESPACE_CONTROLS}])[{_INVISIBLE}]")
+# What browsers (and, to be safe, we) ignore when reading a URL's scheme.
+_IGNORED_IN_URL_RE = re.compile(f"[{_INVISIBLE}\\s]+")
+# Characters percent-encoded in an emitted URL: whitespace, invisible characters and what
+# ends or breaks a Markdown link or an HTML attribute.
+_URL_ENCODE_RE = re.compile(f'[{_INVISIBLE}\\s<>"`\\[\\]()\\\\]')
+_ENTITY_RE = re.compile(r"&(?:#[xX]([0-9a-fA-F]+)|#([0-9]+)|([A-Za-z][A-Za-z0-9]{0,31}));?")
+_MAX_DECODE_ROUNDS = 8
+
+
+def clean_text(text: str) -> str:
+    """Make untrusted text safe to show on one line of text, Markdown or HTML.
+
+    Removes terminal escape sequences, control characters (C0, C1) and invisible format
+    characters (bidirectional marks, embeddings, overrides and isolates, zero-width
+    characters), and folds every run of whitespace, newlines included, to one space.
+
+    Args:
+        text: Untrusted text (a title, a URL shown as text, a snippet...).
+
+    Returns:
+        The text on one line, without leading or trailing blanks.
+    """
+    return " ".join(_UNSAFE_TEXT_RE.sub("", _ESCAPE_SEQ_RE.sub("", text)).split())
+
+
+def _decode_entity(match: re.Match[str]) -> str:
+    hex_digits, decimal, name = match.groups()
+    if name is None:
+        digits = (hex_digits or decimal).lstrip("0") or "0"  # any number of leading zeros
+        code = int(digits, 16 if hex_digits is not None else 10) if len(digits) <= 8 else -1
+        return chr(code) if 0 <= code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else "\ufffd"
+    # With or without the semicolon, and the longest known prefix (``&colonx`` -> ``:x``).
+    for end in range(len(name), 0, -1):
+        for key in (name[:end] + ";", name[:end]):
+            if key in html5_entities:
+                return html5_entities[key] + name[end:]
+    return match.group(0)
+
+
+def _decodings(url: str) -> list[str]:
+    """``url`` and each form a renderer may turn it into: entities, then percent-escapes."""
+    forms = [url]
+    for _ in range(_MAX_DECODE_ROUNDS):
+        decoded = unquote(_ENTITY_RE.sub(_decode_entity, forms[-1]))
+        if decoded == forms[-1]:
+            return forms
+        forms.append(decoded)
+    raise ValueError("too deeply encoded")
+
+
+def _safe_form(form: str) -> bool:
+    cleaned = _IGNORED_IN_URL_RE.sub("", form)
+    if not cleaned:
+        return False
+    match = _SCHEME_RE.match(cleaned)
+    if match is None:
+        # No scheme: a relative reference, unless a colon hides in the first path segment.
+        first = re.split(r"[/?#\\]", cleaned, maxsplit=1)[0]
+        return ":" not in first
+    return match.group(1).lower() in _SAFE_SCHEMES
+
+
+def _percent_encode(match: re.Match[str]) -> str:
+    return "".join(f"%{byte:02X}" for byte in match.group(0).encode("utf-8", "replace"))
 
 
 @lru_cache(maxsize=1024)
-def is_safe_url(url: str) -> bool:
-    """Tell whether a URL may be emitted as a link.
+def safe_url(url: str) -> str | None:
+    r"""Return a URL ready to be emitted as a link target, or None if it must not be linked.
 
-    Relative URLs and the schemes http, https, mailto, ftp and ftps are safe; any other scheme
-    (``javascript:``, ``data:``, ``vbscript:``, ``file:``...) is not, however it is disguised with
-    case, blanks or control characters.
+    The one URL sanitiser of every style and report. A URL is refused when any form a browser
+    or Markdown renderer may read it as (after decoding HTML entities, named, decimal or hex,
+    with or without ``;``, and percent-escapes, also nested like ``%256A``, and after dropping
+    blanks, control and invisible characters) has a scheme other than http, https, mailto or
+    ftp, or when it is empty. Relative URLs are kept. In the returned URL, whitespace, control
+    and invisible characters and ``<>"`[]()\`` are percent-encoded, so it cannot end a
+    Markdown link or an HTML attribute.
+
+    Args:
+        url: The URL (untrusted).
+
+    Returns:
+        The URL to emit, or None.
+    """
+    try:
+        forms = _decodings(url)
+    except ValueError:
+        return None
+    if not all(_safe_form(form) for form in forms):
+        return None
+    return _URL_ENCODE_RE.sub(_percent_encode, url.strip())
+
+
+def is_safe_url(url: str) -> bool:
+    """Tell whether a URL may be emitted as a link (see :func:`safe_url`).
+
+    Relative URLs and the schemes http, https, mailto and ftp are safe; any other scheme
+    (``javascript:``, ``data:``, ``vbscript:``, ``file:``...) is not, however it is disguised
+    with case, blanks, control characters, HTML entities or percent-escapes.
 
     Args:
         url: The URL to check.
@@ -52,35 +163,23 @@ def is_safe_url(url: str) -> bool:
     Returns:
         True if the URL can be used as a link target.
     """
-    cleaned = _URL_NOISE_RE.sub("", url)
-    if not cleaned:
-        return False
-    match = _SCHEME_RE.match(cleaned)
-    if match is None:
-        # No scheme: a relative reference, unless a colon hides in the first path segment.
-        first = cleaned.split("/", 1)[0]
-        return ":" not in first
-    return match.group(1).lower() in _SAFE_SCHEMES
+    return safe_url(url) is not None
 
 
-@lru_cache(maxsize=1024)
 def _markdown_url(url: str) -> str:
-    """Percent-encode the characters that end a Markdown link destination."""
-    return (
-        url.replace(" ", "%20")
-        .replace("(", "%28")
-        .replace(")", "%29")
-        .replace("<", "%3C")
-        .replace(">", "%3E")
-    )
+    """A :func:`safe_url` result as a Markdown link destination (renderers decode ``&``)."""
+    return url.replace("&", "&amp;")
 
 
 _MD_TEXT_SPECIAL = re.compile(r"([\\`*_\[\]])")
+# What opens a block (heading, list item) at the start of a line: ``#``, ``-``, ``+``, ``1.``.
+_MD_BLOCK_START = re.compile(r"^(\d{1,9}(?=[.)])|)([#+\-.)])")
 
 
 def _markdown_text(text: str) -> str:
     """Escape text shown inside Markdown (and the HTML a Markdown renderer lets through)."""
-    return _MD_TEXT_SPECIAL.sub(r"\\\1", html.escape(" ".join(text.split()), quote=False))
+    escaped = _MD_TEXT_SPECIAL.sub(r"\\\1", html.escape(clean_text(text), quote=False))
+    return _MD_BLOCK_START.sub(r"\1\\\2", escaped)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,8 +275,7 @@ class ReferenceStyle:
         title = document.metadata.get(self.title_key)
         if title is None:
             return None
-        title = " ".join(str(title).split())
-        return title or None
+        return clean_text(str(title)) or None
 
     def format_reference(self, ref: int, media: Document) -> str | None:
         """Return the text that replaces a citation in the answer.
@@ -218,22 +316,24 @@ class ReferenceStyle:
         lines = []
         for claim in unsupported:
             refs = "".join(f"[{n}]" for n in claim.numbers)
-            lines.append(f'- "{claim.sentence}" {refs}'.rstrip() + f" ({_check_reason(claim)})")
+            lines.append(
+                f'- "{clean_text(claim.sentence)}" {refs}'.rstrip() + f" ({_check_reason(claim)})"
+            )
         return "\n\nCitation check:\n" + "\n".join(lines)
 
     def _links(self, refs: Sequence[tuple[int, Document]]) -> list[tuple[int, str | None, str]]:
-        """Return ``(number, safe URL or None, label)`` for each reference."""
+        """Return ``(number, safe URL or None, clean label)`` for each reference."""
         rows = []
         for ref, doc in refs:
             source = self.get_source_id(doc)
-            url = source if source is not None and is_safe_url(source) else None
-            label = self.get_title(doc) or source or f"Document {ref}"
-            rows.append((ref, url, label))
+            url = None if source is None else safe_url(source)
+            shown = None if source is None else clean_text(source)
+            rows.append((ref, url, self.get_title(doc) or shown or f"Document {ref}"))
         return rows
 
     def _safe_source(self, media: Document) -> str | None:
         source = self.get_source_id(media)
-        return source if source is not None and is_safe_url(source) else None
+        return None if source is None else safe_url(source)
 
 
 class EmptyReferenceStyle(ReferenceStyle):
@@ -269,7 +369,8 @@ class TextReferenceStyle(ReferenceStyle):
             return ""
         lines = []
         for ref, doc in refs:
-            source = self.get_source_id(doc)
+            source_id = self.get_source_id(doc)
+            source = None if source_id is None else clean_text(source_id)
             title = self.get_title(doc)
             if title and source:
                 lines.append(f"- [{ref}] {title} ({source})")
@@ -349,7 +450,9 @@ class HTMLReferenceStyle(ReferenceStyle):
         for claim in unsupported:
             refs = "".join(f"<sup>{n}</sup>" for n in claim.numbers)
             reason = html.escape(_check_reason(claim))
-            items.append(f"<li>{html.escape(claim.sentence)}{refs} <em>({reason})</em></li>")
+            items.append(
+                f"<li>{html.escape(clean_text(claim.sentence))}{refs} <em>({reason})</em></li>"
+            )
         return (
             '\n\n<aside class="citation-check"><p>Citation check</p><ul>'
             + "".join(items)

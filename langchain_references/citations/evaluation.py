@@ -7,8 +7,13 @@ Input records (one JSON object per line, for :func:`load_answer_records` and the
                                                         "title": "..."}}, ...],
      "question": "Where is Seattle?"}
 
-``text`` is accepted for ``page_content``; ``metadata`` and ``question`` are optional. The id
-``k`` of ``[n](id=k)`` is the 1-based position of the document in ``documents``.
+``answer`` and ``documents`` are required (``documents`` may be empty) and no other key is
+accepted, so that a misspelt key is reported instead of read as "no documents". ``text`` is
+accepted for ``page_content``; ``metadata``, ``question`` and a document's ``id`` and ``type``
+(as LangChain serialises a ``Document``) are optional. The id ``k`` of ``[n](id=k)`` is the
+1-based position of the document in ``documents``. A bad record is a
+:class:`CitationRecordError` with its ``file:line`` and the JSON path of the offending
+``field`` (e.g. ``documents[2].page_content``: the third document).
 """
 
 from __future__ import annotations
@@ -19,10 +24,11 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import astuple, dataclass, field
-from typing import Any, Final, TypedDict, Unpack
+from typing import Any, Final, Literal, TypedDict, Unpack
 
 from langchain_core.documents import Document
 from langchain_core.runnables import Runnable, RunnableConfig
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from langchain_references.citations.sentences import (
     CitedSentence,
@@ -38,7 +44,7 @@ from langchain_references.citations.verifier import (
 )
 from langchain_references.errors import RecordError
 from langchain_references.judges.base import JudgeInputLike, Judgement
-from langchain_references.loading import LoadResult, load_records
+from langchain_references.loading import LoadResult, load_records, validation_error
 
 __all__ = [
     "AnswerRecord",
@@ -81,8 +87,49 @@ class AnswerRecord:
         return {i: doc for i, doc in enumerate(self.documents, start=1)}
 
 
+class _DocumentModel(BaseModel):
+    """The schema of one document of an answer record (``page_content`` or ``text``)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    page_content: str | None = None
+    text: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = None
+    type: Literal["Document"] | None = None
+
+
+class _AnswerModel(BaseModel):
+    """The schema of an answer record: ``answer`` and ``documents`` required, no other keys."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    answer: str
+    documents: list[_DocumentModel]
+    question: str | None = None
+
+
+def _document(doc: _DocumentModel, index: int, location: str | None) -> Document:
+    if doc.page_content is not None and doc.text is not None:
+        raise CitationRecordError(
+            f"documents[{index}]: give 'page_content' or 'text', not both",
+            location,
+            field=f"documents[{index}].text",
+        )
+    text = doc.page_content if doc.page_content is not None else doc.text
+    if text is None:
+        field_name = f"documents[{index}].page_content"
+        raise CitationRecordError(
+            f"{field_name}: required field is missing (or give 'text')", location, field=field_name
+        )
+    return Document(page_content=text, metadata=doc.metadata, id=doc.id)
+
+
 def parse_answer_record(obj: Any, *, location: str | None = None) -> AnswerRecord:
     """Validate one answer record (format in the module docstring).
+
+    ``answer`` and ``documents`` are required and other keys are rejected, so that a misspelt
+    key is an error rather than an answer without documents.
 
     Args:
         obj: The decoded JSON object.
@@ -92,35 +139,19 @@ def parse_answer_record(obj: Any, *, location: str | None = None) -> AnswerRecor
         The record.
 
     Raises:
-        CitationRecordError: On a missing or mistyped field.
+        CitationRecordError: On a missing, unknown or mistyped field (its ``field`` is the
+            JSON path, e.g. ``"documents[2].page_content"``).
     """
-
-    def fail(message: str) -> CitationRecordError:
-        return CitationRecordError(message, location)
-
     if not isinstance(obj, Mapping):
-        raise fail("record is not a JSON object")
-    answer = obj.get("answer")
-    if not isinstance(answer, str):
-        raise fail("'answer' must be a string")
-    question = obj.get("question")
-    if question is not None and not isinstance(question, str):
-        raise fail("'question' must be a string")
-    raw_docs = obj.get("documents", [])
-    if not isinstance(raw_docs, list):
-        raise fail("'documents' must be a list")
-    documents: list[Document] = []
-    for i, doc in enumerate(raw_docs, start=1):
-        if not isinstance(doc, Mapping):
-            raise fail(f"document id={i} is not an object")
-        text = doc.get("page_content", doc.get("text"))
-        if not isinstance(text, str):
-            raise fail(f"document id={i}: 'page_content' (or 'text') must be a string")
-        metadata = doc.get("metadata", {})
-        if not isinstance(metadata, Mapping):
-            raise fail(f"document id={i}: 'metadata' must be an object")
-        documents.append(Document(page_content=text, metadata=dict(metadata)))
-    return AnswerRecord(answer, tuple(documents), question, location)
+        raise CitationRecordError("record is not a JSON object", location)
+    try:
+        model = _AnswerModel.model_validate(dict(obj))
+    except ValidationError as exc:
+        raise validation_error(
+            exc, location, error=CitationRecordError, models=(_AnswerModel, _DocumentModel)
+        ) from exc
+    documents = tuple(_document(doc, i, location) for i, doc in enumerate(model.documents))
+    return AnswerRecord(model.answer, documents, model.question, location)
 
 
 def load_answer_records(

@@ -11,22 +11,69 @@ One entry point, :func:`main`, run by the ``langchain-references`` console scrip
 
 Shared pieces (``CLIError``, argument types, model and judge loading, tables) are in
 :mod:`~langchain_references.cli._common`.
+
+The command modules are imported when the parser is built, one by one: a command whose optional
+dependencies are not installed (e.g. ``factuality`` on the core install) still appears in
+``--help``, and running it prints one ``error:`` line naming the extra to install, as does any
+:class:`~langchain_references._optional.MissingDependencyError` a command raises.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import logging
+import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Any, Final, TextIO
 
+from langchain_references._optional import MissingDependencyError, missing_dependency
 from langchain_references.cli._common import CLIError, Command, streams
 
 __all__ = ["CLIError", "build_parser", "main"]
 
 #: Exit status of a command that cannot run as asked (also argparse's for a usage error).
 USAGE_ERROR = 2
+
+#: The commands, in ``--help`` order, and the extra of this project each one needs.
+_COMMANDS: Final[dict[str, str | None]] = {
+    "factcheck": "factcheck",
+    "factuality": "factuality",
+    "citations": None,
+    "demo": "demo",
+}
+
+
+def _unavailable_command(subparsers: Any, name: str, error: MissingDependencyError) -> None:
+    """Register ``name`` as a command that only reports its missing extra.
+
+    It takes any arguments (its options are unknown without its module): ``-h``/``--help``
+    prints the install line, anything else raises ``error``, which :func:`main` reports.
+    """
+    parser = subparsers.add_parser(
+        name,
+        help=f"(not installed: {_install_line(error)})",
+        description=str(error),
+        add_help=False,
+        prefix_chars="\0",  # no options: every argument, "--input" included, is collected
+    )
+    parser.add_argument("arguments", nargs="*")
+
+    def run(
+        args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None
+    ) -> int:
+        if {"-h", "--help"} & set(args.arguments):
+            (out or sys.stdout).write(f"usage: {parser.prog} ...\n\n{error}\n")
+            return 0
+        raise error
+
+    parser.set_defaults(func=run)
+
+
+def _install_line(error: MissingDependencyError) -> str:
+    """Return the short install command of ``error``'s extra, e.g. ``pip install ".[demo]"``."""
+    return f'pip install ".[{error.extra}]"'
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,17 +82,23 @@ def build_parser() -> argparse.ArgumentParser:
     Returns:
         The parser; ``parse_args`` stores the command's ``run`` as ``args.func``.
     """
-    # Imported here, so that importing one command module does not load the others.
-    from langchain_references.cli import citations, demo, factcheck, factuality
-
     parser = argparse.ArgumentParser(
         prog="langchain-references",
         description="Verifiable LLM answers: fact-check statements, score long-form "
         "factuality, check an answer's citations, or run the streaming-citations demo.",
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in (factcheck, factuality, citations, demo):
-        command.add_parser(subparsers)
+    for name, extra in _COMMANDS.items():
+        # Imported here, one by one: a command whose extra is missing must not hide the others.
+        try:
+            command = importlib.import_module(f"{__name__}.{name}")
+        except ImportError as exc:
+            error = missing_dependency(exc, extra, feature=f"the {name} command")
+            if error is None:  # not a missing extra: a bug, let it show
+                raise
+            _unavailable_command(subparsers, name, error)
+        else:
+            command.add_parser(subparsers)
     return parser
 
 
@@ -61,8 +114,9 @@ def main(
 ) -> int:
     """Run the command line.
 
-    Usage errors (argparse's ``usage: ...`` and ``error: ...`` lines) and :class:`CLIError`
-    (one ``error: ...`` line) go to ``err`` and give exit status 2, without a traceback.
+    Usage errors (argparse's ``usage: ...`` and ``error: ...`` lines), :class:`CLIError` and a
+    missing optional dependency (one ``error: ...`` line, naming the extra to install) go to
+    ``err`` and give exit status 2, without a traceback.
 
     Args:
         argv: Arguments, without the program name (``sys.argv[1:]`` by default).
@@ -85,4 +139,12 @@ def main(
         return run(args, out=out, err=err)
     except CLIError as exc:
         err.write(f"error: {exc}\n")
+        return USAGE_ERROR
+    except ImportError as exc:
+        error = missing_dependency(
+            exc, _COMMANDS.get(args.command), feature=f"the {args.command} command"
+        )
+        if error is None:  # not a missing extra: a bug, let it show
+            raise
+        err.write(f"error: {error}\n")
         return USAGE_ERROR

@@ -1,20 +1,29 @@
-"""Pieces shared by the commands: the error, argument types, models, judges and tables.
+"""Pieces shared by the commands: the error, files, argument types, models, judges and tables.
 
 Every command module exposes ``add_parser(subparsers)``, which registers the command with
 :func:`add_subcommand`, and ``run(args, *, out=None, err=None)``, the :class:`Command` stored
 as ``args.func`` that :func:`langchain_references.cli.main` calls.
+
+Files: :func:`read_records` reads an ``--input`` (each bad record reported once, no record at
+all is an error); :func:`check_output` refuses an ``--output`` that is an input or cannot be
+written, before any work; ``with writing(path), atomic_write(path) as handle:`` writes it all
+or nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
+import os
+import secrets
+import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Final, Protocol, TextIO
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Protocol, TextIO, TypeVar
 
-from langchain_references.errors import LangchainReferencesError
+from langchain_references._optional import MissingDependencyError, require
+from langchain_references.errors import LangchainReferencesError, RecordError
 from langchain_references.judges import offline_judge
 from langchain_references.judges.llm import LLMJudge
 
@@ -23,6 +32,7 @@ if TYPE_CHECKING:
     from langchain_core.runnables import Runnable
 
     from langchain_references.judges.base import JudgeInputLike, Judgement
+    from langchain_references.loading import LoadResult
 
 __all__ = [
     "HEURISTIC_NOTICE",
@@ -30,16 +40,22 @@ __all__ = [
     "Command",
     "add_judge_options",
     "add_subcommand",
+    "atomic_write",
     "build_judge",
+    "check_output",
     "format_number",
     "format_table",
     "load_chat_model",
     "non_blank",
     "positive_float",
     "positive_int",
+    "read_records",
     "reading",
     "streams",
+    "writing",
 ]
+
+T = TypeVar("T")
 
 #: What ``--judge heuristic`` / ``heuristic-lexical`` says on stderr (``{emb}``: embeddings).
 HEURISTIC_NOTICE: Final = (
@@ -139,6 +155,126 @@ def reading(path: object, *errors: type[Exception]) -> Iterator[None]:
         raise CLIError(f"cannot read {path}: {exc}") from exc
 
 
+def read_records(
+    path: Path, load: Callable[[Path], LoadResult[T]], err: TextIO
+) -> tuple[list[T], list[RecordError]]:
+    """Read a command's input records, reporting each bad one once on ``err``.
+
+    Args:
+        path: The ``--input`` file.
+        load: The lenient loader (e.g. ``load_answer_records``): returns the records and one
+            :class:`~langchain_references.errors.RecordError` per bad record.
+        err: Where each bad record gets one ``error: FILE:LINE: FIELD: ... (record skipped)``
+            line.
+
+    Returns:
+        The records (at least one) and the errors.
+
+    Raises:
+        CLIError: If the file cannot be read, is not JSON, or holds no valid record.
+    """
+    with reading(path, RecordError):
+        loaded = load(path)
+    for error in loaded.errors:
+        err.write(f"error: {error} (record skipped)\n")
+    if not loaded.records:
+        if loaded.errors:
+            raise CLIError(f"no valid record in {path} ({len(loaded.errors)} skipped)")
+        raise CLIError(f"no records in {path}: the file is empty")
+    return loaded.records, loaded.errors
+
+
+# ------------------------------------------------------------------------ output files
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return a.resolve() == b.resolve()
+
+
+def check_output(output: Path, *inputs: Path | None, option: str = "--output") -> None:
+    """Refuse an output file before anything is computed or written.
+
+    Args:
+        output: The output file.
+        *inputs: The command's input files (``None`` for an absent one).
+        option: The option that named ``output``, for messages.
+
+    Raises:
+        CLIError: If ``output`` is one of the inputs (also through a link), is a directory, or
+            its directory does not exist or is not writable.
+    """
+    for path in inputs:
+        if path is not None and _same_file(output, path):
+            raise CLIError(
+                f"{option} {output} is the input file {path}; refusing to overwrite the input"
+            )
+    if output.is_dir():
+        raise CLIError(f"cannot write {output}: it is a directory")
+    folder = output.parent
+    if not folder.is_dir():
+        raise CLIError(f"cannot write {output}: no such directory {folder}")
+    if not os.access(folder, os.W_OK):
+        raise CLIError(f"cannot write {output}: directory {folder} is not writable")
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike[str], *, encoding: str = "utf-8") -> Iterator[TextIO]:
+    """Write a file all at once: to a temporary file beside it, renamed over it at the end.
+
+    If the ``with`` block raises (or the process dies), the temporary file is removed and
+    ``path`` is left as it was: never a partial file. An existing file keeps its permissions.
+
+    Args:
+        path: The file to (re)place.
+        encoding: The text encoding.
+
+    Yields:
+        The open temporary file.
+
+    Raises:
+        OSError: If the temporary file cannot be created, written or renamed (see
+            :func:`writing`).
+    """
+    target = Path(path)
+    temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+    # Created with mode 0o666 minus the umask, like ``open(path, "w")``.
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "w", encoding=encoding) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        if target.exists():
+            shutil.copymode(target, temp)
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+
+
+@contextlib.contextmanager
+def writing(path: object) -> Iterator[None]:
+    """Report a failure to write an output file as ``CLIError("cannot write PATH: ...")``.
+
+    Args:
+        path: The file, for the message.
+
+    Yields:
+        Nothing: the ``with`` block writes the file (with :func:`atomic_write`).
+
+    Raises:
+        CLIError: If the block raises ``OSError`` or ``UnicodeError`` (e.g. a lone surrogate).
+    """
+    try:
+        yield
+    except (OSError, UnicodeError) as exc:
+        raise CLIError(f"cannot write {path}: {exc}") from exc
+
+
 # ------------------------------------------------------------------------ argument types
 
 
@@ -190,12 +326,9 @@ def load_chat_model(name: str, *, option: str = "--model", **kwargs: Any) -> Bas
     """
     try:
         # Optional dependency, imported by name: it may be absent (and untyped).
-        chat_models = importlib.import_module("langchain.chat_models")
-    except ImportError as exc:
-        raise CLIError(
-            f"{option} {name} needs the langchain package: pip install langchain "
-            "(plus the provider package, e.g. langchain-openai)"
-        ) from exc
+        chat_models = require("langchain.chat_models", "llm", feature=f"{option} {name}")
+    except MissingDependencyError as exc:
+        raise CLIError(f"{exc} (plus the provider's package, e.g. langchain-openai)") from exc
     try:
         model: BaseChatModel = chat_models.init_chat_model(name, **kwargs)
     except (ImportError, ValueError) as exc:

@@ -1,15 +1,19 @@
 """``langchain-references citations``: citation recall and precision of cited answers.
 
 ``citations --input answers.jsonl`` computes citation recall and precision (Liu et al., 2023)
-of cited answers (format in :mod:`~langchain_references.citations.verifier`) and prints the
+of cited answers (format in :mod:`~langchain_references.citations.evaluation`) and prints the
 per-answer table, the unsupported sentences and citations, or the whole report (``--json``).
 
 Judges (``--judge``): ``heuristic`` (default; offline, MiniLM embeddings, weak),
 ``heuristic-lexical`` (no embeddings) or ``llm:PROVIDER:MODEL``; see
 :func:`~langchain_references.cli._common.build_judge`.
 
+Each record must have ``answer`` and ``documents`` and no other key; a bad record is reported
+once, as ``error: FILE:LINE: FIELD: problem (record skipped)``.
+
 Exit status: 0 when every record was checked, 1 when some records were skipped (the others are
-still reported), 2 when the command cannot run (unreadable input, unavailable judge).
+still reported), 2 when the command cannot run (unreadable input, no valid record, unavailable
+judge).
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from langchain_references.citations import (
-    CitationRecordError,
     CitationReport,
     evaluate_answers,
     load_answer_records,
@@ -33,7 +36,7 @@ from langchain_references.cli._common import (
     format_number,
     format_table,
     positive_int,
-    reading,
+    read_records,
     streams,
 )
 
@@ -137,15 +140,12 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         0 when every record was checked, 1 when some were skipped.
 
     Raises:
-        CLIError: If the input cannot be read or the judge is unavailable.
+        CLIError: If the input cannot be read or has no valid record, or the judge is
+            unavailable.
     """
     out, err = streams(out, err)
-    with reading(args.input, CitationRecordError):
-        loaded = load_answer_records(args.input)
-    records, errors = loaded.records, loaded.errors
+    records, errors = read_records(args.input, load_answer_records, err)
     judge, _ = build_judge(args.judge, err=err)
-    for error in errors:
-        err.write(f"skipped record: {error}\n")
     min_words: int = args.min_words
 
     def worthy(sentence: CitedSentence) -> bool:

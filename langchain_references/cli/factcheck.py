@@ -16,10 +16,18 @@ Search (``--search``):
 * ``ddgs``, ``tavily``, ``bing``, ``searx[:URL]`` — web search APIs (optional packages; Tavily
   and Bing need API keys in the environment).
 
-Judge: ``--model provider:model`` uses an :class:`~langchain_references.judges.LLMJudge`
-through ``langchain.chat_models.init_chat_model``; without it the offline
-:class:`~langchain_references.judges.HeuristicJudge` with MiniLM embeddings is used,
-which is weak (not an NLI model) and said so on stderr.
+Judge: ``--judge SPEC``, the same option as the ``factuality`` and ``citations`` commands
+(:func:`~langchain_references.cli._common.build_judge`): ``heuristic`` (the default: the
+offline :class:`~langchain_references.judges.HeuristicJudge` with MiniLM embeddings, which is
+weak, not an NLI model, and said so on stderr), ``heuristic-lexical`` or
+``llm:PROVIDER:MODEL`` (an :class:`~langchain_references.judges.LLMJudge` through
+``langchain.chat_models.init_chat_model``). ``--model PROVIDER:MODEL`` is a deprecated alias
+of ``--judge llm:PROVIDER:MODEL`` that prints a warning.
+
+A statement that could not be checked (the search failed or found nothing, no page could be
+fetched, no passage was judged, or the chain raised) gets the verdict ``error`` ("Could not
+check") with the reason, in the report and in the ``--json`` line alike, and the command exits
+with status 1.
 
 Run ``langchain-references factcheck --help`` (or ``python -m langchain_references.cli
 factcheck --help``): the single entry point, :func:`langchain_references.cli.main`, registers
@@ -43,10 +51,13 @@ from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackHandler
 
+from langchain_references._concurrency import run_sync
+from langchain_references.cli import _common
 from langchain_references.cli._common import (
     CLIError,
+    add_judge_options,
     add_subcommand,
-    load_chat_model,
+    build_judge,
     positive_float,
     positive_int,
 )
@@ -84,9 +95,11 @@ logger = logging.getLogger(__name__)
 SEARCH_NAMES: Final = ("demo", "ddgs", "tavily", "bing", "searx")
 #: Statements checked at once by default.
 DEFAULT_CONCURRENCY: Final = 2
-HEURISTIC_NOTICE: Final = (
-    "judge: HeuristicJudge with MiniLM embeddings (offline word-overlap and similarity "
-    "heuristic; weak, not an NLI model). Pass --model provider:model for an LLM judge."
+#: What the default judge (``--judge heuristic``) says on stderr.
+HEURISTIC_NOTICE: Final = _common.HEURISTIC_NOTICE.format(emb=" + MiniLM similarity")
+#: What ``--model`` says on stderr (``{model}``: its value).
+MODEL_DEPRECATED: Final = (
+    "warning: --model is deprecated; use --judge llm:{model} (the judge option of every command)"
 )
 
 
@@ -110,10 +123,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="demo | local:FOLDER | recorded:FILE | ddgs | tavily | bing | searx[:URL]"
         " (default: ddgs)",
     )
+    add_judge_options(parser)
     parser.add_argument(
         "--model",
-        help="LLM judge via langchain's init_chat_model, e.g. openai:gpt-4o-mini "
-        "(default: the offline HeuristicJudge)",
+        metavar="PROVIDER:MODEL",
+        help="deprecated: same as --judge llm:PROVIDER:MODEL",
     )
     parser.add_argument(
         "--style",
@@ -136,9 +150,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--judge-concurrency",
+        dest="max_concurrency",
         type=positive_int,
-        default=4,
-        help="judge calls in flight per statement (default: 4)",
+        default=argparse.SUPPRESS,
+        metavar="N",
+        help="same as --max-concurrency (judge calls in flight per statement)",
     )
     parser.add_argument(
         "--timeout", type=positive_float, default=10.0, help="seconds per page (default: 10)"
@@ -296,6 +312,29 @@ def _embeddings() -> Embeddings:
     return embeddings
 
 
+def judge_spec(args: argparse.Namespace, err: TextIO) -> str:
+    """The ``--judge`` spec, with the deprecated ``--model`` mapped onto it (and warned about).
+
+    Args:
+        args: Parsed arguments.
+        err: Where the deprecation warning goes.
+
+    Returns:
+        The spec for :func:`~langchain_references.cli._common.build_judge`.
+
+    Raises:
+        CLIError: If ``--model`` and a non-default ``--judge`` are both given.
+    """
+    if not args.model:
+        return str(args.judge)
+    err.write(MODEL_DEPRECATED.format(model=args.model) + "\n")
+    if args.judge != "heuristic":
+        raise CLIError(
+            f"give --judge or the deprecated --model, not both (got --judge {args.judge})"
+        )
+    return f"llm:{args.model}"
+
+
 def build_chain(
     args: argparse.Namespace, stack: contextlib.ExitStack, err: TextIO
 ) -> FactCheckChain:
@@ -315,17 +354,22 @@ def build_chain(
     from langchain_references.demo.site import LocalOriginGuard
     from langchain_references.factcheck.chain import create_fact_check_chain
     from langchain_references.factcheck.fetch import PageFetcher
-    from langchain_references.judges import HeuristicJudge, LLMJudge
+    from langchain_references.judges import HeuristicJudge
 
+    spec = judge_spec(args, err)
     setup = build_search(args.search, stack)
     embeddings = _embeddings()
     judge: Runnable[JudgeInputLike, Judgement]
-    if args.model:
-        judge = LLMJudge(load_chat_model(args.model, temperature=0))
-        judge_notice = f"judge: LLMJudge with {args.model}"
-    else:
+    if spec == "heuristic":  # the MiniLM embeddings of the chain, loaded once
         judge = HeuristicJudge(embeddings)
         judge_notice = HEURISTIC_NOTICE
+    else:
+        judge, _model = build_judge(spec)
+        judge_notice = (
+            f"judge: LLMJudge with {spec.removeprefix('llm:')}"
+            if spec.startswith("llm:")
+            else _common.HEURISTIC_NOTICE.format(emb="")
+        )
     if args.allow_private:
         fetcher = PageFetcher(allow_private=True, timeout_s=args.timeout)
     elif setup.local_origins:
@@ -342,7 +386,7 @@ def build_chain(
         fetcher=fetcher,
         k=args.k,
         max_results=args.max_results,
-        max_concurrency=args.judge_concurrency,
+        max_concurrency=args.max_concurrency,
     )
 
 
@@ -403,9 +447,12 @@ class ProgressDisplay:
             index: 0-based statement index.
             result: Its result.
         """
+        if result.checked:
+            outcome = f"{result.verdict.value} (confidence {result.confidence:.0%})"
+        else:
+            outcome = f"error: could not check ({result.error})"
         self._write(
-            f"{self._tag(index)} {result.verdict.value} (confidence {result.confidence:.0%}) "
-            f"in {result.total_s:.2f}s: {result.statement}",
+            f"{self._tag(index)} {outcome} in {result.total_s:.2f}s: {result.statement}",
             final=True,
         )
 
@@ -471,6 +518,9 @@ async def check_statements(
 ) -> int:
     """Check statements concurrently and emit each result in input order.
 
+    A statement whose check raised is emitted too, as a result with verdict ``error`` and
+    the exception as its reason (:meth:`FactCheckResult.could_not_check`).
+
     Args:
         chain: The fact-check chain (its progress events reach ``display``).
         statements: The statements.
@@ -479,7 +529,8 @@ async def check_statements(
         emit: ``emit(index, result)`` called in input order as results become available.
 
     Returns:
-        The number of statements that could not be checked.
+        The number of statements that could not be checked (the check raised, or the
+        verdict is ``error``).
     """
     semaphore = asyncio.Semaphore(concurrency)
 
@@ -498,8 +549,10 @@ async def check_statements(
         except Exception as exc:  # one statement failing must not stop the others
             logger.debug("Checking statement %d failed", index, exc_info=True)
             display.failed(index, statements[index], exc)
-            failed += 1
-            continue
+            result = FactCheckResult.could_not_check(
+                statements[index], f"{type(exc).__name__}: {exc}"
+            )
+        failed += not result.checked
         emit(index, result)
     return failed
 
@@ -513,8 +566,9 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         err: Where progress and errors go (stderr by default).
 
     Returns:
-        0 if every statement was checked, 1 if some could not be, 2 if the command could not
-        start (bad option value, missing package).
+        0 if every statement was checked, 1 if some could not be (verdict ``error``: each still
+        has its report or JSON line, with the reason), 2 if the command could not start (bad
+        option value, missing package).
     """
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
@@ -545,7 +599,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             err.write(f"error: {exc}\n")
             return 2
         display = ProgressDisplay(err, len(statements), enabled=not args.quiet)
-        failed = asyncio.run(
+        failed = run_sync(
             check_statements(
                 chain, statements, concurrency=args.concurrency, display=display, emit=emit
             )
@@ -555,4 +609,6 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             f"checked {len(statements) - failed} of {len(statements)} statement(s) "
             f"in {time.perf_counter() - started:.2f}s\n"
         )
+    if failed:
+        err.write(f"error: {failed} of {len(statements)} statement(s) could not be checked\n")
     return 1 if failed else 0

@@ -29,22 +29,25 @@ from langchain_references.cli._common import (
     CLIError,
     add_judge_options,
     add_subcommand,
+    atomic_write,
     build_judge,
+    check_output,
     format_number,
     format_table,
     load_chat_model,
     positive_int,
-    reading,
+    read_records,
     streams,
+    writing,
 )
-from langchain_references.factuality.io import FactualityFormatError, FactualityInput, write_jsonl
+from langchain_references.factuality.io import FactualityFormatError, FactualityInput, dump_jsonl
 from langchain_references.factuality.pipeline import (
     FactualityResult,
     coerce_factuality_input,
     create_factuality_evaluator,
 )
 from langchain_references.factuality.retrieval import InputContexts
-from langchain_references.loading import iter_json_objects
+from langchain_references.loading import LoadResult, load_records
 
 __all__ = ["add_parser", "configure_parser", "run", "summary_row"]
 
@@ -86,20 +89,18 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return add_subcommand(subparsers, "factuality", HELP, DESCRIPTION, configure_parser, run)
 
 
-def _read_records(path: Path, err: TextIO) -> tuple[list[tuple[str, FactualityInput]], list[str]]:
-    records: list[tuple[str, FactualityInput]] = []
-    errors: list[str] = []
-    with reading(path, FactualityFormatError):
-        for location, value in iter_json_objects(path):
-            try:
-                if isinstance(value, FactualityFormatError):
-                    raise value
-                records.append((location, coerce_factuality_input(value)))
-            except (FactualityFormatError, TypeError) as exc:
-                message = str(exc) if location in str(exc) else f"{location}: {exc}"
-                errors.append(message)
-                err.write(f"skipped record: {message}\n")
-    return records, errors
+def _parse_record(value: Any, *, location: str | None = None) -> tuple[str, FactualityInput]:
+    """``(location, record)``: a FactReasoner record, or a ``{"response": ...}`` to atomize."""
+    try:
+        return location or "", coerce_factuality_input(value)
+    except FactualityFormatError as exc:
+        raise FactualityFormatError(exc.message, location, field=exc.field) from exc
+    except TypeError as exc:
+        raise FactualityFormatError("record is not a JSON object", location) from exc
+
+
+def _load(path: Path) -> LoadResult[tuple[str, FactualityInput]]:
+    return load_records(path, _parse_record, strict=False, error=FactualityFormatError)
 
 
 _HEADER: Final = (
@@ -181,7 +182,9 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             output cannot be written.
     """
     out, err = streams(out, err)
-    records, bad = _read_records(args.input, err)
+    if args.output is not None:
+        check_output(args.output, args.input)
+    records, bad = read_records(args.input, _load, err)
     judge, judge_model = build_judge(args.judge, err=err)
     llm = load_chat_model(args.llm, option="--llm", temperature=0) if args.llm else judge_model
     evaluator = create_factuality_evaluator(
@@ -215,9 +218,9 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     if len(rows) > 1:
         out.write(format_table(rows) + "\n")
     if args.output is not None:
-        try:
-            write_jsonl(args.output, results)
-        except OSError as exc:
-            raise CLIError(f"cannot write {args.output}: {exc}") from exc
-        out.write(f"wrote {len(results)} result(s) to {args.output}\n")
+        if not results:
+            raise CLIError(f"no record could be scored; nothing written to {args.output}")
+        with writing(args.output), atomic_write(args.output) as handle:
+            count = dump_jsonl(handle, results)
+        out.write(f"wrote {count} result(s) to {args.output}\n")
     return 1 if failed else 0

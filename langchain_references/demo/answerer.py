@@ -23,6 +23,11 @@ look-alikes inside the documents are removed first, so copied text cannot forge 
 When no sentence is relevant the answer is exactly :data:`NOT_FOUND_ANSWER`, without a
 citation.
 
+Questions that ask for a quantity (``how tall / high / long / far / many / much / old ...``,
+``when``, ``what year``) come first to the sentences that *state* it: a relevant sentence with
+a number and a fitting unit (or a date) beats one that merely mentions the subject
+(:func:`states_asked_quantity`).
+
 Streaming emits one word per chunk (each chunk carries the whitespace before its word, so the
 chunks join to the exact text of :meth:`invoke`); citations are sometimes split across chunks
 (``[1](`` / ``id=3`` / ``)``), deterministically, as a real model's tokens would be.
@@ -64,6 +69,7 @@ __all__ = [
     "lexical_scores",
     "parse_prompt",
     "split_sentences",
+    "states_asked_quantity",
 ]
 
 #: The whole answer when no sentence of the documents is relevant to the question.
@@ -88,6 +94,77 @@ our out over please so some such tell than that the their them then there these 
 those to up us was we were what when where which while who whom why will with would you your
 """
 _STOPWORDS: Final = frozenset(_STOPWORD_LIST.split())
+# What a question asks for, and what a sentence stating it contains.
+_NUMBER: Final = (
+    r"(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+    r"fifteen|twenty|thirty|forty|fifty|hundred|hundreds|thousand|thousands|million|"
+    r"millions|billion|billions|dozen|dozens|half|single)"
+)
+_UNITS: Final = {
+    "length": r"feet|foot|ft|inch(?:es)?|yards?|miles?|meters?|metres?|m|km|kilomet(?:er|re)s?|"
+    r"centimet(?:er|re)s?|cm|mm|stor(?:e)?ys?|stories|floors|light[- ]years?",
+    "time": r"seconds?|minutes?|hours?|days?|weeks?|months?|years?|decades?|centuries|century",
+    "mass": r"kg|kilograms?|grams?|g|pounds?|lbs?|tons?|tonnes?|ounces?",
+    "temperature": r"degrees?|°[cf]?",
+    "money": r"dollars?|euros?|pounds?|cents?|[$€£]",
+}
+_MONTHS: Final = (
+    r"january|february|march|april|may|june|july|august|september|october|november|december"
+)
+_DATE_RE: Final = re.compile(
+    rf"\b(?:1[0-9]{{3}}|20[0-9]{{2}})s?\b|\b(?:{_MONTHS})\b|\b\d{{1,2}}(?:st|nd|rd|th) century\b",
+    re.I,
+)
+
+
+def _quantity_re(*kinds: str) -> re.Pattern[str]:
+    units = "|".join(_UNITS[kind] for kind in kinds)
+    return re.compile(
+        rf"(?:[$€£]\s?\d|\b{_NUMBER}\b[\s-]*(?:\(|of\s+)?(?:{units})(?:\b|\s|$))", re.I
+    )
+
+
+class _Dimension:
+    """A quantity of ``kinds`` in a sentence that also names the dimension (e.g. "tall")."""
+
+    def __init__(self, kinds: tuple[str, ...], words: str) -> None:
+        self.quantity = _quantity_re(*kinds)
+        self.words = re.compile(rf"\b(?:{words})\b", re.I)
+
+    def search(self, sentence: str) -> bool:
+        return bool(self.quantity.search(sentence) and self.words.search(sentence))
+
+
+def _dimension(*kinds_and_words: str) -> _Dimension:
+    *kinds, words = kinds_and_words
+    return _Dimension(tuple(kinds), words)
+
+
+_ANY_NUMBER_RE: Final = re.compile(rf"\b{_NUMBER}\b", re.I)
+_ALL_UNITS: Final = tuple(_UNITS)
+# (what the question asks, the patterns any one of which a sentence stating it matches)
+_ASKED: Final[tuple[tuple[re.Pattern[str], tuple[re.Pattern[str] | _Dimension, ...]], ...]] = (
+    (
+        re.compile(r"\bhow (?:tall|high)\b", re.I),
+        (_dimension("length", "tall|taller|tallest|height|high|higher|highest"),),
+    ),
+    (
+        re.compile(r"\bhow far\b", re.I),
+        (_dimension("length", "far|farther|further|distance|away"),),
+    ),
+    (re.compile(r"\bhow wide\b", re.I), (_dimension("length", "wide|width|across|diameter"),)),
+    (re.compile(r"\bhow deep\b", re.I), (_dimension("length", "deep|depth|below|beneath"),)),
+    (re.compile(r"\bhow long\b", re.I), (_quantity_re("length", "time"),)),
+    (re.compile(r"\bhow (?:big|large|small|fast|quick)\b", re.I), (_quantity_re(*_ALL_UNITS),)),
+    (re.compile(r"\bhow (?:heavy|light)\b", re.I), (_quantity_re("mass"),)),
+    (re.compile(r"\bhow (?:hot|cold|warm)\b", re.I), (_quantity_re("temperature"),)),
+    (re.compile(r"\bhow (?:many|much)\b", re.I), (_ANY_NUMBER_RE,)),
+    (re.compile(r"\bhow old\b", re.I), (_quantity_re("time"), _DATE_RE)),
+    (
+        re.compile(r"\bwhen\b|\b(?:what|which) (?:year|date|day|month|century|decade)\b", re.I),
+        (_DATE_RE,),
+    ),
+)
 # Okapi BM25 parameters (the usual defaults).
 _BM25_K1: Final = 1.2
 _BM25_B: Final = 0.75
@@ -225,6 +302,34 @@ def lexical_scores(question: str, sentences: Sequence[str]) -> list[float]:
     return scores
 
 
+def states_asked_quantity(question: str, sentence: str) -> bool | None:
+    """Whether a sentence states the quantity a question asks for.
+
+    Questions like "How tall ...?" want a number with a length unit, "How many ...?" a number,
+    "When ...?" or "What year ...?" a date; a compound question accepts any of its kinds.
+
+    Args:
+        question: The question.
+        sentence: A candidate sentence.
+
+    Returns:
+        ``None`` if the question asks for no quantity, else whether ``sentence`` states one
+        of the kind asked.
+
+    Example:
+        >>> states_asked_quantity("How tall is it?", "The tower is 605 feet (184 meters) tall.")
+        True
+        >>> states_asked_quantity("How tall is it?", "The tower is in Seattle.")
+        False
+        >>> states_asked_quantity("Who built it?", "Seattle built it in 1962.") is None
+        True
+    """
+    wanted = [patterns for asked, patterns in _ASKED if asked.search(question)]
+    if not wanted:
+        return None
+    return any(p.search(sentence) for patterns in wanted for p in patterns)
+
+
 def _candidates(prompt: ParsedPrompt) -> list[_Candidate]:
     candidates: list[_Candidate] = []
     for doc_rank, doc in enumerate(prompt.documents):
@@ -330,6 +435,10 @@ class ExtractiveAnswerer(BaseChatModel):
     """Smallest cosine similarity a sentence needs (embeddings only)."""
     relative_threshold: float = Field(default=0.75, ge=0.0, le=1.0)
     """A kept sentence scores at least this fraction of the best sentence's score."""
+    answer_relative_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+    """A sentence stating the quantity the question asks for (:func:`states_asked_quantity`)
+    is kept, ahead of the others, if it scores at least this fraction of the best score (and
+    passes the absolute threshold)."""
 
     @property
     def _llm_type(self) -> str:
@@ -342,9 +451,12 @@ class ExtractiveAnswerer(BaseChatModel):
             "max_sentences": self.max_sentences,
             "min_similarity": self.min_similarity,
             "relative_threshold": self.relative_threshold,
+            "answer_relative_threshold": self.answer_relative_threshold,
         }
 
-    def _select(self, candidates: list[_Candidate], scores: Sequence[float]) -> list[_Candidate]:
+    def _select(
+        self, question: str, candidates: list[_Candidate], scores: Sequence[float]
+    ) -> list[_Candidate]:
         floor = self.min_similarity if self.embeddings is not None else 0.0
         ranked = sorted(
             zip(scores, candidates, strict=True),
@@ -352,12 +464,24 @@ class ExtractiveAnswerer(BaseChatModel):
         )
         if not ranked or ranked[0][0] <= 0.0 or ranked[0][0] < floor:
             return []
-        cutoff = max(floor, self.relative_threshold * ranked[0][0])
+        best = ranked[0][0]
+        cutoff = max(floor, self.relative_threshold * best)
+        answer_cutoff = max(floor, self.answer_relative_threshold * best)
+        # Sentences that state the asked quantity first, then the others, each by score.
+        usable = [
+            (score, candidate)
+            for score, candidate in ranked
+            if self.embeddings is not None or score > 0.0
+        ]
+        answering = [
+            candidate
+            for score, candidate in usable
+            if score >= answer_cutoff and states_asked_quantity(question, candidate.text)
+        ]
+        others = [candidate for score, candidate in usable if score >= cutoff]
         selected: list[_Candidate] = []
         seen: set[str] = set()
-        for score, candidate in ranked:
-            if score < cutoff or (self.embeddings is None and score <= 0.0):
-                break
+        for candidate in [*answering, *others]:
             key = candidate.text.casefold()
             if key in seen:
                 continue
@@ -382,7 +506,8 @@ class ExtractiveAnswerer(BaseChatModel):
     def _tokens(self, draft: _Draft, stop: list[str] | None) -> list[str]:
         if draft.scores is None:
             raise RuntimeError("the driver did not score the candidate sentences")
-        return _cut_at_stop(_compose(self._select(draft.candidates, draft.scores)), stop)
+        selected = self._select(draft.question, draft.candidates, draft.scores)
+        return _cut_at_stop(_compose(selected), stop)
 
     def _answer_tokens(self, messages: list[BaseMessage], stop: list[str] | None) -> list[str]:
         draft = self._draft(messages)

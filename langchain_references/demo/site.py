@@ -33,6 +33,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 import httpx
 
+from langchain_references._optional import MissingDependencyError
 from langchain_references.demo.corpus import Article, load_articles, render_pages
 from langchain_references.factcheck.netguard import NetGuard, ResolvedURL, Resolver
 from langchain_references.factcheck.search.base import BaseSearchProvider
@@ -286,8 +287,8 @@ class DemoSiteSearch(BaseSearchProvider):
         try:
             from rank_bm25 import BM25Okapi  # type: ignore[import-untyped,import-not-found,unused-ignore]
         except ImportError as exc:
-            raise ImportError(
-                "DemoSiteSearch needs rank-bm25: pip install 'langchain-references[factcheck]'"
+            raise MissingDependencyError(
+                exc.name or "rank_bm25", "factcheck", feature="DemoSiteSearch"
             ) from exc
         NetGuard.parse(base_url)
         self.base_url = base_url.rstrip("/") + "/"

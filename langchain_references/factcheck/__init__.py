@@ -14,8 +14,9 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from langchain_references._optional import lazy_exports
 
 if TYPE_CHECKING:
     from langchain_references.factcheck.cache import PageCache
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
         WeightedVoteAggregator,
     )
 
-_PACKAGE = "langchain_references.factcheck"
 
 #: Public name -> submodule that defines it.
 _EXPORTS: dict[str, str] = {
@@ -82,14 +82,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {_PACKAGE!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{_PACKAGE}.{module}"), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -8,6 +8,13 @@ Redirects are followed by hand so :class:`~langchain_references.factcheck.netgua
 checks every hop, and each request connects to the address the guard checked (no DNS
 rebinding). Only ``text/html``, ``application/xhtml+xml`` and ``text/plain`` responses are read.
 
+The body is read raw and decompressed here, incrementally and with an output limit, so the
+cap counts decompressed bytes and a compression bomb stops at the cap: only ``gzip`` and
+``deflate`` are asked for and accepted (at most :data:`MAX_CONTENT_ENCODINGS` stacked),
+anything else (``br``, ``zstd``...) is refused. The charset is taken from
+:data:`TEXT_CHARSETS` only (real text encodings; never ``punycode``, ``idna``, ``utf-7`` or
+the ``rot13``/``base64`` codecs); an unknown or refused one falls back to detection.
+
 Every URL ends as either a :class:`~langchain_references.factcheck.types.FetchedPage` or a
 :class:`~langchain_references.factcheck.types.Failure` with a short reason; one failing
 URL never stops the others.
@@ -21,23 +28,24 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import codecs
 import logging
 import re
 import ssl
 import time
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Final
 
+from langchain_references._optional import MissingDependencyError
+
 try:
     import charset_normalizer
     import httpx
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
-    raise ImportError(
-        "Page fetching needs httpx and charset-normalizer: "
-        "pip install 'langchain-references[factcheck]'"
-    ) from exc
+    raise MissingDependencyError(exc.name or "httpx", "factcheck", feature="Page fetching") from exc
 
 from langchain_references._concurrency import check_concurrency, run_sync
 from langchain_references.errors import LangchainReferencesError
@@ -60,6 +68,8 @@ from langchain_references.failures import Failure
 __all__ = [
     "ACCEPTED_CONTENT_TYPES",
     "DEFAULT_USER_AGENT",
+    "MAX_CONTENT_ENCODINGS",
+    "TEXT_CHARSETS",
     "PageFetcher",
     "decode_body",
 ]
@@ -73,12 +83,51 @@ DEFAULT_USER_AGENT: Final = (
     "langchain-references/0.1 (fact-check evidence fetcher; python-httpx/" + httpx.__version__ + ")"
 )
 _ACCEPT: Final = "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8"
+# Only what is decompressed here with an output limit (httpx would add br/zstd if installed).
+_ACCEPT_ENCODING: Final = "gzip, deflate"
+#: Most ``Content-Encoding`` layers a response may stack (e.g. ``gzip, gzip``); more is refused.
+MAX_CONTENT_ENCODINGS: Final = 2
+_GZIP_NAMES: Final = frozenset({"gzip", "x-gzip"})
+_DEFLATE_NAMES: Final = frozenset({"deflate"})
+# Largest raw read handed to a decompressor at once (its output is bounded separately).
+_RAW_CHUNK: Final = 64 * 1024
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
 
 
 _META_CHARSET = re.compile(
     rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0-9_:.\-]{1,40})""", re.I
 )
+#: Canonical codec names (``codecs.lookup(name).name``) a page may declare: real text
+#: encodings only. Anything else (``punycode``, ``idna``, ``utf-7``, ``raw_unicode_escape``,
+#: ``rot13``, ``zlib``/``base64`` codecs, unknown names) is ignored and the charset detected.
+TEXT_CHARSETS: Final = frozenset(
+    {
+        "ascii", "utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32",
+        "utf-32-le", "utf-32-be",
+        *(f"cp125{i}" for i in range(9)),
+        *(f"iso8859-{i}" for i in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16)),
+        "koi8-r", "koi8-u", "koi8-t", "mac-roman", "mac-cyrillic", "mac-greek", "mac-latin2",
+        "cp437", "cp850", "cp866", "cp874", "tis-620",
+        "shift_jis", "shift_jis_2004", "shift_jisx0213", "cp932", "euc_jp", "euc_jis_2004",
+        "euc_jisx0213", "iso2022_jp", "iso2022_jp_2", "iso2022_kr", "euc_kr", "cp949", "johab",
+        "gb2312", "gbk", "gb18030", "hz", "big5", "big5hkscs", "cp950",
+    }
+)  # fmt: skip
+
+
+def _text_charset(name: str) -> str | None:
+    """The canonical codec name of ``name`` if it is an allowed text encoding, else ``None``."""
+    try:
+        canonical = codecs.lookup(name.strip()).name
+    except (LookupError, ValueError):
+        logger.debug("Unknown charset %r", name)
+        return None
+    if canonical not in TEXT_CHARSETS:
+        logger.info("Ignoring charset %r: not a text encoding this fetcher accepts", name)
+        return None
+    return canonical
+
+
 # Below this size, statistical charset detection guesses wrong too often (e.g. short Latin-1
 # French read as Estonian); the web's legacy default, windows-1252, is the better bet.
 _MIN_DETECT_BYTES = 2048
@@ -87,10 +136,11 @@ _MIN_DETECT_BYTES = 2048
 def decode_body(body: bytes, charset: str | None) -> str:
     """Decode a response body.
 
-    In order: the charset from the ``Content-Type`` header when it is valid; the charset a
-    ``<meta>`` tag declares in the first 2 KB; UTF-8 when the bytes are valid UTF-8; the best
-    guess of ``charset_normalizer`` for bodies of 2 KB or more; windows-1252 (the HTML
-    standard's fallback for unlabelled Western pages).
+    In order: the charset from the ``Content-Type`` header when it is valid and in
+    :data:`TEXT_CHARSETS`; the charset a ``<meta>`` tag declares in the first 2 KB (same
+    rule); UTF-8 when the bytes are valid UTF-8; the best guess of ``charset_normalizer`` for
+    bodies of 2 KB or more; windows-1252 (the HTML standard's fallback for unlabelled Western
+    pages).
 
     Args:
         body: Raw (decompressed) body.
@@ -103,9 +153,12 @@ def decode_body(body: bytes, charset: str | None) -> str:
     if meta := _META_CHARSET.search(body[:2048]):
         declared.append(meta.group(1).decode("ascii"))
     for name in declared:
+        codec = _text_charset(name)
+        if codec is None:
+            continue
         try:
-            return body.decode(name)
-        except (LookupError, UnicodeDecodeError):
+            return body.decode(codec)
+        except UnicodeDecodeError:
             logger.debug("Declared charset %r does not decode the body", name)
     try:
         return body.decode("utf-8")
@@ -116,6 +169,94 @@ def decode_body(body: bytes, charset: str | None) -> str:
         if best is not None:
             return str(best)
     return body.decode("cp1252", errors="replace")
+
+
+class _TooLargeError(LangchainReferencesError):
+    """A (decompressed) body passed the byte cap."""
+
+
+class _ZlibLayer:
+    """One gzip or deflate layer, decompressed incrementally with a bounded output.
+
+    ``gzip`` accepts concatenated members; ``deflate`` accepts a zlib stream or, as browsers
+    do, a raw deflate stream.
+    """
+
+    def __init__(self, encoding: str) -> None:
+        self.encoding = encoding
+        self._gzip = encoding in _GZIP_NAMES
+        self._raw_fallback = not self._gzip  # deflate: retry as raw deflate on a bad header
+        self._decompressor = self._new()
+
+    def _new(self, raw: bool = False) -> Any:
+        if self._gzip:
+            return zlib.decompressobj(16 + zlib.MAX_WBITS)
+        return zlib.decompressobj(-zlib.MAX_WBITS if raw else zlib.MAX_WBITS)
+
+    def feed(self, data: bytes, limit: int) -> bytes:
+        """Decompress ``data``; raise :class:`_TooLargeError` past ``limit`` output bytes."""
+        out: list[bytes] = []
+        produced = 0
+        while data:
+            try:
+                # Ask for one byte more than allowed: getting it means the cap is passed.
+                chunk = self._decompressor.decompress(data, limit - produced + 1)
+            except zlib.error as exc:
+                if self._raw_fallback:
+                    self._raw_fallback = False
+                    self._decompressor = self._new(raw=True)
+                    continue
+                raise _FetchFailureError(f"bad {self.encoding} body: {exc}") from exc
+            self._raw_fallback = False
+            produced += len(chunk)
+            if produced > limit:
+                raise _TooLargeError
+            out.append(chunk)
+            data = self._decompressor.unconsumed_tail
+            if not data and self._decompressor.eof:
+                data = self._decompressor.unused_data
+                if data and self._gzip:
+                    self._decompressor = self._new()  # the next gzip member
+                elif data:
+                    logger.debug(
+                        "Ignoring %d byte(s) after the %s stream", len(data), self.encoding
+                    )
+                    data = b""
+        return b"".join(out)
+
+
+class _BodyDecoder:
+    """Undo a response's ``Content-Encoding`` layers with every layer's output capped."""
+
+    def __init__(self, content_encoding: str, max_bytes: int) -> None:
+        names = [n.strip().lower() for n in content_encoding.split(",")]
+        names = [n for n in names if n and n != "identity"]
+        if len(names) > MAX_CONTENT_ENCODINGS:
+            raise _FetchFailureError(
+                f"refused: {len(names)} stacked content-encodings (max {MAX_CONTENT_ENCODINGS})"
+            )
+        for name in names:
+            if name not in _GZIP_NAMES | _DEFLATE_NAMES:
+                raise _FetchFailureError(f"refused: unsupported content-encoding {name}")
+        # Applied in the listed order, so undone in reverse.
+        self._layers = [_ZlibLayer(name) for name in reversed(names)]
+        self._max_bytes = max_bytes
+        self._produced = [0] * (len(self._layers) + 1)  # per layer output, then the body
+        self.raw_bytes = 0
+
+    def feed(self, raw: bytes) -> bytes:
+        """Decode the next raw chunk; raise :class:`_TooLargeError` past the cap."""
+        self.raw_bytes += len(raw)
+        if self.raw_bytes > self._max_bytes:  # compressed data never needs more than the cap
+            raise _TooLargeError
+        data = raw
+        for index, layer in enumerate(self._layers):
+            data = layer.feed(data, self._max_bytes - self._produced[index])
+            self._produced[index] += len(data)
+        self._produced[-1] += len(data)
+        if self._produced[-1] > self._max_bytes:
+            raise _TooLargeError
+        return data
 
 
 @cache
@@ -297,7 +438,11 @@ class PageFetcher:
         async with httpx.AsyncClient(
             follow_redirects=False,
             timeout=httpx.Timeout(self.timeout_s),
-            headers={"User-Agent": self.user_agent, "Accept": _ACCEPT},
+            headers={
+                "User-Agent": self.user_agent,
+                "Accept": _ACCEPT,
+                "Accept-Encoding": _ACCEPT_ENCODING,
+            },
             limits=httpx.Limits(max_connections=self.max_concurrency),
             verify=_default_ssl_context(),
             trust_env=False,  # a proxy would re-resolve host names behind the guard's back
@@ -389,17 +534,25 @@ class PageFetcher:
         media_type = _media_type(response)
         if media_type and media_type not in self.accepted_content_types:
             raise _FetchFailureError(f"content-type {media_type} not HTML or plain text")
+        too_large = f"too large: > {self.max_bytes} bytes"
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_bytes:
-            raise _FetchFailureError(f"too large: > {self.max_bytes} bytes")
+            raise _FetchFailureError(too_large)
+        decoder = _BodyDecoder(response.headers.get("content-encoding", ""), self.max_bytes)
         chunks: list[bytes] = []
-        size = 0
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > self.max_bytes:
-                raise _FetchFailureError(f"too large: > {self.max_bytes} bytes")
-            chunks.append(chunk)
-        body = decode_body(b"".join(chunks), response.charset_encoding)
+        try:
+            async for raw in response.aiter_raw(_RAW_CHUNK):
+                chunks.append(decoder.feed(raw))
+        except _TooLargeError:
+            logger.warning(
+                "Body of %s passed the %d byte cap (%d raw byte(s) read)",
+                target.url,
+                self.max_bytes,
+                decoder.raw_bytes,
+            )
+            raise _FetchFailureError(too_large) from None
+        # Charset detection is CPU work: keep it off the event loop.
+        body = await asyncio.to_thread(decode_body, b"".join(chunks), response.charset_encoding)
         return _Downloaded(
             final_url=str(target.url),
             status=status,

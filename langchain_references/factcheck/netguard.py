@@ -5,9 +5,9 @@ fetcher asks :class:`NetGuard` to check the URL:
 
 * the scheme must be ``http`` or ``https`` (the fetcher cannot fetch anything else);
 * the host is resolved, and *every* address it resolves to must be public: loopback, private,
-  link-local, multicast, reserved, unspecified and other non-global addresses are refused, for
-  IPv4 and IPv6, including IPv4 addresses embedded in IPv6 (IPv4-mapped ``::ffff:a.b.c.d``,
-  6to4 ``2002::/16``, Teredo ``2001::/32`` and NAT64 ``64:ff9b::/96``).
+  link-local, site-local, multicast, reserved, unspecified and other non-global addresses are
+  refused, for IPv4 and IPv6, including IPv4 addresses embedded in IPv6 (IPv4-mapped
+  ``::ffff:a.b.c.d``, 6to4 ``2002::/16``, Teredo ``2001::/32`` and NAT64 ``64:ff9b::/96``).
 
 ``allow_private=True`` lets private and loopback addresses through (tests against a local
 server, intranet corpora); the scheme check always applies.
@@ -52,6 +52,12 @@ Resolver = Callable[[str, int], Awaitable[list[str]]]
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+# Non-global IPv6 ranges that older ``ipaddress`` tables (Python < 3.13) call global.
+_NON_GLOBAL_V6 = (
+    ipaddress.IPv6Network("fec0::/10"),  # deprecated site-local (RFC 3879)
+    ipaddress.IPv6Network("3fff::/20"),  # documentation (RFC 9637)
+    ipaddress.IPv6Network("5f00::/16"),  # SRv6 SIDs (RFC 9602)
+)
 
 
 class BlockedURLError(LangchainReferencesError, ValueError):
@@ -135,6 +141,8 @@ def blocked_reason(address: str | IPAddress) -> str | None:
         ValueError: If ``address`` is not an IP address.
     """
     ip = ipaddress.ip_address(address) if isinstance(address, str) else address
+    site_local = isinstance(ip, ipaddress.IPv6Address) and ip.is_site_local
+    listed = isinstance(ip, ipaddress.IPv6Address) and any(ip in n for n in _NON_GLOBAL_V6)
     if isinstance(ip, ipaddress.IPv6Address):
         embedded = _embedded_ipv4(ip)
         if embedded is not None:
@@ -147,7 +155,8 @@ def blocked_reason(address: str | IPAddress) -> str | None:
         (ip.is_multicast, "multicast"),
         (ip.is_reserved, "reserved"),
         (ip.is_private, "private"),
-        (not ip.is_global, "non-global"),
+        (site_local, "site-local"),
+        (listed or not ip.is_global, "non-global"),
     )
     for failed, label in checks:
         if failed:

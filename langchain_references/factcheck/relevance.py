@@ -12,11 +12,20 @@ vectors Chroma returns, whatever distance the collection was built with.
 
 Chroma is always given an embedding function (without one it would try to download a model),
 and telemetry is off.
+
+**Threads and asyncio.** Chroma's in-memory system is one per process and its first-time set-up
+is not thread-safe (concurrent ``chromadb.EphemeralClient()`` calls fail with
+``KeyError: 'ephemeral'`` or ``'RustBindingsAPI' object has no attribute 'bindings'``), so
+:func:`chroma_client` creates the one client of the process under a lock and every temporary
+collection lives on it, under its own unique name, deleted after the run. Passages are written
+in batches no larger than the client's maximum batch size.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import threading
 import uuid
 from collections.abc import Sequence
 from typing import Any, Final, TypedDict, Unpack
@@ -24,6 +33,7 @@ from typing import Any, Final, TypedDict, Unpack
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 
+from langchain_references._optional import MissingDependencyError
 from langchain_references._vectors import cosine
 from langchain_references.factcheck.types import Passage
 
@@ -33,9 +43,8 @@ try:
     from chromadb.config import Settings
     from langchain_chroma import Chroma
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
-    raise ImportError(
-        "Passage selection needs chromadb and langchain-chroma: "
-        "pip install 'langchain-references[chroma]'"
+    raise MissingDependencyError(
+        exc.name or "chromadb", "chroma", feature="Passage selection"
     ) from exc
 
 __all__ = [
@@ -52,22 +61,37 @@ DEFAULT_K: Final = 20
 _RUN_KEY: Final = "lcr_run"
 _INDEX_KEY: Final = "lcr_index"
 _COSINE: Final[Any] = {"hnsw": {"space": "cosine"}}
+#: Batch size used when a store's client is unknown (Chroma's in-memory limit is 5,461).
+_FALLBACK_BATCH_SIZE: Final = 1000
 
 
-def chroma_client() -> ClientAPI:
-    """Return an in-memory Chroma client with anonymized telemetry off.
+class _SharedClient:
+    """The process's in-memory Chroma client, created once, under a lock."""
 
-    Chroma keeps one in-memory system per process and refuses a second one with other
-    settings; if the application already made one (e.g. ``Chroma()`` with default settings),
-    that one is reused.
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._client: ClientAPI | None = None
+        self._pid = 0
 
-    Returns:
-        An ephemeral client.
+    def get(self) -> ClientAPI:
+        """The client; a new one after a fork or once the cached one was closed."""
+        with self._lock:
+            client = self._client
+            if client is None or self._pid != os.getpid() or getattr(client, "_closed", False):
+                client = self._client = _new_client()
+                self._pid = os.getpid()
+            return client
 
-    Raises:
-        ValueError: If an in-memory Chroma with non-default settings already exists; pass
-            ``client=`` to :func:`select_relevant` then.
-    """
+    def reset(self) -> None:
+        """Forget the cached client (the next :meth:`get` creates one)."""
+        with self._lock:
+            self._client = None
+
+
+_shared_client: Final = _SharedClient()
+
+
+def _new_client() -> ClientAPI:
     try:
         return chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
     except ValueError as exc:
@@ -83,14 +107,57 @@ def chroma_client() -> ClientAPI:
             ) from exc
 
 
-def _add(store: Chroma, passages: Sequence[Passage], run: str) -> list[str]:
-    ids = [f"{run}-{i}" for i in range(len(passages))]
-    store.add_texts(
-        [p.text for p in passages],
-        metadatas=[{_RUN_KEY: run, _INDEX_KEY: i} for i in range(len(passages))],
-        ids=ids,
-    )
-    return ids
+def chroma_client() -> ClientAPI:
+    """Return the process's in-memory Chroma client, with anonymized telemetry off.
+
+    The client is created once per process, under a lock, so that concurrent first calls from
+    several threads (executor threads of ``abatch``, a server's request handlers) do not race
+    through Chroma's set-up; later calls return the same client. A client closed by its user is
+    replaced by a new one.
+
+    Chroma keeps one in-memory system per process and refuses a second one with other
+    settings; if the application already made one (e.g. ``Chroma()`` with default settings),
+    that one is reused.
+
+    Returns:
+        The shared ephemeral client.
+
+    Raises:
+        ValueError: If an in-memory Chroma with non-default settings already exists; pass
+            ``client=`` to :func:`select_relevant` then.
+    """
+    return _shared_client.get()
+
+
+def _max_batch_size(client: ClientAPI | None) -> int:
+    """The most records Chroma accepts in one write (at least 1)."""
+    if client is None:
+        return _FALLBACK_BATCH_SIZE
+    return max(1, int(client.get_max_batch_size()))
+
+
+def _batches(count: int, size: int) -> list[range]:
+    return [range(start, min(count, start + size)) for start in range(0, count, size)]
+
+
+def _ids(run: str, count: int) -> list[str]:
+    return [f"{run}-{i}" for i in range(count)]
+
+
+def _add(store: Chroma, passages: Sequence[Passage], run: str, batch_size: int) -> None:
+    """Add the passages under ``run``, in writes of at most ``batch_size`` records."""
+    ids = _ids(run, len(passages))
+    for batch in _batches(len(passages), batch_size):
+        store.add_texts(
+            [passages[i].text for i in batch],
+            metadatas=[{_RUN_KEY: run, _INDEX_KEY: i} for i in batch],
+            ids=ids[batch.start : batch.stop],
+        )
+
+
+def _delete(store: Chroma, ids: list[str], batch_size: int) -> None:
+    for batch in _batches(len(ids), batch_size):
+        store.delete(ids=ids[batch.start : batch.stop])
 
 
 def _index_of(metadata: dict[str, Any]) -> int:
@@ -153,14 +220,15 @@ def select_relevant(
     if not passages:
         return []
 
+    client = client or chroma_client()
     vectorstore = Chroma(
         collection_name=f"lcr-passages-{run}",
         embedding_function=embeddings,
-        client=client or chroma_client(),
+        client=client,
         collection_configuration=_COSINE,
     )
     try:
-        _add(vectorstore, passages, run)
+        _add(vectorstore, passages, run, _max_batch_size(client))
         # Despite its name, this returns the raw cosine *distance* (0 = identical).
         results = vectorstore.similarity_search_by_vector_with_relevance_scores(
             embeddings.embed_query(statement), k=min(k, len(passages))
@@ -178,19 +246,19 @@ def _select_in_store(
         raise ValueError("the Chroma store needs an embedding function")
     if not passages:
         return []
-    ids = _add(store, passages, run)
+    batch_size = _max_batch_size(getattr(store, "_client", None))
     try:
+        _add(store, passages, run, batch_size)
         query = embedder.embed_query(statement)
-        # Fetch every passage of this run with its vector and rank by cosine here: the
-        # collection's own distance (l2, ip) may order them differently.
-        results = store.similarity_search_with_vectors(
-            statement, k=len(passages), filter={_RUN_KEY: run}
-        )
+        # Fetch every passage of this run with its vector (an exact read, not an approximate
+        # nearest-neighbour search) and rank by cosine here: the collection's own distance
+        # (l2, ip) may order them differently.
+        stored = store.get(where={_RUN_KEY: run}, include=["metadatas", "embeddings"])
     finally:
-        store.delete(ids=ids)
+        _delete(store, _ids(run, len(passages)), batch_size)
     scored = [
-        (passages[_index_of(doc.metadata)], cosine(query, [float(x) for x in vector]))
-        for doc, vector in results
+        (passages[_index_of(dict(metadata))], cosine(query, [float(x) for x in vector]))
+        for metadata, vector in zip(stored["metadatas"], stored["embeddings"], strict=True)
     ]
     scored.sort(key=lambda pair: pair[1], reverse=True)
     return scored[:k]

@@ -37,6 +37,7 @@ from langchain_references.styles import (
     MarkdownReferenceStyle,
     ReferenceStyle,
     TextReferenceStyle,
+    clean_text,
 )
 
 __all__ = [
@@ -59,6 +60,7 @@ _VERDICT_NAMES: Final = {
     Verdict.REFUTED: "Refuted",
     Verdict.NOT_ENOUGH_EVIDENCE: "Not enough evidence",
     Verdict.DISPUTED: "Disputed",
+    Verdict.ERROR: "Could not check",
 }
 _DEFAULT_STYLES: Final[dict[ReportFormat, Callable[[], ReferenceStyle]]] = {
     "markdown": MarkdownReferenceStyle,
@@ -71,34 +73,23 @@ REPORT_SEPARATORS: Final[dict[ReportFormat, str]] = {
     "text": "\n\n" + "=" * 72 + "\n\n",
     "html": "\n",
 }
-# C0 controls (the whitespace ones are collapsed instead), DEL, C1 controls, the bidirectional
-# embedding / override / isolate characters that can make text display differently from what
-# it is ("Trojan Source"), and U+FFFE / U+FFFF (not allowed in XML).
-_UNSAFE_CHARS = re.compile(
-    r"[\x00-\x08\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ufffe\uffff]"
-)
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]()#|~])")
 
 
-def _clean(text: str) -> str:
-    """Untrusted text on one line: unsafe characters removed, whitespace collapsed."""
-    return " ".join(_UNSAFE_CHARS.sub("", text).split())
-
-
 def _md(text: str) -> str:
-    return _MD_SPECIAL.sub(r"\\\1", html.escape(_clean(text), quote=False))
+    return _MD_SPECIAL.sub(r"\\\1", html.escape(clean_text(text), quote=False))
 
 
 def _html(text: str) -> str:
-    return html.escape(_clean(text), quote=True)
+    return html.escape(clean_text(text), quote=True)
 
 
 def _text(text: str) -> str:
-    return _clean(text)
+    return clean_text(text)
 
 
 def _shorten(text: str, limit: int | None) -> str:
-    text = _clean(text)
+    text = clean_text(text)
     if limit is None or len(text) <= limit:
         return text
     return textwrap.shorten(text, width=limit, placeholder=" …")
@@ -131,7 +122,7 @@ def _cite(evidence: Sequence[Evidence], style: ReferenceStyle) -> tuple[list[str
     documents = [
         Document(
             page_content=item.text,
-            metadata={source_key: item.url, style.title_key: _clean(item.title) or None},
+            metadata={source_key: item.url, style.title_key: clean_text(item.title) or None},
         )
         for item in evidence
     ]
@@ -151,6 +142,13 @@ def _failure_subject(failure: Failure) -> str:
     if failure.query:
         return f"search for {failure.query!r}"
     return failure.stage
+
+
+def _verdict_note(result: FactCheckResult, escape: Callable[[str], str]) -> str:
+    """What follows the verdict's name: confidence and score, or why it could not be checked."""
+    if result.verdict is Verdict.ERROR:
+        return f"(error: {escape(result.error or 'unknown reason')})"
+    return f"(confidence {_percent(result.confidence)}, score {result.score:+.2f})"
 
 
 def _neutral_line(result: FactCheckResult) -> str:
@@ -197,8 +195,7 @@ class _MarkdownRenderer(_Renderer):
         lines = [
             f"### Fact check: {_md(r.statement)}",
             "",
-            f"**Verdict: {_VERDICT_NAMES[r.verdict]}** "
-            f"(confidence {_percent(r.confidence)}, score {r.score:+.2f})",
+            f"**Verdict: {_VERDICT_NAMES[r.verdict]}** {_verdict_note(r, _md)}",
             "",
             *self._evidence("Supporting evidence", self.supporting),
             *self._evidence("Contradicting evidence", self.contradicting),
@@ -207,7 +204,7 @@ class _MarkdownRenderer(_Renderer):
         if r.failed_sources:
             lines.extend(["", f"#### Sources that could not be used ({len(r.failed_sources)})", ""])
             lines.extend(
-                f"- {_md(_failure_subject(f))} ({f.stage}): {_md(f.reason)}"
+                f"- {_md(_failure_subject(f))} ({_md(f.stage)}): {_md(f.reason)}"
                 for f in r.failed_sources
             )
         if self.references:
@@ -233,8 +230,7 @@ class _TextRenderer(_Renderer):
         r = self.result
         lines = [
             f"Fact check: {_text(r.statement)}",
-            f"Verdict: {_VERDICT_NAMES[r.verdict].upper()} "
-            f"(confidence {_percent(r.confidence)}, score {r.score:+.2f})",
+            f"Verdict: {_VERDICT_NAMES[r.verdict].upper()} {_verdict_note(r, _text)}",
             "",
             *self._evidence("Supporting evidence", self.supporting),
             *self._evidence("Contradicting evidence", self.contradicting),
@@ -243,7 +239,7 @@ class _TextRenderer(_Renderer):
         if r.failed_sources:
             lines.extend(["", f"Sources that could not be used ({len(r.failed_sources)}):"])
             lines.extend(
-                f"  - {_text(_failure_subject(f))} ({f.stage}): {_text(f.reason)}"
+                f"  - {_text(_failure_subject(f))} ({_text(f.stage)}): {_text(f.reason)}"
                 for f in r.failed_sources
             )
         if self.references:
@@ -276,7 +272,7 @@ class _HTMLRenderer(_Renderer):
             '<section class="fact-check">',
             f"<h2>Fact check: {_html(r.statement)}</h2>",
             f'<p class="verdict verdict-{verdict}"><strong>{_VERDICT_NAMES[r.verdict]}</strong> '
-            f"(confidence {_percent(r.confidence)}, score {r.score:+.2f})</p>",
+            f"{_verdict_note(r, _html)}</p>",
             *self._evidence("Supporting evidence", "supporting", self.supporting),
             *self._evidence("Contradicting evidence", "contradicting", self.contradicting),
             f'<p class="neutral">{_html(_neutral_line(r))}</p>',

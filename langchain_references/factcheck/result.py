@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from langchain_references.factcheck.verdict import Verdict
+from langchain_references.factcheck.verdict import Verdict, could_not_check
 from langchain_references.failures import Failure
 from langchain_references.judges.base import Label
 
@@ -112,8 +112,10 @@ class FactCheckResult(_Model):
 
     Attributes:
         statement: The statement that was checked.
-        verdict: Supported, refuted, not enough evidence, or disputed.
-        confidence: Confidence in the verdict, in ``[0, 1]``.
+        verdict: Supported, refuted, not enough evidence, disputed, or
+            :attr:`~langchain_references.factcheck.verdict.Verdict.ERROR` when the statement
+            could not be checked (see ``error``).
+        confidence: Confidence in the verdict, in ``[0, 1]`` (0 for an error).
         score: Signed evidence balance in ``[-1, 1]`` (positive supports, negative refutes).
         supporting: Passages judged to entail the statement, most confident first.
         contradicting: Passages judged to contradict it, most confident first.
@@ -125,6 +127,8 @@ class FactCheckResult(_Model):
         total_s: Seconds for the whole check.
         counts: Items produced by each stage.
         verdict_details: Aggregator-specific numbers (JSON-serialisable).
+        error: Why the statement could not be checked: set exactly when ``verdict`` is
+            ``error`` (e.g. ``"search failed: ..."``, ``"no page could be fetched: ..."``).
     """
 
     statement: str
@@ -139,6 +143,45 @@ class FactCheckResult(_Model):
     total_s: float = Field(default=0.0, ge=0.0)
     counts: FactCheckCounts = Field(default_factory=FactCheckCounts)
     verdict_details: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+
+    @model_validator(mode="after")
+    def _error_matches_verdict(self) -> FactCheckResult:
+        if (self.verdict is Verdict.ERROR) != (self.error is not None):
+            raise ValueError("error must be set exactly when the verdict is 'error'")
+        if self.verdict is Verdict.ERROR and (self.confidence or self.score):
+            raise ValueError("a statement that could not be checked has confidence and score 0")
+        return self
+
+    @classmethod
+    def could_not_check(
+        cls, statement: str, reason: str, *, failed_sources: list[Failure] | None = None
+    ) -> FactCheckResult:
+        """The result for a statement that could not be checked at all (e.g. the chain raised).
+
+        Args:
+            statement: The statement.
+            reason: Why it could not be checked.
+            failed_sources: The failures behind it, if known.
+
+        Returns:
+            A result with verdict ``error``, confidence 0 and ``error`` = ``reason``.
+        """
+        outcome = could_not_check(reason)
+        return cls(
+            statement=statement,
+            verdict=outcome.verdict,
+            confidence=outcome.confidence,
+            score=outcome.score,
+            failed_sources=list(failed_sources or []),
+            verdict_details=outcome.details,
+            error=reason,
+        )
+
+    @property
+    def checked(self) -> bool:
+        """Whether the statement was checked (false when the verdict is ``error``)."""
+        return self.verdict is not Verdict.ERROR
 
     @property
     def evidence(self) -> list[Evidence]:

@@ -67,7 +67,13 @@ from langchain_references.factcheck.types import (
     SearchHit,
     SearchReport,
 )
-from langchain_references.factcheck.verdict import Aggregator, RankedJudgement, VerdictResult
+from langchain_references.factcheck.verdict import (
+    Aggregator,
+    RankedJudgement,
+    Verdict,
+    VerdictResult,
+    could_not_check,
+)
 from langchain_references.failures import Failure
 from langchain_references.judges.base import JudgeInputLike, Judgement, Label
 
@@ -86,6 +92,7 @@ __all__ = [
     "SearchStage",
     "StageEnd",
     "to_result",
+    "unchecked_reason",
 ]
 
 logger = logging.getLogger(__name__)
@@ -622,8 +629,55 @@ class JudgeStage(FactCheckStage[Sequence[object]]):
         )
 
 
+def _first_reason(state: FactCheckState, stage: Stage) -> str:
+    reasons = [f.reason for f in state.failures if f.stage == stage]
+    if not reasons:
+        return ""
+    more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
+    return f": {reasons[0]}{more}"
+
+
+def unchecked_reason(state: FactCheckState) -> str | None:
+    """Why the statement could not be checked, or ``None`` if some passage was judged.
+
+    A check is only a check if at least one judgement succeeded: a failed search, a search
+    that found nothing, pages that could not be fetched or read, or a judge that failed on
+    every passage leave nothing to weigh, which is an error, not "not enough evidence".
+
+    Args:
+        state: The state after the judge stage.
+
+    Returns:
+        The reason (the first stage that left nothing, with its first failure), or ``None``.
+    """
+    if any(judgement.ok for judgement in state.judgements):
+        return None
+    if not state.hits:
+        if any(f.stage == "search" for f in state.failures):
+            return "search failed" + _first_reason(state, "search")
+        return f"the search found nothing for {state.query!r}"
+    if not state.pages:
+        return f"no page could be fetched ({_plural(len(state.hits), 'hit')})" + _first_reason(
+            state, "fetch"
+        )
+    if not state.extracted:
+        return "no page had readable text" + _first_reason(state, "extract")
+    if not state.passages:
+        return "no passage could be cut from the pages"
+    if not state.selected:
+        return "no passage was selected for judging"
+    return f"the judge failed on all {_plural(len(state.judgements), 'passage')}" + (
+        _first_reason(state, "judge")
+    )
+
+
 class AggregateStage(FactCheckStage[VerdictResult]):
     """Weigh the judgements into a verdict (cheap and CPU-bound: the same call on both paths).
+
+    When no judgement succeeded (nothing found, fetched or judged) the aggregator is not
+    called: the verdict is :attr:`~langchain_references.factcheck.verdict.Verdict.ERROR`
+    with confidence 0 and the reason (:func:`unchecked_reason`), never a confident
+    "not enough evidence".
 
     Args:
         aggregator: The aggregator.
@@ -642,6 +696,10 @@ class AggregateStage(FactCheckStage[VerdictResult]):
 
     @override
     def work(self, state: FactCheckState, config: RunnableConfig) -> VerdictResult:
+        reason = unchecked_reason(state)
+        if reason is not None:
+            logger.warning("Could not check %r: %s", state.statement, reason)
+            return could_not_check(reason)
         ranked: list[RankedJudgement] = [
             (judgement, e.relevance_rank if self.weight_by == "relevance" else e.rank, e.similarity)
             for e, judgement in zip(state.evidence, state.judgements, strict=True)
@@ -654,7 +712,10 @@ class AggregateStage(FactCheckStage[VerdictResult]):
 
     @override
     def finish(self, state: FactCheckState, outcome: VerdictResult) -> StageEnd:
-        detail = f"{outcome.verdict.value} (confidence {outcome.confidence:.2f})"
+        if outcome.verdict is Verdict.ERROR:
+            detail = f"could not check: {outcome.details.get('error', 'unknown reason')}"
+        else:
+            detail = f"{outcome.verdict.value} (confidence {outcome.confidence:.2f})"
         return StageEnd(state.advance(outcome=outcome), detail)
 
 
@@ -665,18 +726,24 @@ def to_result(state: FactCheckState) -> FactCheckResult:
         state: The final state.
 
     Returns:
-        The result (``total_s`` measured from :meth:`FactCheckState.begin`).
+        The result (``total_s`` measured from :meth:`FactCheckState.begin`); its ``error``
+        is set when the verdict is ``error``.
 
     Raises:
         ValueError: If the aggregate stage has not run.
     """
     if state.outcome is None:
         raise ValueError("the aggregate stage has not run")
+    outcome = state.outcome
+    error: str | None = None
+    if outcome.verdict is Verdict.ERROR:
+        error = str(outcome.details.get("error") or "the statement could not be checked")
+        outcome = could_not_check(error)
     return FactCheckResult(
         statement=state.statement,
-        verdict=state.outcome.verdict,
-        confidence=state.outcome.confidence,
-        score=state.outcome.score,
+        verdict=outcome.verdict,
+        confidence=outcome.confidence,
+        score=outcome.score,
         supporting=list(state.supporting),
         contradicting=list(state.contradicting),
         neutral_count=state.counts.get("neutral", 0),
@@ -684,5 +751,6 @@ def to_result(state: FactCheckState) -> FactCheckResult:
         timings=dict(state.timings),
         total_s=time.perf_counter() - state.started,
         counts=FactCheckCounts(**state.counts),
-        verdict_details=state.outcome.details,
+        verdict_details=outcome.details,
+        error=error,
     )

@@ -50,6 +50,7 @@ __all__ = [
     "Verdict",
     "VerdictResult",
     "WeightedVoteAggregator",
+    "could_not_check",
     "validate_ranked",
 ]
 
@@ -65,6 +66,12 @@ class Verdict(StrEnum):
     NOT_ENOUGH_EVIDENCE = "not_enough_evidence"
     DISPUTED = "disputed"
     """Strong support and strong refutation both exist (only if the strategy enables it)."""
+    ERROR = "error"
+    """The statement could not be checked ("could not check"): the search failed or found
+    nothing, no page could be fetched or read, or no passage was judged successfully. Not a
+    verdict about the statement: its confidence and score are 0 and the reason is given
+    (:func:`could_not_check`). Aggregators never return it; the fact-check chain does when
+    no judgement succeeded."""
 
 
 class VerdictResult(BaseModel):
@@ -83,6 +90,25 @@ class VerdictResult(BaseModel):
     confidence: float = Field(ge=0.0, le=1.0)
     score: float = Field(ge=-1.0, le=1.0)
     details: dict[str, Any] = Field(default_factory=dict)
+
+
+def could_not_check(reason: str) -> VerdictResult:
+    """The :attr:`Verdict.ERROR` result: confidence 0, score 0, ``details["error"]`` = reason.
+
+    Args:
+        reason: Why the statement could not be checked, e.g. ``"search failed: ..."``.
+
+    Returns:
+        The verdict result.
+
+    Raises:
+        ValueError: If ``reason`` is blank.
+    """
+    if not reason.strip():
+        raise ValueError("the reason why a statement could not be checked must not be blank")
+    return VerdictResult(
+        verdict=Verdict.ERROR, confidence=0.0, score=0.0, details={"error": reason}
+    )
 
 
 @runtime_checkable

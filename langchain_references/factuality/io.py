@@ -34,7 +34,9 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TextIO
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from langchain_references.errors import RecordError
 from langchain_references.factuality.metrics import (
@@ -43,8 +45,8 @@ from langchain_references.factuality.metrics import (
     PredictedLabel,
     f1_at_k,
 )
-from langchain_references.factuality.model import Atom, Context, _check_inputs
-from langchain_references.loading import LoadResult, load_records
+from langchain_references.factuality.model import Atom, Context
+from langchain_references.loading import LoadResult, load_records, validation_error
 
 logger = logging.getLogger(__name__)
 
@@ -82,46 +84,59 @@ class FactualityInput:
         return {a.id: a.label for a in self.atoms}
 
 
-def _string(obj: Mapping[str, Any], key: str, where: str, *, default: str | None = None) -> str:
-    value = obj.get(key, default)
-    if value is None:
-        raise FactualityFormatError(f"{where}: missing {key!r}")
-    if not isinstance(value, str):
-        raise FactualityFormatError(f"{where}: {key!r} must be a string")
-    return value
+class _AtomModel(BaseModel):
+    """The schema of one atom (FactReasoner's ``atoms`` items); unknown keys are rejected."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    id: str
+    text: str
+    original: str | None = None
+    label: Literal["S", "NS"] | None = None
+    contexts: list[str] = Field(default_factory=list)
 
 
-def _parse_atom(obj: Any, i: int) -> Atom:
-    where = f"atom #{i}"
-    if not isinstance(obj, Mapping):
-        raise FactualityFormatError(f"{where} is not an object")
-    text = _string(obj, "text", where)
-    contexts = obj.get("contexts", [])
-    if not isinstance(contexts, list) or not all(isinstance(c, str) for c in contexts):
-        raise FactualityFormatError(f"{where}: 'contexts' must be a list of context ids")
-    label = obj.get("label")
-    if label not in (None, "S", "NS"):
-        raise FactualityFormatError(f"{where}: label must be 'S', 'NS' or absent, got {label!r}")
-    return Atom(
-        id=_string(obj, "id", where),
-        text=text,
-        original=_string(obj, "original", where, default=text),
-        label=label,
-        contexts=tuple(contexts),
-    )
+class _ContextModel(BaseModel):
+    """The schema of one context (FactReasoner's ``contexts`` items); unknown keys rejected."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    id: str
+    text: str
+    title: str | None = ""
+    snippet: str | None = ""
+    link: str | None = ""
 
 
-def _parse_context(obj: Any, i: int) -> Context:
-    where = f"context #{i}"
-    if not isinstance(obj, Mapping):
-        raise FactualityFormatError(f"{where} is not an object")
-    return Context(
-        id=_string(obj, "id", where),
-        text=_string(obj, "text", where),
-        title=_string(obj, "title", where, default=""),
-        snippet=_string(obj, "snippet", where, default=""),
-        link=_string(obj, "link", where, default=""),
-    )
+class _InputModel(BaseModel):
+    """The schema of an input record; other top-level keys are kept (``extra``)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    input: str
+    output: str
+    topic: str | None = None
+    atoms: list[_AtomModel]
+    contexts: list[_ContextModel] = Field(default_factory=list)
+
+
+def _id_problem(model: _InputModel) -> tuple[str, str] | None:
+    """``(field, message)`` for a duplicate id or an atom citing an unknown context."""
+    atom_ids: set[str] = set()
+    for i, atom in enumerate(model.atoms):
+        if atom.id in atom_ids:
+            return f"atoms[{i}].id", f"duplicate atom id {atom.id!r}"
+        atom_ids.add(atom.id)
+    context_ids: set[str] = set()
+    for i, ctx in enumerate(model.contexts):
+        if ctx.id in context_ids or ctx.id in atom_ids:
+            return f"contexts[{i}].id", f"duplicate id {ctx.id!r}"
+        context_ids.add(ctx.id)
+    for i, atom in enumerate(model.atoms):
+        for j, cid in enumerate(atom.contexts):
+            if cid not in context_ids:
+                return f"atoms[{i}].contexts[{j}]", f"refers to unknown context {cid!r}"
+    return None
 
 
 def parse_input(obj: Any, *, location: str | None = None) -> FactualityInput:
@@ -135,38 +150,56 @@ def parse_input(obj: Any, *, location: str | None = None) -> FactualityInput:
         The record.
 
     Raises:
-        FactualityFormatError: On missing or mistyped fields, duplicate ids or an atom
-            referring to an unknown context.
+        FactualityFormatError: On missing, unknown (inside atoms and contexts) or mistyped
+            fields, duplicate ids or an atom referring to an unknown context; its ``field`` is
+            the JSON path (e.g. ``"atoms[3].label"``).
     """
+    if not isinstance(obj, Mapping):
+        raise FactualityFormatError("record is not a JSON object", location)
     try:
-        if not isinstance(obj, Mapping):
-            raise FactualityFormatError("record is not a JSON object")
-        atoms_raw = obj.get("atoms")
-        contexts_raw = obj.get("contexts", [])
-        if not isinstance(atoms_raw, list):
-            raise FactualityFormatError("'atoms' must be a list")
-        if not isinstance(contexts_raw, list):
-            raise FactualityFormatError("'contexts' must be a list")
-        topic = obj.get("topic")
-        if topic is not None and not isinstance(topic, str):
-            raise FactualityFormatError("'topic' must be a string")
-        atoms = tuple(_parse_atom(a, i) for i, a in enumerate(atoms_raw))
-        contexts = tuple(_parse_context(c, i) for i, c in enumerate(contexts_raw))
-        _check_inputs(atoms, contexts)
-        return FactualityInput(
-            input=_string(obj, "input", "record"),
-            output=_string(obj, "output", "record"),
-            topic=topic,
-            atoms=atoms,
-            contexts=contexts,
-            extra={k: v for k, v in obj.items() if k not in _INPUT_KEYS},
+        model = _InputModel.model_validate(dict(obj))
+    except ValidationError as exc:
+        raise validation_error(
+            exc,
+            location,
+            error=FactualityFormatError,
+            models=(_InputModel, _AtomModel, _ContextModel),
+        ) from exc
+    problem = _id_problem(model)
+    if problem is not None:
+        field_name, message = problem
+        raise FactualityFormatError(f"{field_name}: {message}", location, field=field_name)
+    try:
+        atoms = tuple(
+            Atom(
+                id=a.id,
+                text=a.text,
+                original=a.text if a.original is None else a.original,
+                label=a.label,
+                contexts=tuple(a.contexts),
+            )
+            for a in model.atoms
         )
-    except FactualityFormatError as exc:
-        if location is None:
-            raise
+        contexts = tuple(
+            Context(
+                id=c.id,
+                text=c.text,
+                title=c.title or "",
+                snippet=c.snippet or "",
+                link=c.link or "",
+            )
+            for c in model.contexts
+        )
+    except ValueError as exc:
         raise FactualityFormatError(str(exc), location) from exc
-    except (ValueError, TypeError) as exc:
-        raise FactualityFormatError(str(exc), location) from exc
+    return FactualityInput(
+        input=model.input,
+        output=model.output,
+        topic=model.topic,
+        atoms=atoms,
+        contexts=contexts,
+        extra={k: v for k, v in obj.items() if k not in _INPUT_KEYS},
+    )
 
 
 def input_to_dict(record: FactualityInput) -> dict[str, Any]:
@@ -210,6 +243,23 @@ def load_inputs(
     return load_records(path, parse_input, strict=strict, error=FactualityFormatError)
 
 
+def dump_jsonl(handle: TextIO, objects: Iterable[Mapping[str, Any]]) -> int:
+    """Write one JSON object per line to an open text file.
+
+    Args:
+        handle: The file (e.g. from the CLI's ``atomic_write``).
+        objects: Objects to write (e.g. :func:`result_to_dict` outputs).
+
+    Returns:
+        Number of lines written.
+    """
+    count = 0
+    for obj in objects:
+        handle.write(json.dumps(obj, ensure_ascii=False, allow_nan=False) + "\n")
+        count += 1
+    return count
+
+
 def write_jsonl(
     path: str | os.PathLike[str], objects: Iterable[Mapping[str, Any]], *, append: bool = False
 ) -> int:
@@ -223,13 +273,8 @@ def write_jsonl(
     Returns:
         Number of lines written.
     """
-    count = 0
     with Path(path).open("a" if append else "w", encoding="utf-8") as handle:
-        for obj in objects:
-            handle.write(json.dumps(obj, ensure_ascii=False, allow_nan=False))
-            handle.write("\n")
-            count += 1
-    return count
+        return dump_jsonl(handle, objects)
 
 
 def result_to_dict(

@@ -10,20 +10,41 @@ citation check all take a judge: any ``Runnable[{"statement", "passage"}, Judgem
 * :func:`offline_judge` — the default when no model is configured (the heuristic, with the
   offline MiniLM embeddings when they load).
 
-Subclass :class:`Judge` and implement ``_judge`` to add another.
+Subclass :class:`Judge` and implement ``_judge`` to add another. The names below are imported
+lazily, on first access: a judge's optional dependencies load only with the judge.
 """
 
-from langchain_references.judges.base import (
-    Judge,
-    JudgeInput,
-    JudgeInputLike,
-    Judgement,
-    Label,
-)
-from langchain_references.judges.heuristic import HeuristicJudge
-from langchain_references.judges.llm import LLMJudge
-from langchain_references.judges.nli import CrossEncoderNLIJudge
-from langchain_references.judges.offline import offline_judge
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from langchain_references._optional import lazy_exports
+
+if TYPE_CHECKING:
+    from langchain_references.judges.base import (
+        Judge,
+        JudgeInput,
+        JudgeInputLike,
+        Judgement,
+        Label,
+    )
+    from langchain_references.judges.heuristic import HeuristicJudge
+    from langchain_references.judges.llm import LLMJudge
+    from langchain_references.judges.nli import CrossEncoderNLIJudge
+    from langchain_references.judges.offline import offline_judge
+
+#: Public name -> submodule that defines it.
+_EXPORTS: dict[str, str] = {
+    "Judge": "base",
+    "JudgeInput": "base",
+    "JudgeInputLike": "base",
+    "Judgement": "base",
+    "Label": "base",
+    "HeuristicJudge": "heuristic",
+    "LLMJudge": "llm",
+    "CrossEncoderNLIJudge": "nli",
+    "offline_judge": "offline",
+}
 
 __all__ = [
     "CrossEncoderNLIJudge",
@@ -36,3 +57,6 @@ __all__ = [
     "Label",
     "offline_judge",
 ]
+
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 
+from langchain_references._optional import require
 from langchain_references.judges.base import Judge, JudgeInput, Judgement, Label
 
 if TYPE_CHECKING:
@@ -85,16 +86,12 @@ def read_id2label(config_path: str | Path) -> dict[int, str]:
 
 
 def _import_runtime() -> tuple[Any, Any, Any]:
-    try:
-        import numpy
-        import onnxruntime
-        import tokenizers
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "CrossEncoderNLIJudge needs onnxruntime, tokenizers and numpy: "
-            "pip install 'langchain-references[nli]'"
-        ) from exc
-    return numpy, onnxruntime, tokenizers
+    feature = "CrossEncoderNLIJudge"
+    return (
+        require("numpy", "nli", feature=feature),
+        require("onnxruntime", "nli", feature=feature),
+        require("tokenizers", "nli", feature=feature),
+    )
 
 
 class CrossEncoderNLIJudge(Judge):
@@ -219,17 +216,14 @@ class CrossEncoderNLIJudge(Judge):
             The judge.
 
         Raises:
-            ImportError: If huggingface-hub is not installed.
+            MissingDependencyError: If huggingface-hub is not installed (``nli`` extra).
         """
-        try:
-            from huggingface_hub import hf_hub_download
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError(
-                "from_pretrained needs huggingface-hub: pip install 'langchain-references[nli]'"
-            ) from exc
+        hub = require("huggingface_hub", "nli", feature="CrossEncoderNLIJudge.from_pretrained")
 
         def fetch(filename: str) -> str:
-            path: str = hf_hub_download(repo_id, filename, revision=revision, cache_dir=cache_dir)
+            path: str = hub.hf_hub_download(
+                repo_id, filename, revision=revision, cache_dir=cache_dir
+            )
             return path
 
         logger.info("loading %s (%s) from the Hugging Face Hub", repo_id, onnx_file)

@@ -15,6 +15,8 @@ from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
+from langchain_core.tracers.base import BaseTracer
+from langchain_core.tracers.schemas import Run
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
@@ -141,3 +143,14 @@ class ScriptedChatModel(BaseChatModel):
         self.bound_tools = [convert_to_openai_tool(t) for t in tools]
         self.tool_choice = tool_choice
         return self.bind(tools=self.bound_tools, tool_choice=tool_choice)
+
+
+class RunCollector(BaseTracer):
+    """Keeps every finished root run (with its child runs), to check names and nesting."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.runs: list[Run] = []
+
+    def _persist_run(self, run: Run) -> None:
+        self.runs.append(run)

@@ -112,6 +112,7 @@ EXPECTED_ALL: dict[str, set[str]] = {
         "load_inputs",
         "score_marginals",
     },
+    "langchain_references.cli": {"CLIError", "build_parser", "main"},
     "langchain_references.demo": {
         "BASE_URL",
         "NOT_FOUND_ANSWER",

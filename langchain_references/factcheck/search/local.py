@@ -25,6 +25,7 @@ from urllib.parse import quote, urljoin, urlsplit
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
+from langchain_references._optional import MissingDependencyError
 from langchain_references.factcheck.fetch import decode_body
 from langchain_references.factcheck.search.base import BaseSearchProvider
 from langchain_references.factcheck.types import SearchHit
@@ -146,8 +147,8 @@ class LocalCorpusSearch(BaseSearchProvider):
         try:
             from rank_bm25 import BM25Okapi  # type: ignore[import-untyped,import-not-found,unused-ignore]
         except ImportError as exc:
-            raise ImportError(
-                "LocalCorpusSearch needs rank-bm25: pip install 'langchain-references[factcheck]'"
+            raise MissingDependencyError(
+                exc.name or "rank_bm25", "factcheck", feature="LocalCorpusSearch"
             ) from exc
         paths = sorted(
             p for p in self.folder.rglob("*") if p.is_file() and p.suffix.lower() in self.suffixes

@@ -11,6 +11,7 @@ import importlib
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
+from langchain_references._optional import MissingDependencyError
 from langchain_references.factcheck.search.base import BaseSearchProvider, hits_from_records
 from langchain_references.factcheck.types import SearchHit
 
@@ -22,10 +23,7 @@ def _client_class(module: str, name: str, *, package: str, extra: str) -> Any:
     try:
         return getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as exc:
-        raise ImportError(
-            f"This search provider needs the {package!r} package: "
-            f"pip install 'langchain-references[{extra}]'"
-        ) from exc
+        raise MissingDependencyError(package, extra, feature="This search provider") from exc
 
 
 class _ResultsAPI(Protocol):

@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
@@ -278,21 +280,99 @@ def test_answer_without_worthy_sentences_has_undefined_recall() -> None:
 
 
 @pytest.mark.parametrize(
-    ("record", "message"),
+    ("record", "field", "message"),
     [
-        ([], "not a JSON object"),
-        ({"documents": []}, "'answer'"),
-        ({"answer": "x", "question": 3}, "'question'"),
-        ({"answer": "x", "documents": {}}, "'documents' must be a list"),
-        ({"answer": "x", "documents": ["text"]}, "id=1 is not an object"),
-        ({"answer": "x", "documents": [{"metadata": {}}]}, "page_content"),
-        ({"answer": "x", "documents": [{"text": "t", "metadata": []}]}, "metadata"),
+        ([], None, "record is not a JSON object"),
+        ({"documents": []}, "answer", "answer: required field is missing"),
+        ({"answer": "x"}, "documents", "documents: required field is missing"),
+        ({"answer": "x", "documents": [], "question": 3}, "question", "question: must be a string"),
+        ({"answer": "x", "documents": {}}, "documents", "documents: must be a list"),
+        ({"answer": "x", "documents": ["text"]}, "documents[0]", "must be a JSON object"),
+        (
+            {"answer": "x", "documents": [{"text": "t"}, {"text": "u"}, {"metadata": {}}]},
+            "documents[2].page_content",
+            "documents[2].page_content: required field is missing (or give 'text')",
+        ),
+        (
+            {"answer": "x", "documents": [{"text": "t", "metadata": []}]},
+            "documents[0].metadata",
+            "must be a JSON object",
+        ),
+        (
+            {"answer": "x", "documents": [{"text": "t", "page_content": "u"}]},
+            "documents[0].text",
+            "not both",
+        ),
+        (
+            {"answer": "x", "documets": [{"text": "t"}]},
+            "documets",
+            "documets: unknown field (did you mean 'documents'?); "
+            "documents: required field is missing",
+        ),
+        (
+            {"answer": "x", "documents": [{"page_contnet": "t"}]},
+            "documents[0].page_contnet",
+            "unknown field (did you mean 'page_content'?)",
+        ),
+        ({"answer": "x", "documents": [], "score": 1}, "score", "score: unknown field"),
     ],
 )
-def test_parse_answer_record_errors(record: Any, message: str) -> None:
+def test_parse_answer_record_errors(record: Any, field: str | None, message: str) -> None:
     with pytest.raises(CitationRecordError, match=re.escape(message)) as info:
         parse_answer_record(record, location="f.jsonl:2")
     assert info.value.location == "f.jsonl:2"
+    assert info.value.field == field
+    assert str(info.value).startswith("f.jsonl:2: ")
+
+
+def test_a_record_without_documents_is_not_an_answer_without_citations(tmp_path: Path) -> None:
+    """Problem 3: a missing or misspelt ``documents`` used to give recall 0 silently."""
+    path = tmp_path / "answers.jsonl"
+    lines = [
+        {"answer": "Seattle is rainy and large [1](id=1)."},
+        {"answer": "Seattle is rainy and large [1](id=1).", "document": [{"text": "Rainy."}]},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    loaded = load_answer_records(path)
+    assert loaded.records == []
+    assert [(e.location, e.field) for e in loaded.errors] == [
+        (f"{path}:1", "documents"),
+        (f"{path}:2", "document"),
+    ]
+    assert "did you mean 'documents'?" in str(loaded.errors[1])
+
+
+_TEXT = st.text(max_size=20)
+_DOCUMENTS = st.lists(
+    st.fixed_dictionaries(
+        {"page_content": _TEXT},
+        optional={"metadata": st.dictionaries(st.text(max_size=5), _TEXT, max_size=2)},
+    ),
+    max_size=4,
+)
+
+
+@given(
+    answer=_TEXT,
+    documents=_DOCUMENTS,
+    question=st.none() | _TEXT,
+    key=st.text(min_size=1, max_size=12),
+)
+def test_records_follow_the_schema(
+    answer: str, documents: list[dict[str, Any]], question: str | None, key: str
+) -> None:
+    """A record with the documented keys parses as given; any other key is rejected, by name."""
+    record: dict[str, Any] = {"answer": answer, "documents": documents, "question": question}
+    parsed = parse_answer_record(record, location="a.jsonl:7")
+    assert parsed.answer == answer
+    assert parsed.question == question
+    assert [d.page_content for d in parsed.documents] == [d["page_content"] for d in documents]
+    assert [d.metadata for d in parsed.documents] == [d.get("metadata", {}) for d in documents]
+    assume(key not in record)
+    with pytest.raises(CitationRecordError) as info:
+        parse_answer_record({**record, key: 1}, location="a.jsonl:7")
+    assert info.value.field == key
+    assert info.value.location == "a.jsonl:7"
 
 
 def test_load_answer_records(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 import langchain_references.cli.demo as demo_main
 from langchain_references.cli import main
 from langchain_references.demo import NOT_FOUND_ANSWER, ExtractiveAnswerer
-from langchain_references.demo.corpus import BASE_URL, load_documents
+from langchain_references.demo.corpus import BASE_URL, SAMPLE_QUESTION, load_documents
 from langchain_references.embeddings import MiniLMEmbeddings
 
 RETRIEVED = "Retrieved documents:"
@@ -137,7 +137,7 @@ def test_empty_style_removes_citations_without_a_list() -> None:
 
 def test_unanswerable_question_cites_nothing() -> None:
     answer, documents = _run("--question", "What currency does Japan use?")
-    assert answer.strip() == NOT_FOUND_ANSWER
+    assert answer.strip() == f"Question: What currency does Japan use?\n\n{NOT_FOUND_ANSWER}"
     assert all("not cited" in line for line in _document_lines(documents))
 
 
@@ -170,8 +170,9 @@ def test_model_option_without_langchain_is_a_clear_error(monkeypatch: pytest.Mon
     assert code == 2
     assert out == ""
     (line,) = err.splitlines()
-    assert line.startswith("error: --model openai:gpt-4o-mini needs the langchain package")
-    assert "pip install langchain" in line
+    assert line.startswith("error: --model openai:gpt-4o-mini needs the optional package")
+    assert 'pip install ".[llm]"' in line
+    assert 'pip install ".[llm]"' in line
 
 
 def _fake_module(monkeypatch: pytest.MonkeyPatch, name: str, **attributes: Any) -> types.ModuleType:
@@ -193,8 +194,9 @@ def test_model_option_uses_init_chat_model(monkeypatch: pytest.MonkeyPatch) -> N
     _fake_module(monkeypatch, "langchain.chat_models", init_chat_model=init_chat_model)
     answer, documents, err = _answer("--model", "someprovider:some-model")
     assert requested == ["someprovider:some-model"]
-    assert err == ""
-    assert answer.startswith("It opened in 1962 <sup>[[1](")
+    assert err == demo_main.MODEL_NOTICE.format(model="someprovider:some-model") + "\n"
+    question = f"Question: {SAMPLE_QUESTION}\n\n"
+    assert answer.startswith(question + "It opened in 1962 <sup>[[1](")
     parsed = [_number_and_source(line) for line in _document_lines(documents)]
     expected = "1" if parsed[0][1] == parsed[1][1] else "2"
     assert [number for number, _ in parsed] == ["1", expected, None, None]
@@ -212,7 +214,7 @@ def test_model_option_reports_unknown_models(monkeypatch: pytest.MonkeyPatch) ->
     assert err == "error: cannot load --model nope: Unable to infer model provider for nope\n"
 
 
-def test_openai_is_used_when_a_key_is_set(
+def test_a_key_never_switches_to_a_networked_model_silently(
     monkeypatch: pytest.MonkeyPatch, minilm: MiniLMEmbeddings
 ) -> None:
     created: list[dict[str, Any]] = []
@@ -224,14 +226,51 @@ def test_openai_is_used_when_a_key_is_set(
 
     _fake_module(monkeypatch, "langchain_openai", ChatOpenAI=ChatOpenAI)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    model = demo_main.select_model(None, minilm, notice=io.StringIO())
-    assert isinstance(model, ChatOpenAI)
-    assert created == [{"model": demo_main.DEFAULT_OPENAI_MODEL, "temperature": 0}]
+    notice = io.StringIO()
+    model = demo_main.select_model(None, minilm, notice=notice)
+    assert isinstance(model, ExtractiveAnswerer)
+    assert created == []
+    assert notice.getvalue() == (
+        demo_main.OPENAI_KEY_NOTICE + "\n" + demo_main.OFFLINE_NOTICE + "\n"
+    )
+    assert "--model openai:gpt-4o-mini" in notice.getvalue()
     notice = io.StringIO()
     assert isinstance(
         demo_main.select_model(None, minilm, offline=True, notice=notice), ExtractiveAnswerer
     )
     assert "ExtractiveAnswerer" in notice.getvalue()
+
+
+def test_the_demo_names_its_model_and_prints_the_question_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    code, out, err = _demo("--question", "How tall is the Space Needle?", "-k", "2")
+    assert code == 0
+    assert err.splitlines() == [demo_main.OPENAI_KEY_NOTICE, demo_main.OFFLINE_NOTICE]
+    assert out.startswith("Question: How tall is the Space Needle?\n\n")
+
+
+def test_a_model_failing_while_answering_is_one_error_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Offline(GenericFakeChatModel):
+        def _stream(self, *args: Any, **kwargs: Any) -> Any:
+            raise ConnectionError("Connection error.")
+
+    def init_chat_model(name: str) -> GenericFakeChatModel:
+        return Offline(messages=iter([]))
+
+    _fake_module(monkeypatch, "langchain")
+    _fake_module(monkeypatch, "langchain.chat_models", init_chat_model=init_chat_model)
+    code, out, err = _demo("--model", "openai:gpt-4o-mini", "-k", "1")
+    assert code == 2
+    assert out.startswith("Question: ")
+    assert "Traceback" not in err
+    assert err.splitlines()[-1] == (
+        "error: the model openai:gpt-4o-mini failed while answering: "
+        "ConnectionError: Connection error."
+    )
 
 
 def test_a_key_without_langchain_openai_falls_back_offline(

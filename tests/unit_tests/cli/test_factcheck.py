@@ -18,8 +18,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
+from langchain_references.cli import _common, main
 from langchain_references.cli import factcheck as cli
-from langchain_references.cli import main
 from langchain_references.factcheck.result import (
     PROGRESS_EVENT,
     FactCheckProgress,
@@ -136,11 +136,12 @@ def test_local_servers_are_refused_without_allow_private(
 
     code, out, _ = run_cli(capsys, statement, "--search", f"recorded:{recording}", "--json", "-q")
 
-    assert code == 0
+    assert code == 1  # nothing could be fetched: the statement was not checked
     [data] = json_lines(out)
     [failure] = data["failed_sources"]
     assert failure["reason"] == "refused: loopback address 127.0.0.1"
-    assert data["verdict"] == "not_enough_evidence"
+    assert data["verdict"] == "error"
+    assert data["error"] == "no page could be fetched (1 hit): refused: loopback address 127.0.0.1"
     assert local_site.requests["/page/arctic-terns"] == 0
 
 
@@ -207,8 +208,13 @@ def keyword_judge_reply(keyword: str) -> Callable[[list[BaseMessage]], AIMessage
     return step
 
 
-def test_model_option_uses_an_llm_judge(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    "judge_args", [("--judge", "llm:scripted:judge"), ("--model", "scripted:judge")]
+)
+def test_judge_option_uses_an_llm_judge(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    judge_args: tuple[str, str],
 ) -> None:
     model = ScriptedChatModel(script=[keyword_judge_reply("europa")] * 50)
     loaded: list[str] = []
@@ -217,15 +223,16 @@ def test_model_option_uses_an_llm_judge(
         loaded.append(name)
         return model
 
-    monkeypatch.setattr(cli, "load_chat_model", fake_loader)
+    monkeypatch.setattr(_common, "load_chat_model", fake_loader)
 
-    code, out, err = run_cli(
-        capsys, MOON, "--search", "demo", "--model", "scripted:judge", "--json", "--k", "6"
-    )
+    code, out, err = run_cli(capsys, MOON, "--search", "demo", *judge_args, "--json", "--k", "6")
 
     assert code == 0
     assert loaded == ["scripted:judge"]
     assert "judge: LLMJudge with scripted:judge" in err
+    deprecated = cli.MODEL_DEPRECATED.format(model="scripted:judge")
+    assert (deprecated in err) == (judge_args[0] == "--model")
+    assert "warning: --model is deprecated; use --judge llm:scripted:judge" in deprecated
     assert cli.HEURISTIC_NOTICE not in err
     [data] = json_lines(out)
     assert len(model.calls) == data["counts"]["judged"] == 6
@@ -239,13 +246,14 @@ def test_model_option_uses_an_llm_judge(
 @pytest.mark.skipif(
     importlib.util.find_spec("langchain") is not None, reason="langchain is installed"
 )
-def test_model_option_without_langchain_is_a_clear_error(
+def test_judge_option_without_langchain_is_a_clear_error(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, out, err = run_cli(capsys, MOON, "--search", "demo", "--model", "openai:gpt-4o-mini")
+    code, out, err = run_cli(capsys, MOON, "--search", "demo", "--judge", "llm:openai:gpt-4o-mini")
     assert code == 2
     assert out == ""
-    assert "needs the langchain package: pip install langchain" in err
+    assert "needs the optional package 'langchain.chat_models' (extra [llm])" in err
+    assert 'pip install ".[llm]"' in err
 
 
 @pytest.mark.parametrize(
@@ -256,6 +264,11 @@ def test_model_option_without_langchain_is_a_clear_error(
         ([MOON, "--search", "recorded:/no/such/file.json"], "--search recorded:"),
         (["--search", "demo"], "no statement to check"),
         (["--file", "/no/such/statements.txt", "--search", "demo"], "cannot read"),
+        ([MOON, "--search", "demo", "--judge", "oracle"], "--judge must be 'heuristic'"),
+        (
+            [MOON, "--search", "demo", "--judge", "heuristic-lexical", "--model", "a:b"],
+            "give --judge or the deprecated --model, not both",
+        ),
     ],
 )
 def test_bad_options_exit_with_status_2_and_a_message(
@@ -365,7 +378,10 @@ def test_a_failing_statement_is_reported_and_the_others_are_written(
     code, out, err = run_cli(capsys, "first", "boom now", "third", "--search", "demo", "--json")
 
     assert code == 1
-    assert [d["statement"] for d in json_lines(out)] == ["first", "third"]
+    lines = json_lines(out)
+    assert [d["statement"] for d in lines] == ["first", "boom now", "third"]
+    assert [d["verdict"] == "error" for d in lines] == [False, True, False]
+    assert lines[1]["error"] == "RuntimeError: index corrupted"
     for tag in ("[1/3]", "[2/3]", "[3/3]"):  # progress came through the callback handler
         assert f"{tag} search: 0 hits (0.00s)" in err
     assert "[2/3] error: RuntimeError: index corrupted (statement: boom now)" in err

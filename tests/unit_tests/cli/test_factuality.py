@@ -91,10 +91,11 @@ def test_factuality_top_k_and_bad_records(shared_data: Path, tmp_path: Path) -> 
     options = ["--judge", "heuristic-lexical", "--top-k", "1", "--version", "2"]
     code, _out, err = run("--input", str(path), *options, "--output", str(output))
     assert code == 1
-    assert f"{path}:2" in err
-    assert f"{path}:4" in err
+    assert f"error: {path}:2: invalid JSON: " in err
+    assert f"error: {path}:4: atoms: must be a list (record skipped)" in err
     assert f"error: {path}:3" in err
     assert "no atoms" in err
+    assert "skipped record" not in err
     (data,) = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
     assert all(len(a["contexts"]) <= 1 for a in data["atoms"])
     assert data["num_contexts"] < len(record["contexts"])
@@ -121,8 +122,8 @@ def test_llm_judge_needs_langchain(shared_data: Path, monkeypatch: pytest.Monkey
     monkeypatch.setitem(sys.modules, "langchain.chat_models", None)
     code, _, err = run("--input", str(shared_data / FLAHERTY), "--judge", "llm:openai:gpt-x")
     assert code == 2
-    assert err.startswith("error: --judge llm: openai:gpt-x needs the langchain package")
-    assert "pip install langchain" in err
+    assert err.startswith("error: --judge llm: openai:gpt-x needs the optional package")
+    assert 'pip install ".[llm]"' in err
 
 
 def test_llm_option_needs_langchain(shared_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -131,7 +132,7 @@ def test_llm_option_needs_langchain(shared_data: Path, monkeypatch: pytest.Monke
     argv = ("--input", str(shared_data / FLAHERTY), "--judge", "heuristic-lexical")
     code, _, err = run(*argv, "--llm", "openai:gpt-x")
     assert code == 2
-    assert "error: --llm openai:gpt-x needs the langchain package" in err
+    assert "error: --llm openai:gpt-x needs the optional package" in err
 
 
 def test_unwritable_output_is_an_error(shared_data: Path, tmp_path: Path) -> None:
@@ -139,8 +140,136 @@ def test_unwritable_output_is_an_error(shared_data: Path, tmp_path: Path) -> Non
     argv = ("--input", str(shared_data / FLAHERTY), "--judge", "heuristic-lexical")
     code, out, err = run(*argv, "--output", str(output))
     assert code == 2
-    assert "FR2, 1 record(s)" in out  # the table is still printed
-    assert f"error: cannot write {output}" in err
+    assert out == ""  # refused before any work
+    assert err == f"error: cannot write {output}: no such directory {output.parent}\n"
+
+
+def write_records(path: Path, *records: Any) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+SMALL = {
+    "input": "Where is Paris?",
+    "output": "Paris is in France.",
+    "topic": "Paris",
+    "atoms": [{"id": "a0", "text": "Paris is in France.", "contexts": ["c0"]}],
+    "contexts": [{"id": "c0", "title": "Paris", "text": "Paris is the capital of France."}],
+}
+
+
+@pytest.mark.parametrize("how", ["same", "relative", "symlink", "hardlink"])
+def test_output_that_is_the_input_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """Problem 8: ``--output`` equal to ``--input`` used to overwrite the input with results."""
+    path = write_records(tmp_path / "in.jsonl", SMALL)
+    before = path.read_bytes()
+    monkeypatch.chdir(tmp_path)
+    output = {"same": str(path), "relative": "./sub/../in.jsonl"}.get(how, str(tmp_path / "o"))
+    (tmp_path / "sub").mkdir()
+    if how == "symlink":
+        (tmp_path / "o").symlink_to(path)
+    elif how == "hardlink":
+        (tmp_path / "o").hardlink_to(path)
+    code, out, err = run("--input", str(path), "--judge", "heuristic-lexical", "--output", output)
+    assert code == 2
+    assert out == ""
+    assert err == (
+        f"error: --output {Path(output)} is the input file {path}; "
+        "refusing to overwrite the input\n"
+    )
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("content", ["", "\n\n"])
+def test_empty_input_writes_nothing(tmp_path: Path, content: str) -> None:
+    """Problem 8: an empty input used to exit 0 and create an empty output file."""
+    path = tmp_path / "in.jsonl"
+    path.write_text(content, encoding="utf-8")
+    output = tmp_path / "out.jsonl"
+    code, out, err = run(
+        "--input", str(path), "--judge", "heuristic-lexical", "--output", str(output)
+    )
+    assert code == 2
+    assert out == ""
+    assert err == f"error: no records in {path}: the file is empty\n"
+    assert sorted(tmp_path.iterdir()) == [path]
+
+
+def test_only_bad_records_write_nothing(tmp_path: Path) -> None:
+    path = write_records(tmp_path / "in.jsonl", {"atoms": []}, dict(SMALL, atoms=[{"id": 1}]))
+    output = tmp_path / "out.jsonl"
+    code, out, err = run(
+        "--input", str(path), "--judge", "heuristic-lexical", "--output", str(output)
+    )
+    assert code == 2
+    assert out == ""
+    assert err.splitlines() == [
+        f"error: {path}:1: input: required field is missing; output: required field is missing"
+        " (record skipped)",
+        f"error: {path}:2: atoms[0].id: must be a string; atoms[0].text: required field is"
+        " missing (record skipped)",
+        f"error: no valid record in {path} (2 skipped)",
+    ]
+    assert not output.exists()
+
+
+def test_a_failed_write_leaves_no_partial_file(tmp_path: Path) -> None:
+    """Problem 8: a write failing midway used to leave a truncated file (and a traceback).
+
+    The second record's topic holds a lone surrogate (valid JSON: ``"\\ud800"``), which
+    cannot be encoded as UTF-8: the write fails after the first result line.
+    """
+    path = tmp_path / "in.jsonl"
+    second = json.dumps(dict(SMALL, topic="\ud800"), ensure_ascii=True)
+    path.write_text(json.dumps(SMALL) + "\n" + second + "\n", encoding="utf-8")
+    output = tmp_path / "out.jsonl"
+    output.write_text("previous results\n", encoding="utf-8")
+    code, _out, err = run(
+        "--input", str(path), "--judge", "heuristic-lexical", "--output", str(output)
+    )
+    assert code == 2
+    assert "Traceback" not in err
+    assert err.splitlines()[-1].startswith(f"error: cannot write {output}: ")
+    assert "surrogate" in err
+    assert output.read_text(encoding="utf-8") == "previous results\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]
+
+
+def test_a_write_that_fails_midway_keeps_the_old_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_records(tmp_path / "in.jsonl", SMALL, dict(SMALL, topic="Paris 2"))
+    output = tmp_path / "out.jsonl"
+    output.write_text("previous results\n", encoding="utf-8")
+    output.chmod(0o640)
+
+    def failing_dump(handle: Any, objects: Any) -> int:
+        handle.write(json.dumps(objects[0]) + "\n")
+        handle.flush()
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cli, "dump_jsonl", failing_dump)
+    code, _out, err = run(
+        "--input", str(path), "--judge", "heuristic-lexical", "--output", str(output)
+    )
+    assert code == 2
+    assert (
+        err.splitlines()[-1] == f"error: cannot write {output}: [Errno 28] No space left on device"
+    )
+    assert output.read_text(encoding="utf-8") == "previous results\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]
+    monkeypatch.undo()
+    code, _out, err = run(
+        "--input", str(path), "--judge", "heuristic-lexical", "--output", str(output)
+    )
+    assert code == 0, err
+    assert [json.loads(line)["topic"] for line in output.read_text().splitlines()] == [
+        "Paris",
+        "Paris 2",
+    ]
+    assert output.stat().st_mode & 0o777 == 0o640  # the replaced file keeps its permissions
 
 
 def tool(name: str, **args: Any) -> AIMessage:

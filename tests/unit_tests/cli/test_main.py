@@ -6,6 +6,7 @@ import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -140,3 +141,24 @@ def test_python_dash_m_user_error_has_no_traceback() -> None:
     assert "Traceback" not in done.stderr
     (line,) = done.stderr.splitlines()
     assert line.startswith("error: cannot read /nonexistent/records.jsonl: ")
+
+
+@pytest.mark.slow
+def test_python_dash_m_reports_each_bad_record_once(tmp_path: Path) -> None:
+    """With the real logging set-up: one ``error:`` line per bad record, no traceback."""
+    good = {
+        "answer": "Seattle gets a lot of rain every year [1](id=1).",
+        "documents": [{"page_content": "Seattle gets a lot of rain every year."}],
+    }
+    path = tmp_path / "answers.jsonl"
+    deep = '{"answer": "x", "documents": [], "deep": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    lines = [json.dumps(good), json.dumps({"answer": "x", "document": []}), deep]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = _module("citations", "--input", str(path), "--judge", "heuristic-lexical")
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "RecursionError" not in done.stderr
+    assert done.stderr.count(f"{path}:2") == 1
+    assert done.stderr.count(f"{path}:3") == 1
+    assert f"error: {path}:2: document: unknown field (did you mean 'documents'?)" in done.stderr
+    assert f"error: {path}:3: JSON nested deeper than 100 levels (record skipped)" in done.stderr

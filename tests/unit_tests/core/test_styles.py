@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import sys
+import unicodedata
 from html.parser import HTMLParser
 from typing import Any
 
@@ -14,7 +16,7 @@ from langchain_references import (
     TextReferenceStyle,
 )
 from langchain_references.rewriter import ReferenceRewriter
-from langchain_references.styles import is_safe_url
+from langchain_references.styles import UnsupportedClaim, clean_text, is_safe_url, safe_url
 
 A = Document("a", metadata={"source": "https://a.org/x", "title": "Alpha"})
 B = Document("b", metadata={"source": "https://b.org"})
@@ -88,7 +90,7 @@ def test_html_escapes_titles_and_urls_and_is_well_formed() -> None:
     assert "script" not in checker.tags
     assert "<b>" not in out
     assert "&lt;b&gt;T&lt;/b&gt; &amp; co" in out
-    assert checker.hrefs == ['https://e.org/?q="><script>alert(1)</script>'] * 2
+    assert checker.hrefs == ["https://e.org/?q=%22%3E%3Cscript%3Ealert%281%29%3C/script%3E"] * 2
     assert "javascript:" not in " ".join(checker.hrefs)
     assert "<li>click</li>" in out  # the unsafe source is shown as text, not linked
 
@@ -105,6 +107,23 @@ def test_html_escapes_titles_and_urls_and_is_well_formed() -> None:
         "vbscript:msgbox",
         "file:///etc/passwd",
         "",
+        "javascript&#58;alert(1)",
+        "javascript&#58alert(1)",
+        "javascript&#00000000000058;alert(1)",
+        "javascript&#x3A;alert(1)",
+        "javascript&#X3a alert(1)",
+        "javascript&colon;alert(1)",
+        "javascript&colonalert(1)",
+        "java&Tab;script:alert(1)",
+        "&#106;avascript:alert(1)",
+        "&amp;#106;avascript:alert(1)",
+        "%6Aavascript:alert(1)",
+        "%256Aavascript:alert(1)",
+        "&#37;6Aavascript:alert(1)",
+        "javascript%3Aalert(1)",
+        "\u202ejavascript:alert(1)",
+        "jav\u200bascript:alert(1)",
+        "%25252525252525252525252525256A",  # too deeply encoded to tell
     ],
 )
 def test_unsafe_urls(url: str) -> None:
@@ -119,6 +138,64 @@ def test_unsafe_urls(url: str) -> None:
 @pytest.mark.parametrize("url", ["https://x.org", "http://x", "mailto:a@b.c", "a.html#chap1", "/p"])
 def test_safe_urls(url: str) -> None:
     assert is_safe_url(url)
+    assert safe_url(url) == url
+
+
+def test_safe_url_percent_encodes_what_breaks_out_of_a_link() -> None:
+    url = 'https://x.org/a b\n# h\t[x]: (y) <z> "q" `c` \\ \x1b\u202e&amp;'
+    assert safe_url(url) == (
+        "https://x.org/a%20b%0A#%20h%09%5Bx%5D:%20%28y%29%20%3Cz%3E%20%22q%22%20%60c%60%20%5C"
+        "%20%1B%E2%80%AE&amp;"
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "title"),
+    [
+        ("https://x.org/a\n# Forged", "T"),
+        ("https://x.org/a\n\n[x]: https://evil.example\n", "T"),
+        ("https://x.org/a]: (b", "T"),
+        ("https://x.org/a", "T\n# Forged"),
+    ],
+)
+def test_markdown_links_cannot_be_broken_out_of(url: str, title: str) -> None:
+    out = render(
+        MarkdownReferenceStyle(),
+        "[1](id=1)",
+        [Document("d", metadata={"source": url, "title": title})],
+    )
+    assert out.count("\n") == 2  # the citation, a blank line and one list line
+    assert "\n#" not in out
+    assert "\n[" not in out
+
+
+def test_markdown_citation_check_cannot_forge_a_heading() -> None:
+    claims = [UnsupportedClaim("# Forged\n## heading", (1,), supported=False)]
+    note = MarkdownReferenceStyle().format_citation_check(claims)
+    assert "- \\# Forged ## heading **1**" in note
+
+
+def test_text_style_strips_terminal_escapes_bidi_and_newlines() -> None:
+    doc = Document(
+        "d",
+        metadata={
+            "source": "https://x.org/\x1b[2J\u202eevil\nline",
+            "title": "Ti\x1b]8;;https://e.example\x07tle\u2066\u061c\u200b\r\nnext",
+        },
+    )
+    out = render(TextReferenceStyle(), "[1](id=1)", [doc])
+    assert out == "[1]\n\n- [1] Title next (https://x.org/evil line)"
+
+
+def test_clean_text_removes_every_control_format_and_surrogate_character() -> None:
+    unsafe = [
+        chr(c)
+        for c in range(sys.maxunicode + 1)
+        if unicodedata.category(chr(c)) in {"Cc", "Cf", "Cs"}
+    ]
+    assert len(unsafe) > 2000
+    for char in unsafe:
+        assert clean_text(f"a{char}b") in {"a", "ab", "a b"}, hex(ord(char))
 
 
 def test_markdown_escapes_link_text_and_destination() -> None:
@@ -142,7 +219,7 @@ def by_url(doc: Document) -> str:
 
 
 class FunctionKey(TextReferenceStyle):
-    source_id_key = by_url
+    source_id_key = by_url  # type: ignore[assignment]  # a plain function, not a method
 
 
 class StaticKey(TextReferenceStyle):

@@ -21,6 +21,7 @@ from langchain_references.demo.answerer import (
     lexical_scores,
     parse_prompt,
     split_sentences,
+    states_asked_quantity,
 )
 from langchain_references.embeddings import MiniLMEmbeddings
 
@@ -389,3 +390,51 @@ async def test_no_candidate_sentences_means_no_embedding_call_on_either_path() -
     assert (await model.ainvoke(messages)).text == NOT_FOUND_ANSWER
     assert "".join([c.text async for c in model.astream(messages)]) == NOT_FOUND_ANSWER
     assert embeddings.calls == []
+
+
+# -- questions that ask for a quantity ------------------------------------------------------
+
+NEEDLE = (
+    "The Space Needle is an observation tower at Seattle Center, north of downtown Seattle. "
+    "The Space Needle was built for the World's Fair and the Space Needle is a Seattle icon."
+)
+NEEDLE_HEIGHT = "The tower is 605 feet (184 meters) tall, the tallest in the city at the time."
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "expected"),
+    [
+        ("How tall is the Space Needle?", NEEDLE_HEIGHT, True),
+        ("How tall is the Space Needle?", "The line is about one mile long.", False),
+        ("How tall is the Space Needle?", "The Space Needle is a tall tower.", False),
+        ("How far is the Moon?", "It orbits at a distance of 384,400 kilometers.", True),
+        ("How long does the ride take?", "A trip takes roughly two minutes.", True),
+        ("How many eggs does a queen lay?", "The queen lays more than 1,500 eggs a day.", True),
+        ("How many eggs does a queen lay?", "The queen lays eggs.", False),
+        ("How old is the Moon?", "It formed about 4.5 billion years ago.", True),
+        ("When did the market open?", "It opened on August 17, 1907.", True),
+        ("When did the market open?", "It opened to farmers.", False),
+        ("What year was Python 3 released?", "Python 3.0 came out in December 2008.", True),
+        ("Who created Python?", "Guido van Rossum created it in 1991.", None),
+    ],
+)
+def test_states_asked_quantity(question: str, sentence: str, expected: bool | None) -> None:
+    assert states_asked_quantity(question, sentence) is expected
+
+
+@pytest.mark.parametrize("use_embeddings", [False, True])
+def test_a_sentence_stating_the_asked_quantity_beats_one_naming_the_subject(
+    use_embeddings: bool, minilm: MiniLMEmbeddings
+) -> None:
+    texts = (NEEDLE, NEEDLE_HEIGHT)
+    model = ExtractiveAnswerer(embeddings=minilm if use_embeddings else None)
+    answer = model.invoke(_prompt("How tall is the Space Needle?", *texts)).text
+    ids = _assert_faithful(answer, texts)
+    assert ids[0] == 2, answer
+    assert answer.startswith("The tower is 605 feet (184 meters) tall")
+
+
+def test_a_quantity_in_an_irrelevant_sentence_does_not_win() -> None:
+    texts = (NEEDLE, "Bees fly 3 miles high. Bees dance.")
+    answer = ExtractiveAnswerer().invoke(_prompt("How tall is the Space Needle?", *texts)).text
+    assert _assert_faithful(answer, texts) == [1] * len(_cited(answer))

@@ -242,7 +242,10 @@ async def test_a_failed_search_is_recorded_and_nothing_is_judged() -> None:
     judge = KeywordJudge(RULES)
     result = await make_chain(BrokenSearch({}), judge).ainvoke(STATEMENT)
 
-    assert result.verdict is Verdict.NOT_ENOUGH_EVIDENCE
+    assert (result.verdict, result.confidence) == (Verdict.ERROR, 0.0)
+    assert result.error is not None
+    assert result.error.startswith("search failed: ")
+    assert "search API down" in result.error
     assert [(f.stage, f.query) for f in result.failed_sources] == [("search", STATEMENT)]
     assert "search API down" in result.failed_sources[0].reason
     assert result.counts.hits == 0
@@ -324,7 +327,8 @@ async def test_a_judge_failing_on_the_whole_batch_fails_the_passages_not_the_run
     else:
         result = await chain.ainvoke(STATEMENT)
 
-    assert result.verdict is Verdict.NOT_ENOUGH_EVIDENCE
+    assert (result.verdict, result.confidence) == (Verdict.ERROR, 0.0)
+    assert result.error == f"the judge failed on all 3 passages: {reason} (and 2 more)"
     assert result.counts.judge_errors == result.counts.judged == 3
     assert [(f.stage, f.reason) for f in result.failed_sources] == [("judge", reason)] * 3
     assert list(result.timings) == list(STAGES)
@@ -352,7 +356,7 @@ def test_sync_invoke_uses_the_sync_judge_path(tern_site: str) -> None:
 
     assert result.counts.judge_errors == 3
     assert {f.reason for f in result.failed_sources} == {"RuntimeError: sync judge path used"}
-    assert result.verdict is Verdict.NOT_ENOUGH_EVIDENCE
+    assert result.verdict is Verdict.ERROR  # no judgement succeeded: nothing was checked
 
 
 async def test_sync_invoke_works_inside_a_running_event_loop(tern_site: str) -> None:

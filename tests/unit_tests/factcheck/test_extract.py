@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
 
+import langchain_references.factcheck.extract as extract_module
 from langchain_references import Failure
 from langchain_references.factcheck.extract import (
     aextract_all,
@@ -48,7 +50,7 @@ FIXTURE_PAGES = [
 
 
 def _page(
-    body: str, *, content_type: str = "text/html", hit: SearchHit | None = None
+    body: str, *, content_type: str = "text/html", hit: SearchHit | None = None, rank: int = 0
 ) -> FetchedPage:
     return FetchedPage(
         url="https://example.org/a",
@@ -57,7 +59,7 @@ def _page(
         content_type=content_type,
         body=body,
         elapsed_s=0.0,
-        rank=hit.rank if hit else 0,
+        rank=hit.rank if hit else rank,
         hit=hit,
     )
 
@@ -159,3 +161,73 @@ def test_extract_html_returns_text_and_title(html_fixture_dir: Path) -> None:
     text, title = extract_html(html, "https://blog.python.org/")
     assert title == "Python 3.6.0 is now available!"
     assert text.startswith("Python 3.6.0 is now available!")
+
+
+_GOOD_HTML = "<html><body><article><p>" + "Arctic terns fly from pole to pole. " * 10 + "</p>"
+
+
+def _hang_on_slow_pages(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Make extraction of any page mentioning ``SLOW`` block until the returned event is set."""
+    release = threading.Event()
+    real = extract_module._extract_html
+
+    def extract(html: str, url: str | None, min_main_chars: int) -> str:
+        if "SLOW" in html:
+            release.wait(30)
+        return real(html, url, min_main_chars)
+
+    monkeypatch.setattr(extract_module, "_extract_html", extract)
+    return release
+
+
+def test_a_page_over_its_time_budget_is_a_failure_and_the_others_go_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    release = _hang_on_slow_pages(monkeypatch)
+    pages = [_page("<html><body><p>SLOW</p></body></html>", rank=0), _page(_GOOD_HTML, rank=1)]
+    try:
+        report = extract_all(pages, timeout_s=0.5, max_workers=1)
+    finally:
+        release.set()
+    assert [p.rank for p in report.pages] == [1]
+    assert [(f.rank, f.reason) for f in report.failures] == [(0, "extraction timeout after 0.5s")]
+
+
+async def test_async_extraction_has_the_same_time_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    release = _hang_on_slow_pages(monkeypatch)
+    pages = [_page("<html><body><p>SLOW</p></body></html>", rank=0), _page(_GOOD_HTML, rank=1)]
+    try:
+        report = await aextract_all(pages, timeout_s=0.5, max_workers=1)
+    finally:
+        release.set()
+    assert [p.rank for p in report.pages] == [1]
+    assert [f.reason for f in report.failures] == ["extraction timeout after 0.5s"]
+
+
+def test_a_page_over_the_size_budget_is_a_failure_without_parsing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parsed: list[int] = []
+    real = extract_module._extract_html
+
+    def extract(html: str, url: str | None, min_main_chars: int) -> str:
+        parsed.append(len(html))
+        return real(html, url, min_main_chars)
+
+    monkeypatch.setattr(extract_module, "_extract_html", extract)
+    big = _GOOD_HTML + "<p>" + "x" * 5_000 + "</p>"
+    report = extract_all([_page(big, rank=0), _page(_GOOD_HTML, rank=1)], max_chars=2_000)
+    assert [p.rank for p in report.pages] == [1]
+    assert report.failures[0].reason.startswith("too large to extract")
+    assert parsed == [len(_GOOD_HTML)]
+
+
+def test_extract_all_rejects_bad_budgets() -> None:
+    with pytest.raises(ValueError, match="max_chars"):
+        extract_all([], max_chars=0)
+    with pytest.raises(ValueError, match="timeout_s"):
+        extract_all([], timeout_s=0)
+    with pytest.raises(ValueError, match="max_workers"):
+        extract_all([], max_workers=0)

@@ -337,3 +337,17 @@ def test_an_unexpected_error_is_logged_and_recorded(
         "unexpected KeyError: 'lost'",
     )
     assert f"Unexpected error fetching {url}" in caplog.text
+
+
+@pytest.mark.parametrize("charset", ["punycode", "idna", "utf-7", "raw_unicode_escape", "rot13"])
+def test_decode_body_ignores_charsets_that_are_not_text_encodings(charset: str) -> None:
+    body = b"<p>plain-ascii-text, with+signs and-hyphens</p>"
+    assert decode_body(body, charset) == body.decode("ascii")
+    meta = b'<meta charset="' + charset.encode() + b'">' + body
+    assert decode_body(meta, None) == meta.decode("ascii")
+
+
+def test_decode_body_accepts_real_text_encodings_under_any_alias() -> None:
+    assert decode_body("naïve".encode("latin-1"), "ISO_8859-1") == "naïve"
+    assert decode_body("Привет".encode("koi8-r"), "KOI8-R") == "Привет"
+    assert decode_body("日本語".encode("shift_jis"), "Shift_JIS") == "日本語"

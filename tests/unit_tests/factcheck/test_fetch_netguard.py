@@ -37,6 +37,12 @@ from langchain_references.factcheck.netguard import (
         ("::ffff:192.168.0.1", "private"),
         ("2002:a00:1::1", "private"),  # 6to4 of 10.0.0.1
         ("64:ff9b::7f00:1", "loopback"),  # NAT64 of 127.0.0.1
+        ("fec0::1", "site-local"),  # deprecated site-local, "global" for Python 3.11
+        ("feff:ffff::1", "site-local"),
+        ("3fff::1", "non-global"),  # documentation (RFC 9637)
+        ("::ffff:fec0:1", "reserved"),  # IPv4-mapped 254.192.0.1
+        ("2002:a9fe:a9fe::1", "link-local"),  # 6to4 of 169.254.169.254
+        ("64:ff9b::a00:1", "private"),  # NAT64 of 10.0.0.1
     ],
 )
 def test_non_public_addresses_are_blocked(address: str, label: str) -> None:
@@ -64,6 +70,46 @@ def test_ipv4_mapped_ipv6_is_judged_like_its_ipv4(ip: ipaddress.IPv4Address) -> 
 @given(st.ip_addresses(network="10.0.0.0/8") | st.ip_addresses(network="fe80::/10"))
 def test_every_address_of_a_private_range_is_blocked(ip: ipaddress.IPv4Address) -> None:
     assert blocked_reason(ip) is not None
+
+
+@given(st.ip_addresses(network="fec0::/10"))
+def test_every_site_local_address_is_blocked(ip: ipaddress.IPv6Address) -> None:
+    assert blocked_reason(ip) is not None
+
+
+_PRIVATE_V4 = (
+    st.ip_addresses(network="10.0.0.0/8")
+    | st.ip_addresses(network="172.16.0.0/12")
+    | st.ip_addresses(network="192.168.0.0/16")
+    | st.ip_addresses(network="127.0.0.0/8")
+    | st.ip_addresses(network="169.254.0.0/16")
+    | st.ip_addresses(network="100.64.0.0/10")
+)
+
+
+@given(_PRIVATE_V4, st.sampled_from(["mapped", "6to4", "nat64"]), st.integers(0, 2**64 - 1))
+def test_private_ipv4_embedded_in_ipv6_is_blocked(
+    ip: ipaddress.IPv4Address, how: str, low: int
+) -> None:
+    if how == "mapped":
+        embedded = ipaddress.IPv6Address(f"::ffff:{ip}")
+    elif how == "6to4":
+        embedded = ipaddress.IPv6Address((0x2002 << 112) | (int(ip) << 80) | low)
+    else:
+        embedded = ipaddress.IPv6Address(int(ipaddress.IPv6Address("64:ff9b::")) | int(ip))
+    reason = blocked_reason(embedded)
+    assert reason is not None
+    assert f"embedded in {embedded}" in reason
+
+
+async def test_site_local_host_is_refused() -> None:
+    async def resolver(host: str, port: int) -> list[str]:
+        return ["fec0::1"]
+
+    with pytest.raises(BlockedURLError, match="site-local address fec0::1"):
+        await NetGuard(resolver=resolver).check("https://intranet.example/")
+    with pytest.raises(BlockedURLError, match="site-local"):
+        await NetGuard().check("http://[fec0::10]/")
 
 
 async def test_any_blocked_address_refuses_the_host() -> None:

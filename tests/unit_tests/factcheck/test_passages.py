@@ -11,6 +11,7 @@ from langchain_references.factcheck.passages import (
     PassageSplitter,
     make_passages,
     normalise_for_dedup,
+    presplit,
 )
 from langchain_references.factcheck.types import ExtractedPage
 
@@ -144,7 +145,10 @@ def test_passages_are_bounded_and_preserve_the_kept_text(
     paragraphs: list[str], max_tokens: int, min_chars: int
 ) -> None:
     page = _page("\n".join(paragraphs))
-    passages = PassageSplitter(max_tokens=max_tokens, min_chars=min_chars).split([page])
+    splitter = PassageSplitter(
+        max_tokens=max_tokens, min_chars=min_chars, max_passages_per_page=10**6, max_passages=10**6
+    )
+    passages = splitter.split([page])
 
     for passage in passages:
         assert passage.n_tokens <= max_tokens
@@ -162,3 +166,43 @@ def test_passages_are_bounded_and_preserve_the_kept_text(
             kept.append(collapsed)
     assert _squash("".join(p.text for p in passages)) == _squash("".join(kept))
     assert [p.index_in_page for p in passages] == list(range(len(passages)))
+
+
+def test_passages_are_capped_per_page_and_per_run(caplog: pytest.LogCaptureFixture) -> None:
+    paragraphs = [f"Paragraph {i}: {LONG_A}" for i in range(30)]
+    pages = [_page("\n".join(paragraphs), rank=r, url=f"https://example.org/{r}") for r in range(3)]
+    # The same paragraphs on every page would be deduplicated: make each page's distinct.
+    pages = [
+        _page(p.text.replace("Paragraph", f"Page {p.rank} paragraph"), rank=p.rank, url=p.url)
+        for p in pages
+    ]
+    with caplog.at_level("WARNING"):
+        passages = make_passages(pages, max_passages_per_page=10, max_passages=25)
+    assert [sum(p.rank == r for p in passages) for r in range(3)] == [10, 10, 5]
+    assert [p.index_in_page for p in passages if p.rank == 0] == list(range(10))
+    assert "max_passages_per_page" in caplog.text
+    assert "max_passages)" in caplog.text
+    with pytest.raises(ValueError, match="max_passages_per_page"):
+        PassageSplitter(max_passages_per_page=0)
+    with pytest.raises(ValueError, match="max_passages"):
+        PassageSplitter(max_passages=0)
+
+
+def test_presplit_cuts_linearly_at_sentence_gaps_then_spaces() -> None:
+    text = " ".join(f"Sentence {i} is short." for i in range(500))
+    pieces = list(presplit(text, limit=100))
+    assert max(map(len, pieces)) <= 100
+    assert all(piece.endswith(".") for piece in pieces)
+    assert " ".join(pieces) == text
+    words = " ".join(["word"] * 100)
+    assert " ".join(presplit(words, limit=42)) == words
+    assert list(presplit("x" * 250, limit=100)) == ["x" * 100, "x" * 100, "x" * 50]
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(st.text(alphabet="ab .!?\u00e9", min_size=0, max_size=400), st.integers(5, 60))
+def test_presplit_keeps_every_character(text: str, limit: int) -> None:
+    collapsed = " ".join(text.split())
+    pieces = list(presplit(collapsed, limit=limit))
+    assert all(0 < len(piece) <= limit for piece in pieces)
+    assert _squash("".join(pieces)) == _squash(collapsed)

@@ -3,11 +3,15 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import threading
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from langchain_chroma import Chroma
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
+from langchain_references.factcheck import relevance
 from langchain_references.factcheck.relevance import (
     RelevanceOptions,
     aselect_relevant,
@@ -149,6 +153,15 @@ def test_bad_arguments() -> None:
         store.delete_collection()
 
 
+@pytest.fixture
+def fresh_client_cache() -> Iterator[None]:
+    """Make :func:`chroma_client` create its client again, before and after the test."""
+    relevance._shared_client.reset()
+    yield
+    relevance._shared_client.reset()
+
+
+@pytest.mark.usefixtures("fresh_client_cache")
 def test_chroma_client_reuses_an_in_memory_chroma_with_other_settings(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -176,6 +189,7 @@ def test_chroma_client_reuses_an_in_memory_chroma_with_other_settings(
         )
 
     monkeypatch.setattr(chromadb, "EphemeralClient", always_fails)
+    relevance._shared_client.reset()
     with pytest.raises(ValueError, match="pass client="):
         chroma_client()
 
@@ -199,3 +213,183 @@ async def test_async_variant_passes_every_option_on() -> None:
         store.delete_collection()
     with pytest.raises(ValueError, match="k must be"):
         await aselect_relevant(statement, _passages(), embeddings=BagOfWords(), k=0)
+
+
+# ----------------------------------------------------------------- threads and batch sizes
+
+
+@pytest.mark.usefixtures("fresh_client_cache")
+def test_chroma_client_is_created_once_per_process_even_from_racing_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import chromadb
+
+    real = chromadb.EphemeralClient
+    created: list[object] = []
+    inside = threading.Event()
+    overlapped = threading.Event()
+
+    def slow_first_setup(*args: Any, **kwargs: Any) -> Any:
+        # Chroma's first-time set-up is not thread-safe: record any overlap of two set-ups.
+        if inside.is_set():
+            overlapped.set()
+        inside.set()
+        try:
+            overlapped.wait(0.2)
+            client = real(*args, **kwargs)
+            created.append(client)
+            return client
+        finally:
+            inside.clear()
+
+    monkeypatch.setattr(chromadb, "EphemeralClient", slow_first_setup)
+    barrier = threading.Barrier(8)
+    clients: list[object] = []
+
+    def first_use() -> None:
+        barrier.wait()
+        clients.append(chroma_client())
+
+    threads = [threading.Thread(target=first_use) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert not overlapped.is_set()
+    assert len(created) == 1
+    assert len(clients) == 8
+    assert all(c is created[0] for c in clients)
+    assert chroma_client() is created[0]
+
+
+@pytest.mark.usefixtures("fresh_client_cache")
+def test_a_closed_shared_client_is_replaced() -> None:
+    first = chroma_client()
+    assert chroma_client() is first
+    first.close()  # type: ignore[attr-defined]
+    second = chroma_client()
+    assert second is not first
+    assert (
+        select_relevant(TEXTS[0], _passages(), embeddings=BagOfWords(), k=1)[0][0].text
+        == (TEXTS[0])
+    )
+
+
+async def test_concurrent_first_calls_from_threads_and_asyncio_all_succeed(
+    fresh_client_cache: None,
+) -> None:
+    import asyncio
+
+    results = await asyncio.gather(
+        *(
+            aselect_relevant(TEXTS[i % 5], _passages(), embeddings=BagOfWords(), k=1)
+            for i in range(16)
+        )
+    )
+    assert [r[0][0].text for r in results] == [TEXTS[i % 5] for i in range(16)]
+    assert _lcr_collections() == []
+
+
+class Indexed(Embeddings):
+    """Cheap embeddings for many passages: passage ``n`` points at angle ``n`` (in 0.001 rad)."""
+
+    def _vector(self, text: str) -> list[float]:
+        n = int(text.rsplit(" ", 1)[-1])
+        return [math.cos(n / 1000), math.sin(n / 1000), 0.5]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._vector(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vector(text)
+
+
+def _many_passages(count: int) -> list[Passage]:
+    return [
+        Passage(
+            text=f"passage {i}",
+            url="https://example.org/",
+            title="t",
+            rank=0,
+            index_in_page=i,
+            n_tokens=2,
+        )
+        for i in range(count)
+    ]
+
+
+def test_more_passages_than_chromas_max_batch_size() -> None:
+    count = chroma_client().get_max_batch_size() + 539  # 6,000 with Chroma's 5,461
+    passages = _many_passages(count)
+    results = select_relevant("passage 4321", passages, embeddings=Indexed(), k=3)
+    assert results[0][0].index_in_page == 4321
+    assert {p.index_in_page for p, _ in results} == {4320, 4321, 4322}
+    assert results[0][1] == pytest.approx(1.0, abs=1e-5)
+    assert _lcr_collections() == []
+
+
+class _Recorder:
+    """Wraps a client and records the size of every write; a tiny max batch size."""
+
+    def __init__(self, client: Any, max_batch: int) -> None:
+        self._client = client
+        self._max_batch = max_batch
+
+    def get_max_batch_size(self) -> int:
+        return self._max_batch
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+def test_writes_are_split_under_the_clients_max_batch_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sizes: list[int] = []
+    real_add = Chroma.add_texts
+
+    def add_texts(self: Chroma, texts: Any, *args: Any, **kwargs: Any) -> list[str]:
+        texts = list(texts)
+        sizes.append(len(texts))
+        return real_add(self, texts, *args, **kwargs)
+
+    monkeypatch.setattr(Chroma, "add_texts", add_texts)
+    client: Any = _Recorder(chroma_client(), max_batch=2)
+    results = select_relevant(TEXTS[3], _passages(), embeddings=BagOfWords(), k=5, client=client)
+    assert sizes == [2, 2, 1]
+    assert results[0][0].text == TEXTS[3]
+    assert sorted(p.rank for p, _ in results) == [0, 1, 2, 3, 4]
+
+
+def test_existing_store_writes_and_deletes_in_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    store = Chroma(
+        collection_name="lcr-test-batches",
+        embedding_function=BagOfWords(),
+        client=chroma_client(),
+        collection_configuration={"hnsw": {"space": "l2"}},
+    )
+    monkeypatch.setattr(store, "_client", _Recorder(chroma_client(), max_batch=2))
+    added: list[int] = []
+    deleted: list[int] = []
+    real_add, real_delete = store.add_texts, store.delete
+
+    def add_texts(texts: Any, *args: Any, **kwargs: Any) -> list[str]:
+        texts = list(texts)
+        added.append(len(texts))
+        return real_add(texts, *args, **kwargs)
+
+    def delete(ids: list[str] | None = None, **kwargs: Any) -> None:
+        deleted.append(len(ids or []))
+        real_delete(ids=ids, **kwargs)
+
+    monkeypatch.setattr(store, "add_texts", add_texts)
+    monkeypatch.setattr(store, "delete", delete)
+    try:
+        results = select_relevant("Wikipedia Turkey restored", _passages(), store=store, k=5)
+        assert added == deleted == [2, 2, 1]
+        assert [p.text for p, _ in results][:2] == [TEXTS[2], TEXTS[3]]
+        assert sorted(p.rank for p, _ in results) == [0, 1, 2, 3, 4]
+        assert store.get()["ids"] == []
+    finally:
+        store.delete_collection()

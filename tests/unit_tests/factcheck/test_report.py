@@ -27,6 +27,7 @@ from langchain_references.styles import (
     HTMLReferenceStyle,
     MarkdownReferenceStyle,
     TextReferenceStyle,
+    safe_url,
 )
 
 MOON = "https://example.org/moon"
@@ -174,7 +175,7 @@ def test_html_escapes_a_script_in_a_snippet_and_stays_well_formed() -> None:
     assert "<img" not in report
     assert "<b>" not in report
     assert "Moon facts &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; more" in report
-    assert 'href="https://example.org/a?x=1&amp;y=&quot;2&quot;"' in report
+    assert 'href="https://example.org/a?x=1&amp;y=%222%22"' in report
     root = ET.fromstring(report)
     assert root.tag == "section"
     assert {e.tag for e in root.iter()} <= {
@@ -225,7 +226,30 @@ def test_text_output_drops_terminal_control_sequences() -> None:
     assert "\u202e" not in report
     assert "\x00" not in report
     assert "\x07" not in report
-    assert '"red [31mtext[0mevil"' in report
+    assert '"red textevil"' in report  # whole escape sequences are removed
+
+
+def test_text_report_cleans_urls_and_titles_of_escapes_bidi_and_newlines() -> None:
+    url = "https://e.org/\x1b[2J\u202eevil\n- [9] forged\u061c\u200b"
+    hostile = result(
+        [evidence("snippet", url, title="T\x1b[31m\u2066itle\nnext")],
+        failures=[Failure(url=url, stage="fetch", reason="r\x9b2J\nx")],
+    )
+    report = render_report(hostile, TextReferenceStyle())
+    assert report.endswith("References:\n- [1] Title next (https://e.org/evil - [9] forged)")
+    assert "  - https://e.org/evil - [9] forged (fetch): r x" in report
+    for char in "\x1b\x9b\u202e\u2066\u061c\u200b":
+        assert char not in report
+
+
+def test_markdown_report_urls_cannot_forge_headings_or_link_definitions() -> None:
+    url = "https://e.org/a\n# Forged\n\n[x]: https://evil.example\n"
+    report = render_report(result([evidence("s", url, title="T")]), MarkdownReferenceStyle())
+    assert "\n# Forged" not in report
+    assert "\n[x]:" not in report
+    assert report.endswith(
+        "- **1** [T](https://e.org/a%0A#%20Forged%0A%0A%5Bx%5D:%20https://evil.example)"
+    )
 
 
 def test_format_follows_the_style_unless_given() -> None:
@@ -367,7 +391,7 @@ def test_html_is_always_well_formed_and_numbers_follow_urls(report_input: FactCh
         if item.url.startswith("javascript:"):
             assert links == []  # unsafe URLs are never linked
         else:
-            assert [a.get("href") for a in links] == [item.url]
+            assert [a.get("href") for a in links] == [safe_url(item.url)]
 
 
 @settings(max_examples=60, deadline=None)

@@ -178,7 +178,8 @@ def test_missing_client_package_names_the_extra(
 ) -> None:
     monkeypatch.setitem(sys.modules, module, None)
     monkeypatch.setitem(sys.modules, f"{module}.utilities", None)
-    with pytest.raises(ImportError, match=rf"pip install 'langchain-references\[{extra}\]'"):
+    # The hint installs this project (the index name belongs to another one).
+    with pytest.raises(ImportError, match=rf'\(extra \[{extra}\]\): pip install "\.\[{extra}\]"'):
         factory()
 
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -133,21 +134,64 @@ def test_lenient_loading_records_errors_and_keeps_going(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("mutate", "message"),
+    ("mutate", "field", "message"),
     [
-        (lambda r: r.pop("atoms"), "atoms"),
-        (lambda r: r.pop("output"), "output"),
-        (lambda r: r["atoms"][0].update(label="yes"), "label"),
-        (lambda r: r["atoms"][0].pop("text"), "text"),
-        (lambda r: r["contexts"].append(dict(r["contexts"][0])), "duplicate"),
-        (lambda r: r["contexts"][0].update(title=3), "title"),
+        (lambda r: r.pop("atoms"), "atoms", "atoms: required field is missing"),
+        (lambda r: r.pop("output"), "output", "output: required field is missing"),
+        (lambda r: r["atoms"][0].update(label="yes"), "atoms[0].label", "atoms[0].label: input"),
+        (lambda r: r["atoms"][1].pop("text"), "atoms[1].text", "atoms[1].text: required"),
+        (
+            lambda r: r["atoms"][1].update(context=["c0"]),
+            "atoms[1].context",
+            "atoms[1].context: unknown field (did you mean 'contexts'?)",
+        ),
+        (
+            lambda r: r["contexts"].append(dict(r["contexts"][0])),
+            "contexts[1].id",
+            "duplicate id 'c0'",
+        ),
+        (lambda r: r["atoms"].append(dict(r["atoms"][0])), "atoms[2].id", "duplicate atom id"),
+        (
+            lambda r: r["atoms"][1].update(contexts=["c0", "c9"]),
+            "atoms[1].contexts[1]",
+            "atoms[1].contexts[1]: refers to unknown context 'c9'",
+        ),
+        (lambda r: r["contexts"][0].update(title=3), "contexts[0].title", "must be a string"),
+        (lambda r: r.update(topic=["X"]), "topic", "topic: must be a string"),
     ],
 )
-def test_parse_input_errors(mutate: object, message: str) -> None:
+def test_parse_input_errors(mutate: object, field: str, message: str) -> None:
     record = json.loads(json.dumps(RECORD))
     mutate(record)  # type: ignore[operator]
-    with pytest.raises(FactualityFormatError, match=message):
-        parse_input(record)
+    with pytest.raises(FactualityFormatError, match=re.escape(message)) as info:
+        parse_input(record, location="data.jsonl:4")
+    assert info.value.field == field
+    assert info.value.location == "data.jsonl:4"
+    assert str(info.value).startswith(f"data.jsonl:4: {field}: ")
+
+
+def test_null_optional_fields_take_their_defaults() -> None:
+    record = json.loads(json.dumps(RECORD))
+    record["atoms"][0]["original"] = None
+    record["contexts"][0].update(title=None, snippet=None, link=None)
+    parsed = parse_input(record)
+    assert parsed.atoms[0].original == parsed.atoms[0].text
+    assert (parsed.contexts[0].title, parsed.contexts[0].link) == ("", "")
+
+
+def test_load_inputs_reports_line_and_field(tmp_path: Path) -> None:
+    bad = json.loads(json.dumps(RECORD))
+    bad["contexts"][0]["text"] = None
+    deep = json.dumps(RECORD)[:-1] + ', "deep": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    path = tmp_path / "data.jsonl"
+    path.write_text("\n".join([json.dumps(RECORD), json.dumps(bad), deep]) + "\n")
+    loaded = load_inputs(path, strict=False)
+    assert len(loaded.records) == 1
+    assert [(e.location, e.field) for e in loaded.errors] == [
+        (f"{path}:2", "contexts[0].text"),
+        (f"{path}:3", None),
+    ]
+    assert "nested deeper than" in str(loaded.errors[1])
 
 
 def test_malformed_single_document(tmp_path: Path) -> None:

@@ -15,7 +15,14 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_references.factcheck.verdict import WeightedVoteAggregator
 from langchain_references.judges import HeuristicJudge, Label
-from langchain_references.judges.heuristic import CUES, LexicalFeatures, lexical_features
+from langchain_references.judges.heuristic import (
+    CONFIDENCE_CAP,
+    CUES,
+    UNKNOWN_CAP,
+    LexicalFeatures,
+    lexical_features,
+    linear_confidence,
+)
 
 DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "climate-fever-dev.jsonl"
 
@@ -91,13 +98,16 @@ def test_lexical_decisions_with_all_cues() -> None:
     judge = HeuristicJudge(cues=CUES)
     entails = judge.judge("Arctic sea ice is melting", "Arctic sea ice is melting quickly.")
     assert entails.label is Label.ENTAILS
-    assert 0.5 < entails.confidence <= 1.0
+    assert 0.0 < entails.confidence <= CONFIDENCE_CAP
     contradicts = judge.judge("Arctic sea ice is melting", "Arctic sea ice is not melting.")
     assert contradicts.label is Label.CONTRADICTS
     assert "negation" in contradicts.rationale
     unknown = judge.judge("Arctic sea ice is melting", "Bananas are yellow.")
     assert unknown.label is Label.UNKNOWN
-    assert unknown.confidence == 1.0  # relevance 0
+    # No shared word: fairly sure it says nothing, but never certain.
+    assert 0.8 < unknown.confidence <= UNKNOWN_CAP < 1.0
+    for j in (entails, contradicts, unknown):
+        assert "heuristic" in j.rationale.lower()
 
 
 def test_disabled_cues_are_ignored() -> None:
@@ -126,11 +136,39 @@ def test_decision_rule(overlap: float, cosine: float, t: float, w: float, negate
         assert j.label is Label.UNKNOWN
     else:
         assert j.label is (Label.CONTRADICTS if negated else Label.ENTAILS)
-    assert 0.5 <= j.confidence <= 1.0
-    # More relevance never lowers the confidence of a relevant verdict.
-    if j.label is not Label.UNKNOWN and cosine < 1.0 and w > 0:
-        higher = judge.decide_features(features, min(1.0, cosine + 0.1))
-        assert higher.confidence >= j.confidence
+    # The confidence comes from the calibration (not the relevance alone), capped.
+    used = cosine if w > 0 else None  # weight 0: the cosine is not used at all
+    assert j.confidence == judge.calibration.confidence(j.label, features, used)
+    assert 0.0 < j.confidence <= (UNKNOWN_CAP if j.label is Label.UNKNOWN else CONFIDENCE_CAP)
+    assert "heuristic" in j.rationale.lower()
+
+
+@pytest.mark.parametrize(
+    ("label", "relevance", "expected"),
+    [
+        (Label.ENTAILS, 0.25, 0.5),
+        (Label.ENTAILS, 1.0, 1.0),
+        (Label.CONTRADICTS, 0.625, 0.75),
+        (Label.UNKNOWN, 0.0, 1.0),
+        (Label.UNKNOWN, 0.125, 0.75),
+    ],
+)
+def test_linear_confidence_is_the_old_rule(label: Label, relevance: float, expected: float) -> None:
+    assert linear_confidence(label, relevance, 0.25) == pytest.approx(expected)
+
+
+def test_shared_words_are_counted() -> None:
+    f = lexical_features("Arctic sea ice is vanishing", "The sea ice of the Arctic melts fast.")
+    assert f.shared == 3
+    # Fewer shared words make an entailment less likely, at the same overlap share.
+    judge = HeuristicJudge()
+    few = judge.judge("Moon cheese", "The Moon is bright.")
+    many = judge.judge(
+        "Arctic sea ice glaciers melt fast warming oceans",
+        "Arctic sea ice and glaciers melt fast as oceans are warming.",
+    )
+    assert few.label is many.label is Label.ENTAILS
+    assert few.confidence < 0.3 < many.confidence <= CONFIDENCE_CAP
 
 
 def test_embeddings_are_used_and_batched() -> None:
@@ -172,6 +210,10 @@ def test_defaults_and_validation() -> None:
     assert with_emb.relevance_threshold == HeuristicJudge.DEFAULT_THRESHOLD_WITH_EMBEDDINGS
     assert with_emb.embedding_weight == HeuristicJudge.DEFAULT_EMBEDDING_WEIGHT
     assert with_emb.cues == frozenset(HeuristicJudge.DEFAULT_CUES)
+    assert with_emb.calibration == HeuristicJudge.DEFAULT_CALIBRATION_WITH_EMBEDDINGS
+    assert HeuristicJudge().calibration == HeuristicJudge.DEFAULT_CALIBRATION_LEXICAL
+    unused = HeuristicJudge(TableEmbeddings({}), embedding_weight=0.0)
+    assert unused.calibration == HeuristicJudge.DEFAULT_CALIBRATION_LEXICAL
     assert HeuristicJudge().embedding_weight == 0.0
     with pytest.raises(ValueError, match="unknown cues"):
         HeuristicJudge(cues=["sarcasm"])

@@ -1,0 +1,178 @@
+"""The core install (``pip install .``: langchain-core, pydantic, typing-extensions) works.
+
+Without a second virtual environment: each test runs a fresh interpreter whose first act is to
+put a ``sys.meta_path`` finder in front that makes every optional dependency raise
+``ModuleNotFoundError``, as it would on a core-only install.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.unit_tests.conftest import REPO_ROOT
+
+pytestmark = pytest.mark.slow
+
+#: The optional dependencies absent from a core install.
+BLOCKED = (
+    "numpy",
+    "chromadb",
+    "langchain_chroma",
+    "httpx",
+    "trafilatura",
+    "tiktoken",
+    "onnxruntime",
+    "tokenizers",
+    "pysbd",
+    "rank_bm25",
+)
+
+BLOCKER = textwrap.dedent(
+    f"""
+    import importlib.abc, sys
+
+    BLOCKED = {BLOCKED!r}
+
+    class Blocker(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.partition(".")[0] in BLOCKED:
+                raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+            return None
+
+    sys.meta_path.insert(0, Blocker())
+    """
+)
+
+
+def run_core(code: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter where the optional dependencies cannot be imported."""
+    return subprocess.run(
+        [sys.executable, "-c", BLOCKER + textwrap.dedent(code)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_blocker_blocks() -> None:
+    result = run_core("import numpy")
+    assert result.returncode == 1
+    assert "ModuleNotFoundError: No module named 'numpy'" in result.stderr
+
+
+def test_help_of_the_cli_and_of_every_command_works() -> None:
+    result = run_core(
+        """
+        import io, json
+        from langchain_references.cli import main
+
+        results = {}
+        for argv in (["--help"], ["factcheck", "--help"], ["factuality", "--help"],
+                     ["citations", "--help"], ["demo", "--help"]):
+            out, err = io.StringIO(), io.StringIO()
+            results[" ".join(argv)] = [main(argv, out=out, err=err), out.getvalue(), err.getvalue()]
+        print(json.dumps(results))
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    results = json.loads(result.stdout)
+    for argv, (code, out, err) in results.items():
+        assert code == 0, (argv, err)
+        assert err == "", argv
+        command = argv.removesuffix("--help").strip()
+        assert out.startswith(f"usage: langchain-references {command}".rstrip()), argv
+    top = results["--help"][1]
+    for command in ("factcheck", "factuality", "citations", "demo"):
+        assert command in top
+    # a command whose extra is missing says what to install
+    assert 'pip install ".[factuality]"' in results["factuality --help"][1]
+    assert 'pip install ".[demo]"' in results["demo --help"][1]
+
+
+def test_streaming_citation_check_needs_no_optional_package() -> None:
+    result = run_core(
+        """
+        import json
+        from langchain_core.documents import Document
+        from langchain_core.runnables import RunnableLambda
+        from langchain_references import manage_references
+        from langchain_references.citations import CitationVerifier
+        from langchain_references.judges import Judge, Judgement, Label
+
+        class ContainsJudge(Judge):
+            def _judge(self, statement, passage, *, config):
+                found = statement.rstrip(".").lower() in passage.lower()
+                return Judgement(label=Label.ENTAILS if found else Label.UNKNOWN, confidence=1.0)
+
+        docs = [Document("Seattle is a city in Washington state.",
+                         metadata={"source": "https://wa.example"})]
+        answer = ("Seattle is a city in Washington state [1](id=1). "
+                  "Seattle is the largest city of France [1](id=1).")
+        chain = manage_references(RunnableLambda(lambda _: answer),
+                                  verifier=CitationVerifier(ContainsJudge()),
+                                  mark_unsupported=True)
+        text = "".join(chain.stream({"documents": docs}))
+        print(json.dumps(text))
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    text = json.loads(result.stdout)
+    assert "https://wa.example" in text
+    assert "largest city of France" in text.split("https://wa.example")[-1]  # marked unsupported
+
+
+def test_factcheck_on_a_core_install_prints_one_error_line_naming_the_extra() -> None:
+    result = run_core(
+        """
+        import sys
+        from langchain_references.cli import main
+
+        sys.exit(main(["factcheck", "--search", "demo", "The Moon is closer than Europa."]))
+        """
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    assert 'pip install ".[factcheck]"' in lines[0]
+
+
+def test_the_wheel_holds_the_data_files_the_license_and_py_typed(tmp_path: Path) -> None:
+    pytest.importorskip("hatchling", reason="the [dev] extra builds the wheel offline")
+    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
+    subprocess.run(
+        [*pip_wheel, "-q", "-w", str(tmp_path), str(REPO_ROOT)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (wheel,) = tmp_path.glob("langchain_references-*-py3-none-any.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        metadata = archive.read(
+            next(n for n in names if n.endswith(".dist-info/METADATA"))
+        ).decode()
+    for path in (
+        "langchain_references/py.typed",
+        "langchain_references/_data/demo_corpus.json",
+        "langchain_references/_data/all-MiniLM-L6-v2/tokenizer.json",
+        "langchain_references/_data/all-MiniLM-L6-v2/LICENSE",
+        "langchain_references/_data/all-MiniLM-L6-v2/NOTICE",
+        "langchain_references/_optional.py",
+    ):
+        assert path in names, path
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    assert "License-Expression: Apache-2.0" in metadata
+    assert "License-File: LICENSE" in metadata
+    assert "Provides-Extra: llm" in metadata
