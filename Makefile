@@ -60,9 +60,11 @@ test: lint typecheck unit
 bench: $(DEV_STAMP)
 	$(PY) benchmarks/bench_streaming.py
 	$(PY) benchmarks/bench_fetch_latency.py
+	$(PY) benchmarks/bench_hostile.py
 	$(PY) benchmarks/bench_inference.py
 	$(PY) benchmarks/eval_climate_fever.py --judge gold
 	$(PY) benchmarks/eval_climate_fever.py --judge heuristic --split second
+	$(PY) benchmarks/calibrate_heuristic.py
 	$(PY) benchmarks/eval_factuality.py
 	$(PY) benchmarks/eval_citations.py
 

@@ -1,8 +1,17 @@
-"""The runnable that rewrites citations while a wrapped runnable streams its answer."""
+"""The runnable that rewrites citations while a wrapped runnable streams its answer.
+
+Every decision about one chunk of the wrapped runnable's output is taken in one place, the step
+function of a run (:meth:`_Session.stepper`). The four calling modes are thin drivers around
+it: ``stream`` and ``invoke`` run :meth:`ReferencedRunnable._run` (``invoke`` as a stream of
+one whole output), ``astream`` and ``ainvoke`` run its async twin, which differs only in
+``async for`` and in awaiting the citation check and the event.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from functools import reduce
+from operator import add
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
@@ -12,6 +21,11 @@ from langchain_core.language_models import BaseLanguageModel
 from langchain_core.messages import AIMessageChunk, BaseMessage, BaseMessageChunk
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
 from langchain_core.runnables.config import ensure_config
+from langchain_core.runnables.configurable import DynamicRunnable
+from langchain_core.runnables.utils import ConfigurableFieldSpec
+from langchain_core.utils.pydantic import TypeBaseModel, get_fields
+from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic.fields import FieldInfo
 from typing_extensions import override
 
 from langchain_references.citations.streaming import (
@@ -20,6 +34,7 @@ from langchain_references.citations.streaming import (
     StreamingCitationCheck,
     citation_report,
 )
+from langchain_references.errors import LangchainReferencesError
 from langchain_references.rewriter import ReferenceRewriter
 from langchain_references.styles import MarkdownReferenceStyle, ReferenceStyle, UnsupportedClaim
 
@@ -35,34 +50,65 @@ MODEL_INPUT_KEY = "input"
 #: Key of ``response_metadata`` (chat outputs) that lists the cited references.
 REFERENCES_METADATA_KEY = "references"
 
+#: Config of the input schema (field names such as ``model_name`` are allowed).
+_SCHEMA_CONFIG = ConfigDict(arbitrary_types_allowed=True, protected_namespaces=())
 
-class MissingDocumentsError(KeyError):
+#: A source of output chunks: the wrapped runnable called on its input and the child config.
+_Source = Callable[[Any, RunnableConfig], Iterator[Any]]
+_AsyncSource = Callable[[Any, RunnableConfig], AsyncIterator[Any]]
+
+
+class MissingDocumentsError(LangchainReferencesError, KeyError):
     """The input of :func:`manage_references` lacks the documents key."""
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else super().__str__()
 
 
-class _AlwaysPending:
-    """Stands for the parser in the hot loop when every chunk must go through ``feed``."""
+def _merge_input(final: Any, chunk: Any) -> Any:
+    """Add one chunk of a streamed input to the input so far (a chunk that cannot be added wins).
 
-    pending = True
+    Args:
+        final: The input so far (None before the first chunk).
+        chunk: The next chunk.
+
+    Returns:
+        The input with the chunk added.
+    """
+    if final is None:
+        return chunk
+    try:
+        return final + chunk
+    except TypeError:
+        return chunk
 
 
-_ALWAYS_PENDING = _AlwaysPending()
+def _join(outputs: list[Any]) -> Any:
+    """The output of ``invoke``: the outputs of the one-chunk stream, added up."""
+    return reduce(add, outputs) if outputs else ""
 
 
-def _merge_inputs(chunks: Iterator[Any]) -> Any:
-    final: Any = None
-    for chunk in chunks:
-        if final is None:
-            final = chunk
+async def _once(value: Any) -> AsyncIterator[Any]:
+    """An async iterator of one value."""
+    yield value
+
+
+def _unwrap(runnable: Runnable[Any, Any]) -> Runnable[Any, Any]:
+    """The runnable under bindings (``bind``, ``with_config``) and configurable wrappers."""
+    while True:
+        if isinstance(runnable, RunnableBinding):
+            runnable = runnable.bound
+        elif isinstance(runnable, DynamicRunnable):
+            runnable = runnable.default
         else:
-            try:
-                final = final + chunk
-            except TypeError:
-                final = chunk
-    return final
+            return runnable
+
+
+def _field(field: Any) -> tuple[Any, Any]:
+    """A ``create_model`` definition copied from a field of another model."""
+    if isinstance(field, FieldInfo):
+        return (field.annotation, field)
+    return (field.annotation, ... if field.required else field.default)  # pydantic v1
 
 
 class _Session:
@@ -77,6 +123,7 @@ class _Session:
         "rewriter",
         "saw_chunks",
         "unsupported",
+        "whole",
     )
 
     def __init__(
@@ -94,11 +141,65 @@ class _Session:
         self.has_list_content = False
         self.saw_chunks = False
         self.last_id: str | None = None
+        self.whole: BaseMessage | None = None
 
     def feed(self, text: str) -> str:
         if self.check is not None:
             self.check.feed(text)
         return self.rewriter.feed(text)
+
+    # -- one chunk ---------------------------------------------------------------------------
+
+    def stepper(self) -> Callable[[Any], Any]:
+        """Build the step function of this run: one output chunk in, the chunk to yield out.
+
+        The step returns None when there is nothing to yield yet (text held back, or a whole
+        message kept for the end of the run). Plain ``str`` chunks without a ``[`` take a fast
+        path while no citation is forming; everything the step needs is a local of the closure.
+
+        Returns:
+            The step function.
+        """
+        rewriter = self.rewriter
+        parser = rewriter.parser
+        checked = self.check is not None  # then every chunk also goes to the citation check
+        feed = self.feed if checked else rewriter.feed
+        rewrite = self.rewrite
+        pending: bool | str = checked
+
+        def step(chunk: Any) -> Any:
+            nonlocal pending
+            if isinstance(chunk, str):  # the hot path of string streams
+                if not pending and "[" not in chunk:
+                    return chunk
+                text = feed(chunk)
+                pending = checked or parser.pending
+                return text or None
+            return rewrite(chunk)
+
+        return step
+
+    def rewrite(self, chunk: Any) -> Any:
+        """Rewrite a message chunk, or keep a whole message for the end; None to yield nothing.
+
+        Raises:
+            TypeError: If the chunk is neither text nor a message.
+        """
+        if isinstance(chunk, BaseMessageChunk):
+            self.saw_chunks = True
+            if chunk.id:
+                self.last_id = chunk.id
+            content = self.rewrite_content(chunk.content)
+            if content is chunk.content:
+                return chunk
+            return chunk.model_copy(update={"content": content})
+        if isinstance(chunk, BaseMessage):  # a non-streaming runnable: the whole output
+            self.whole = chunk.model_copy(update={"content": self.rewrite_content(chunk.content)})
+            return None
+        raise TypeError(
+            "manage_references() needs a runnable that outputs text (str, messages or message "
+            f"chunks), got {type(chunk).__name__}. Put output parsers after it."
+        )
 
     def rewrite_content(self, content: str | list[Any]) -> str | list[Any]:
         feed = self.feed
@@ -120,23 +221,6 @@ class _Session:
             blocks.append(new_block)
         return blocks if changed else content
 
-    def rewrite(self, chunk: Any) -> Any:
-        """Rewrite one streamed chunk; return the chunk to yield (None for nothing)."""
-        if isinstance(chunk, str):
-            return self.feed(chunk) or None
-        if isinstance(chunk, BaseMessageChunk):
-            self.saw_chunks = True
-            if chunk.id:
-                self.last_id = chunk.id
-            content = self.rewrite_content(chunk.content)
-            if content is chunk.content:
-                return chunk
-            return chunk.model_copy(update={"content": content})
-        raise TypeError(
-            "manage_references() needs a runnable that outputs text (str or message "
-            f"chunks), got {type(chunk).__name__}. Put output parsers after it."
-        )
-
     # -- end of the answer -----------------------------------------------------------------
 
     def _record_check(self, verdicts: list[SentenceVerdict]) -> None:
@@ -154,6 +238,11 @@ class _Session:
         """Wait for the citation check, if any (async path)."""
         if self.check is not None:
             self._record_check(await self.check.afinish())
+
+    def cancel(self) -> None:
+        """Stop the citation check, if any (verifications not yet collected are dropped)."""
+        if self.check is not None:
+            self.check.cancel()
 
     def tail(self) -> str:
         """Held-back text, the reference list and, if asked, the unsupported claims."""
@@ -180,24 +269,28 @@ class _Session:
             payload[CITATION_CHECK_KEY] = self.check_data
         return payload
 
-    def finish_output(self, output: Any) -> Any:
-        """The whole output of a non-streamed run (text fed already), closed."""
-        if isinstance(output, str):
-            return output + self.tail()
-        content = output.content
-        tail = self.tail()
-        if tail:
-            content = _append(content, tail)
-        metadata = {**output.response_metadata, **self.metadata()}
-        return output.model_copy(update={"content": content, "response_metadata": metadata})
+    def closing(self) -> list[Any]:
+        """What the run yields after the last chunk (the check collected already).
 
-    def final_chunk(self) -> AIMessageChunk:
-        """The closing chunk of a chat stream: held-back text, the list and the metadata."""
+        Returns:
+            The whole message of a non-streaming runnable, closed; or the closing chunk of a
+            chat stream; or the text tail of a string stream (nothing if it is empty).
+        """
         tail = self.tail()
-        content: str | list[Any] = tail
-        if self.has_list_content and tail:
-            content = [{"type": "text", "text": tail}]
-        return AIMessageChunk(content=content, id=self.last_id, response_metadata=self.metadata())
+        if self.whole is not None:
+            content = _append(self.whole.content, tail) if tail else self.whole.content
+            metadata = {**self.whole.response_metadata, **self.metadata()}
+            return [
+                self.whole.model_copy(update={"content": content, "response_metadata": metadata})
+            ]
+        if self.saw_chunks:
+            blocks: str | list[Any] = tail
+            if self.has_list_content and tail:
+                blocks = [{"type": "text", "text": tail}]
+            return [
+                AIMessageChunk(content=blocks, id=self.last_id, response_metadata=self.metadata())
+            ]
+        return [tail] if tail else []
 
 
 def _append(content: str | list[Any], tail: str) -> str | list[Any]:
@@ -225,6 +318,10 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
     With a ``verifier``, each sentence's citations are checked while the answer streams and
     the report is added under ``"citation_check"`` (metadata and event), see
     :mod:`langchain_references.citations.streaming`.
+
+    The schemas describe the wrapper: the input schema holds the documents key and the input
+    fields of the wrapped runnable (the ``"input"`` key for a bare model), the output schema
+    and the configurable fields (:attr:`config_specs`) are the wrapped runnable's.
     """
 
     def __init__(
@@ -254,8 +351,9 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         self.verifier = verifier
         self.mark_unsupported = mark_unsupported
         self.name = name or f"ManageReferences[{bound.get_name()}]"
-        inner = bound.bound if isinstance(bound, RunnableBinding) else bound
-        self._is_model = isinstance(inner, BaseLanguageModel)
+        self._is_model = isinstance(_unwrap(bound), BaseLanguageModel)
+
+    # -- schemas -----------------------------------------------------------------------------
 
     @property
     @override
@@ -266,6 +364,59 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
     @override
     def OutputType(self) -> Any:
         return self.bound.OutputType
+
+    @override
+    def get_input_schema(self, config: RunnableConfig | None = None) -> type[BaseModel]:
+        """The input dict: the documents key and the input fields of the wrapped runnable.
+
+        Args:
+            config: The config the schema is for (configurable runnables depend on it).
+
+        Returns:
+            A pydantic model with the documents key (a list of ``Document``) and either the
+            wrapped runnable's own input fields or, for a bare model, the ``"input"`` key.
+        """
+        fields = get_fields(self.bound.get_input_schema(config))
+        definitions: dict[str, Any] = {}
+        if self._is_model:
+            root = fields.get("root")
+            definitions[MODEL_INPUT_KEY] = _field(root) if root is not None else (Any, ...)
+        else:
+            definitions = {
+                name: _field(field)
+                for name, field in fields.items()
+                if name not in ("root", "__root__")
+            }
+        key = self.documents_key
+        # pydantic treats a name starting with "_" as private: such a key goes by its alias
+        definitions[f"documents{key}" if key.startswith("_") else key] = (
+            list[Document],
+            Field(alias=key, description="The documents put in the prompt, cited as [n](id=k)."),
+        )
+        model: type[BaseModel] = create_model(
+            self.get_name("Input"), __config__=_SCHEMA_CONFIG, **definitions
+        )
+        return model
+
+    @override
+    def get_output_schema(self, config: RunnableConfig | None = None) -> TypeBaseModel:
+        """The output schema of the wrapped runnable: the wrapper keeps the output type.
+
+        Args:
+            config: The config the schema is for (configurable runnables depend on it).
+
+        Returns:
+            The wrapped runnable's output schema.
+        """
+        return self.bound.get_output_schema(config)
+
+    @property
+    @override
+    def config_specs(self) -> list[ConfigurableFieldSpec]:
+        """The configurable fields of the wrapped runnable (the config reaches it unchanged)."""
+        return self.bound.config_specs
+
+    # -- the input ---------------------------------------------------------------------------
 
     def _documents(self, input: Any) -> Sequence[Document]:
         if not isinstance(input, Mapping):
@@ -292,17 +443,6 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
                 )
         return documents
 
-    def _session(self, input: Any, config: RunnableConfig, *, use_async: bool) -> _Session:
-        documents = self._documents(input)
-        check = None
-        if self.verifier is not None:
-            check = StreamingCitationCheck(self.verifier, documents, config, use_async=use_async)
-        return _Session(
-            ReferenceRewriter(documents, self.style),
-            check,
-            mark_unsupported=self.mark_unsupported,
-        )
-
     def _bound_input(self, input: Mapping[str, Any]) -> Any:
         """The input of the wrapped runnable: the dict itself, or its model input."""
         if not self._is_model:
@@ -315,19 +455,77 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
             )
         return input[MODEL_INPUT_KEY]
 
-    # -- whole outputs ---------------------------------------------------------------------
-
-    @staticmethod
-    def _feed_output(session: _Session, output: Any) -> Any:
-        """Rewrite the text of a whole output; the tail is added by ``finish_output``."""
-        if isinstance(output, str):
-            return session.feed(output)
-        if isinstance(output, BaseMessage):
-            return output.model_copy(update={"content": session.rewrite_content(output.content)})
-        raise TypeError(
-            "manage_references() needs a runnable that outputs text (str or a message), "
-            f"got {type(output).__name__}. Put output parsers after it."
+    def _start(
+        self, input: Any, config: RunnableConfig, *, use_async: bool
+    ) -> tuple[_Session, Any]:
+        """Check the input and open the run: its session and the wrapped runnable's input."""
+        documents = self._documents(input)
+        bound_input = self._bound_input(input)
+        check = None
+        if self.verifier is not None:
+            check = StreamingCitationCheck(self.verifier, documents, config, use_async=use_async)
+        session = _Session(
+            ReferenceRewriter(documents, self.style), check, mark_unsupported=self.mark_unsupported
         )
+        return session, bound_input
+
+    # -- the drivers: the same loop, sync and async ----------------------------------------
+
+    def _run(self, inputs: Iterator[Any], config: RunnableConfig, source: _Source) -> Iterator[Any]:
+        """Drive one run: merge the input, stream the source through the step, close the run.
+
+        Args:
+            inputs: The chunks of the input dict.
+            config: The run's child config.
+            source: The wrapped runnable's stream (or its whole output as one chunk).
+
+        Yields:
+            The rewritten chunks, then the closing output (see :meth:`_Session.closing`).
+        """
+        input = None
+        for item in inputs:
+            input = _merge_input(input, item)
+        session, bound_input = self._start(input, config, use_async=False)
+        step = session.stepper()
+        try:
+            for chunk in source(bound_input, config):
+                out = step(chunk)
+                if out is not None:
+                    yield out
+            session.collect_check()
+        finally:
+            session.cancel()
+        yield from session.closing()
+        dispatch_custom_event(REFERENCES_EVENT, session.event_payload(), config=config)
+
+    async def _arun(
+        self, inputs: AsyncIterator[Any], config: RunnableConfig, source: _AsyncSource
+    ) -> AsyncIterator[Any]:
+        """Async :meth:`_run`: the same loop, with ``async for`` and awaited check and event."""
+        input = None
+        async for item in inputs:
+            input = _merge_input(input, item)
+        session, bound_input = self._start(input, config, use_async=True)
+        step = session.stepper()
+        try:
+            async for chunk in source(bound_input, config):
+                out = step(chunk)
+                if out is not None:
+                    yield out
+            await session.acollect_check()
+        finally:
+            session.cancel()
+        for out in session.closing():
+            yield out
+        await adispatch_custom_event(REFERENCES_EVENT, session.event_payload(), config=config)
+
+    def _invoked(self, input: Any, config: RunnableConfig) -> Iterator[Any]:
+        """The wrapped runnable's whole output, as a stream of one chunk."""
+        yield self.bound.invoke(input, config)
+
+    async def _ainvoked(self, input: Any, config: RunnableConfig) -> AsyncIterator[Any]:
+        """Async :meth:`_invoked`."""
+        yield await self.bound.ainvoke(input, config)
 
     def _invoke(
         self,
@@ -335,12 +533,7 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         run_manager: CallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> Any:
-        session = self._session(input, config, use_async=False)
-        output = self._feed_output(session, self.bound.invoke(self._bound_input(input), config))
-        session.collect_check()
-        output = session.finish_output(output)
-        dispatch_custom_event(REFERENCES_EVENT, session.event_payload(), config=config)
-        return output
+        return _join(list(self._run(iter((input,)), config, self._invoked)))
 
     async def _ainvoke(
         self,
@@ -348,13 +541,25 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         run_manager: AsyncCallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> Any:
-        session = self._session(input, config, use_async=True)
-        output = await self.bound.ainvoke(self._bound_input(input), config)
-        output = self._feed_output(session, output)
-        await session.acollect_check()
-        output = session.finish_output(output)
-        await adispatch_custom_event(REFERENCES_EVENT, session.event_payload(), config=config)
-        return output
+        return _join([out async for out in self._arun(_once(input), config, self._ainvoked)])
+
+    def _transform(
+        self,
+        inputs: Iterator[Mapping[str, Any]],
+        run_manager: CallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> Iterator[Any]:
+        return self._run(inputs, config, self.bound.stream)
+
+    def _atransform(
+        self,
+        inputs: AsyncIterator[Mapping[str, Any]],
+        run_manager: AsyncCallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> AsyncIterator[Any]:
+        return self._arun(inputs, config, self.bound.astream)
+
+    # -- the Runnable interface ------------------------------------------------------------
 
     @override
     def invoke(
@@ -374,83 +579,8 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
     ) -> Any:
         return await self._acall_with_config(self._ainvoke, input, ensure_config(config), **kwargs)
 
-    # -- streams ---------------------------------------------------------------------------
-
-    def _transform(
-        self,
-        inputs: Iterator[Mapping[str, Any]],
-        run_manager: CallbackManagerForChainRun,
-        config: RunnableConfig,
-    ) -> Iterator[Any]:
-        input = _merge_inputs(inputs)
-        session = self._session(input, config, use_async=False)
-        whole: BaseMessage | None = None
-        parser: Any
-        if session.check is None:
-            feed, parser = session.rewriter.feed, session.rewriter.parser
-        else:  # every chunk also goes to the citation check
-            feed, parser = session.feed, _ALWAYS_PENDING
-        pending = parser.pending
-        try:
-            for chunk in self.bound.stream(self._bound_input(input), config):
-                if type(chunk) is str:  # the hot path of string streams, inlined
-                    if not pending and "[" not in chunk:
-                        yield chunk
-                        continue
-                    text = feed(chunk)
-                    pending = parser.pending
-                    if text:
-                        yield text
-                    continue
-                if isinstance(chunk, BaseMessage) and not isinstance(chunk, BaseMessageChunk):
-                    whole = self._feed_output(session, chunk)  # non-streaming: the whole output
-                    continue
-                out = session.rewrite(chunk)
-                if out is not None:
-                    yield out
-            session.collect_check()
-        finally:
-            if session.check is not None:
-                session.check.cancel()
-        yield from self._close(session, whole)
-        dispatch_custom_event(REFERENCES_EVENT, session.event_payload(), config=config)
-
-    async def _atransform(
-        self,
-        inputs: AsyncIterator[Mapping[str, Any]],
-        run_manager: AsyncCallbackManagerForChainRun,
-        config: RunnableConfig,
-    ) -> AsyncIterator[Any]:
-        input: Any = None
-        async for item in inputs:
-            input = item if input is None else _merge_inputs(iter((input, item)))
-        session = self._session(input, config, use_async=True)
-        whole: BaseMessage | None = None
-        try:
-            async for chunk in self.bound.astream(self._bound_input(input), config):
-                if isinstance(chunk, BaseMessage) and not isinstance(chunk, BaseMessageChunk):
-                    whole = self._feed_output(session, chunk)
-                    continue
-                out = session.rewrite(chunk)
-                if out is not None:
-                    yield out
-            await session.acollect_check()
-        finally:
-            if session.check is not None:
-                session.check.cancel()
-        for out in self._close(session, whole):
-            yield out
-        await adispatch_custom_event(REFERENCES_EVENT, session.event_payload(), config=config)
-
-    def _close(self, session: _Session, whole: BaseMessage | None) -> Iterator[Any]:
-        if whole is not None:
-            yield session.finish_output(whole)
-        elif session.saw_chunks:
-            yield session.final_chunk()
-        else:
-            tail = session.tail()
-            if tail:
-                yield tail
+    # The stream methods return the stream of ``_transform_stream_with_config`` as it is: a
+    # generator layer of their own would cost every chunk a hop.
 
     @override
     def transform(
@@ -459,7 +589,7 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         config: RunnableConfig | None = None,
         **kwargs: Any,
     ) -> Iterator[Any]:
-        yield from self._transform_stream_with_config(input, self._transform, config, **kwargs)
+        return self._transform_stream_with_config(input, self._transform, config, **kwargs)
 
     @override
     def stream(
@@ -468,32 +598,25 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         config: RunnableConfig | None = None,
         **kwargs: Any,
     ) -> Iterator[Any]:
-        yield from self.transform(iter([input]), config, **kwargs)
+        return self.transform(iter((input,)), config, **kwargs)
 
     @override
-    async def atransform(
+    def atransform(
         self,
         input: AsyncIterator[Mapping[str, Any]],
         config: RunnableConfig | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
-        async for chunk in self._atransform_stream_with_config(
-            input, self._atransform, config, **kwargs
-        ):
-            yield chunk
+        return self._atransform_stream_with_config(input, self._atransform, config, **kwargs)
 
     @override
-    async def astream(
+    def astream(
         self,
         input: Mapping[str, Any],
         config: RunnableConfig | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
-        async def single() -> AsyncIterator[Mapping[str, Any]]:
-            yield input
-
-        async for chunk in self.atransform(single(), config, **kwargs):
-            yield chunk
+        return self.atransform(_once(input), config, **kwargs)
 
 
 def manage_references(
@@ -503,6 +626,7 @@ def manage_references(
     style: ReferenceStyle | None = None,
     verifier: CitationChecker | None = None,
     mark_unsupported: bool = False,
+    name: str | None = None,
 ) -> ReferencedRunnable:
     """Wrap a chat model, LLM or chain so that its citations become real references.
 
@@ -525,9 +649,13 @@ def manage_references(
             of chat outputs and to the ``"references"`` event of every output.
         mark_unsupported: Also append the unsupported sentences to the text, after the
             reference list, in the style's form (:meth:`ReferenceStyle.format_citation_check`).
+        name: The run name shown in callbacks, traces and ``astream_events``;
+            ``"ManageReferences[<wrapped runnable's name>]"`` by default.
 
     Returns:
-        A runnable taking the same dict input and producing the same output type.
+        A runnable taking the same dict input and producing the same output type. Its input
+        schema declares the documents key next to the wrapped runnable's input fields; its
+        output schema and configurable fields are those of the wrapped runnable.
 
     Raises:
         TypeError: If ``runnable``, ``style`` or ``verifier`` has the wrong type.
@@ -551,4 +679,5 @@ def manage_references(
         style=style,
         verifier=verifier,
         mark_unsupported=mark_unsupported,
+        name=name,
     )

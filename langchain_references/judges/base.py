@@ -187,6 +187,9 @@ class Judge(Runnable[JudgeInputLike, Judgement], ABC):
     """Chunk size of :meth:`_judge_batch` calls (only used when it is implemented)."""
 
     _supports_native_batch: ClassVar[bool] = False
+    #: Prepended to the rationales the base class writes itself (a blank passage, a failure),
+    #: so that a judge that must say what it is (the heuristic) says it in every judgement.
+    rationale_prefix: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -336,7 +339,10 @@ class Judge(Runnable[JudgeInputLike, Judgement], ABC):
         if self.raise_errors:
             raise exc
         logger.warning("%s failed: %s: %s", type(self).__name__, type(exc).__name__, exc)
-        return Judgement.failed(f"{type(exc).__name__}: {exc}")
+        failed = Judgement.failed(f"{type(exc).__name__}: {exc}")
+        if not self.rationale_prefix:
+            return failed
+        return failed.model_copy(update={"rationale": f"{self.rationale_prefix}judging failed."})
 
     @staticmethod
     def _check_output(value: object) -> Judgement:
@@ -344,9 +350,12 @@ class Judge(Runnable[JudgeInputLike, Judgement], ABC):
             raise TypeError(f"a judge must return a Judgement, not {type(value).__name__}")
         return value
 
-    @staticmethod
-    def _blank_passage() -> Judgement:
-        return Judgement(label=Label.UNKNOWN, confidence=1.0, rationale="The passage is empty.")
+    def _blank_passage(self) -> Judgement:
+        return Judgement(
+            label=Label.UNKNOWN,
+            confidence=1.0,
+            rationale=f"{self.rationale_prefix}The passage is empty.",
+        )
 
     def _invoke_one(
         self, input: JudgeInputLike, run_manager: CallbackManagerForChainRun, config: RunnableConfig

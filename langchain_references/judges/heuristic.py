@@ -55,7 +55,7 @@ import math
 import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import ClassVar, Final
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableConfig
@@ -383,6 +383,8 @@ class HeuristicJudge(Judge):
         contradicts=(0.519, 2.419, -2.566, -1.906),
         unknown=(4.581, -1.948, -0.079, -6.715),
     )
+
+    rationale_prefix: ClassVar[str] = "Heuristic: "
 
     def __init__(
         self,

@@ -13,8 +13,6 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.output_parsers import JsonOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda
-from langchain_core.tracers.base import BaseTracer
-from langchain_core.tracers.schemas import Run
 
 from langchain_references import (
     REFERENCES_EVENT,
@@ -24,7 +22,7 @@ from langchain_references import (
     format_documents,
     manage_references,
 )
-from tests.unit_tests.fakes import StreamingChatModel, text_chunks
+from tests.unit_tests.fakes import RunCollector, StreamingChatModel, text_chunks
 
 DOCS = [
     Document("The Space Needle is in Seattle.", metadata={"source": "https://s.org", "title": "S"}),
@@ -211,17 +209,8 @@ def test_default_style_is_markdown() -> None:
     )
 
 
-class Collect(BaseTracer):
-    def __init__(self) -> None:
-        super().__init__()
-        self.runs: list[Run] = []
-
-    def _persist_run(self, run: Run) -> None:
-        self.runs.append(run)
-
-
 def test_wrapped_runnable_is_a_child_run() -> None:
-    tracer = Collect()
+    tracer = RunCollector()
     wrapped = manage_references(chat_model(2), style=HTMLReferenceStyle())
     wrapped.invoke(chat_inputs()[0], {"callbacks": [tracer]})
     list(wrapped.stream(chat_inputs()[0], {"callbacks": [tracer]}))

@@ -236,3 +236,18 @@ def test_lexical_heuristic_beats_majority_on_held_out_climate_fever() -> None:
     # All-"unknown" majority baseline: macro-F1 ~0.26. Measured: ~0.43.
     assert report.pairs.macro_f1 > 0.40
     assert report.pairs.macro_f1 < gold.pairs.macro_f1
+
+
+def test_every_heuristic_rationale_says_heuristic_even_for_blank_passages_and_failures() -> None:
+    from langchain_references.judges import HeuristicJudge as Judge_
+    from langchain_references.judges import Judgement
+
+    class Broken(Judge_):
+        def decide(self, statement: str, passage: str, cosine: float | None) -> Judgement:
+            raise RuntimeError("boom")
+
+    blank = Judge_().invoke({"statement": "The Moon orbits the Earth.", "passage": "   "})
+    assert blank.rationale.startswith("Heuristic")
+    failed = Broken().invoke({"statement": "The Moon orbits the Earth.", "passage": "The Moon."})
+    assert failed.error is not None
+    assert failed.rationale.startswith("Heuristic")
