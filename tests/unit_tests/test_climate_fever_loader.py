@@ -21,7 +21,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_references.factcheck.verdict import WeightedVoteAggregator
 from langchain_references.judges import Judge, Judgement, Label
 
-DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "climate-fever-dev.jsonl"
+DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "climate-fever-dev.jsonl"
 
 
 def claim(cid: str, label: str, evidence_labels: list[str]) -> dict[str, Any]:
