@@ -5,8 +5,11 @@ lexical cues; its confidence should be the probability that this label is right.
 fits that probability per label as a logistic function of the word overlap, the number of
 shared content words and (with embeddings) the cosine (Platt scaling, see ``Calibration``)
 on the pairs of the *first* half of the claims (``split_claims``) and reports on the *second*
-half: a reliability table (confidence bins: count, mean confidence, accuracy) and the expected
-calibration error (ECE, 10 equal-width bins, weighted by count) for
+half: the judge's pair accuracy and macro-F1 next to the majority-class baseline (always the
+most frequent gold label of the same pairs), a reliability table (confidence bins: count, mean
+confidence, accuracy) and the expected calibration error (ECE, 10 equal-width bins, weighted by
+count), and per decided label its accuracy next to that label's share of the gold (the
+accuracy of deciding it blindly), for
 
 * *before*: the old linear confidence (``linear_confidence``: 0.5 at the threshold, 1 at the
   extremes),
@@ -35,6 +38,7 @@ from pathlib import Path
 import numpy as np
 from climate_fever import EVIDENCE_TO_LABEL, ClaimRecord, load_climate_fever, split_claims
 
+from langchain_references.factuality.metrics import macro_f1, majority_baseline
 from langchain_references.judges.base import Label
 from langchain_references.judges.heuristic import (
     Calibration,
@@ -69,6 +73,7 @@ class PairRow:
         features: The pair's lexical features.
         cosine: The pair's embedding cosine, or ``None`` (lexical only).
         correct: Whether the label equals the gold evidence label.
+        gold: The gold label (``None`` if unknown).
     """
 
     label: Label
@@ -76,6 +81,7 @@ class PairRow:
     features: LexicalFeatures
     cosine: float | None
     correct: bool
+    gold: Label | None = None
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,7 @@ def pair_rows(judge: HeuristicJudge, claims: Sequence[ClaimRecord]) -> list[Pair
                 features=features,
                 cosine=cosine if judge.embedding_weight > 0 else None,
                 correct=label is expected,
+                gold=expected,
             )
         )
     return rows
@@ -271,13 +278,29 @@ def print_table(
         mine = [(c, r.correct) for c, r in zip(confidences, rows, strict=True) if r.label is label]
         if mine:
             accuracy = sum(ok for _, ok in mine) / len(mine)
+            base_rate = sum(r.gold is label for r in rows) / len(rows)
             mean = math.fsum(c for c, _ in mine) / len(mine)
             top = max(c for c, _ in mine)
             summary.append(
-                f"{label.value} {len(mine)} (accuracy {accuracy:.3f}, "
-                f"confidence mean {mean:.3f} max {top:.3f})"
+                f"{label.value} {len(mine)} (accuracy {accuracy:.3f}, gold share "
+                f"{base_rate:.3f}, confidence mean {mean:.3f} max {top:.3f})"
             )
     print(f"\nby label: {', '.join(summary)}")
+
+
+def print_label_scores(rows: Sequence[PairRow]) -> None:
+    """Pair accuracy and macro-F1 of the judge and of the majority class, same gold labels."""
+    gold = [r.gold.value for r in rows if r.gold is not None]
+    predicted = [r.label.value for r in rows if r.gold is not None]
+    labels = [label.value for label in LABELS]
+    base = majority_baseline(gold, labels=labels)
+    accuracy = sum(g == p for g, p in zip(gold, predicted, strict=True)) / len(gold)
+    print(
+        f"pair accuracy {accuracy:.3f} (always {base.label!r}: {base.accuracy:.3f}), "
+        f"macro-F1 {macro_f1(gold, predicted, labels=labels):.3f} "
+        f"(always {base.label!r}: {base.macro_f1:.3f}); labels and accuracy do not depend on "
+        "the calibration"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -303,6 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"# Calibration of HeuristicJudge ({args.embeddings} embeddings), {args.data.name}\n")
     print(f"fit on the first half ({len(fit_rows)} pairs), report on the second half")
     print(f"({len(test_rows)} pairs); relevance threshold {t}, cues {sorted(judge.cues)}")
+    print_label_scores(test_rows)
     print_table(
         "Before (linear confidence)",
         test_rows,

@@ -188,11 +188,30 @@ class GoldEvidenceJudge(Judge):
 
 @dataclass
 class Agreement:
+    """Judge-vs-gold agreement on the sentences and citations that could be compared.
+
+    ``sentences_supported`` / ``citations_precise`` count the gold positives among them, for
+    the majority-class baseline on exactly those labels (:meth:`majority`).
+    """
+
     sentences: int = 0
     sentences_agree: int = 0
+    sentences_supported: int = 0
     citations: int = 0
     citations_agree: int = 0
+    citations_precise: int = 0
     misaligned: int = 0
+
+    @staticmethod
+    def _majority(positives: int, total: int) -> float:
+        return max(positives, total - positives) / total if total else 0.0
+
+    def majority(self) -> tuple[float, float]:
+        """Majority-class agreement of the sentences and of the citations compared."""
+        return (
+            self._majority(self.sentences_supported, self.sentences),
+            self._majority(self.citations_precise, self.citations),
+        )
 
 
 def compare(report: CitationReport, groups: Sequence[Sequence[Cited]]) -> Agreement:
@@ -205,10 +224,12 @@ def compare(report: CitationReport, groups: Sequence[Sequence[Cited]]) -> Agreem
         for verdict, c in zip(worthy, group, strict=True):
             out.sentences += 1
             out.sentences_agree += verdict.supported == c.supported
+            out.sentences_supported += c.supported
             labels = [label for _, label in c.evidences]
             for cv, label in zip(verdict.citations, labels, strict=False):
                 out.citations += 1
                 out.citations_agree += cv.precise == (label == "SUPPORTS")
+                out.citations_precise += label == "SUPPORTS"
     return out
 
 
@@ -256,9 +277,14 @@ def main(argv: list[str] | None = None) -> int:
         f"sentences {max(recall, 1 - recall):.3f}, citations {max(precision, 1 - precision):.3f}"
     )
     print()
+    print(
+        "agreement columns: the judge's agreement with the gold, then (maj.) the majority-class "
+        "agreement on the same compared sentences / citations"
+    )
     header = (
         f"{'judge':<20}{'recall':>8}{'gold':>7}{'precision':>10}{'gold':>7}"
-        f"{'sent. agree':>12}{'cit. agree':>11}{'misaligned':>11}{'failed':>7}{'time s':>8}"
+        f"{'sent. agree':>12}{'maj.':>7}{'cit. agree':>11}{'maj.':>7}{'misaligned':>11}"
+        f"{'failed':>7}{'time s':>8}"
     )
     print(header)
     print("-" * len(header))
@@ -275,11 +301,12 @@ def main(argv: list[str] | None = None) -> int:
         report = evaluate_answers(answers, judge, max_concurrency=args.max_concurrency)  # type: ignore[arg-type]
         elapsed = time.perf_counter() - start
         agree = compare(report, groups)
+        sentence_major, citation_major = agree.majority()
         print(
             f"{spec:<20}{report.citation_recall or 0:>8.3f}{recall:>7.3f}"
             f"{report.citation_precision or 0:>10.3f}{precision:>7.3f}"
-            f"{agree.sentences_agree / max(agree.sentences, 1):>12.3f}"
-            f"{agree.citations_agree / max(agree.citations, 1):>11.3f}"
+            f"{agree.sentences_agree / max(agree.sentences, 1):>12.3f}{sentence_major:>7.3f}"
+            f"{agree.citations_agree / max(agree.citations, 1):>11.3f}{citation_major:>7.3f}"
             f"{agree.misaligned:>11}{report.failed_judgements:>7}{elapsed:>8.2f}"
         )
     return 0

@@ -31,10 +31,12 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from calibrate_heuristic import expected_calibration_error
 from climate_fever import (
+    CLAIM_LABELS,
     EVIDENCE_TO_LABEL,
     PAIR_LABELS,
     ClaimRecord,
@@ -96,27 +98,51 @@ def make_judge(spec: str, claims: Sequence[ClaimRecord], embeddings_name: str) -
     raise SystemExit(f"unknown --judge {spec!r}")
 
 
-def majority_baselines(claims: Sequence[ClaimRecord]) -> tuple[str, float, float, str, float]:
+@dataclass(frozen=True)
+class MajorityBaselines:
+    """Always the most frequent gold label, for pairs and for claims (same labels)."""
+
+    pair_label: str
+    pair_accuracy: float
+    pair_macro_f1: float
+    claim_label: str
+    claim_accuracy: float
+    claim_macro_f1: float
+
+
+def majority_baselines(claims: Sequence[ClaimRecord]) -> MajorityBaselines:
+    """Accuracy and macro-F1 of predicting the majority label, on ``claims``' own labels."""
     pairs = [EVIDENCE_TO_LABEL[e.evidence_label].value for c in claims for e in c.evidences]
     pair_major, _ = Counter(pairs).most_common(1)[0]
     pair_cm = ConfusionMatrix.from_pairs(pairs, [pair_major] * len(pairs), PAIR_LABELS)
     gold = [c.claim_label for c in claims]
-    claim_major, n = Counter(gold).most_common(1)[0]
-    return pair_major, pair_cm.accuracy, pair_cm.macro_f1, claim_major, n / len(gold)
+    claim_major, _ = Counter(gold).most_common(1)[0]
+    claim_cm = ConfusionMatrix.from_pairs(gold, [claim_major] * len(gold), CLAIM_LABELS)
+    return MajorityBaselines(
+        pair_major,
+        pair_cm.accuracy,
+        pair_cm.macro_f1,
+        claim_major,
+        claim_cm.accuracy,
+        claim_cm.macro_f1,
+    )
 
 
 def print_report(
     title: str, report: EvaluationReport, seconds: float, claims: Sequence[ClaimRecord]
 ) -> None:
     n_claims = len(claims)
+    base = majority_baselines(claims)
     print(f"\n## {title}\n")
     print(
         f"{n_claims} claims, {report.pairs.total} pairs, {report.failed_judgements} failed "
         f"judgements, {seconds:.1f} s\n"
     )
     print(
-        f"**Pairs (3-way)**: accuracy {report.pairs.accuracy:.3f}, "
-        f"macro-F1 {report.pairs.macro_f1:.3f}\n"
+        f"**Pairs (3-way)**: accuracy {report.pairs.accuracy:.3f} "
+        f"(always {base.pair_label!r}: {base.pair_accuracy:.3f}), "
+        f"macro-F1 {report.pairs.macro_f1:.3f} (always {base.pair_label!r}: "
+        f"{base.pair_macro_f1:.3f})\n"
     )
     print(report.pairs.to_markdown())
     confidences = [j.confidence for js in report.judgements for j in js]
@@ -131,8 +157,10 @@ def print_report(
         "(10 bins; see benchmarks/calibrate_heuristic.py)"
     )
     print(
-        f"\n**Claims**: accuracy {report.claims.accuracy:.3f}, "
-        f"macro-F1 {report.claims.macro_f1:.3f} "
+        f"\n**Claims**: accuracy {report.claims.accuracy:.3f} "
+        f"(always {base.claim_label}: {base.claim_accuracy:.3f}), "
+        f"macro-F1 {report.claims.macro_f1:.3f} (always {base.claim_label}: "
+        f"{base.claim_macro_f1:.3f}) "
         f"(published FEVER-trained entailment model: {PUBLISHED_CLAIM_ACCURACY:.1%})\n"
     )
     print(report.claims.to_markdown())
@@ -169,8 +197,14 @@ def tune(claims: Sequence[ClaimRecord], embeddings_name: str, agg: WeightedVoteA
                 report = run(first, judge)
                 results.append((report.pairs.macro_f1, report.claims.accuracy, w, t, cues))
     results.sort(key=lambda r: (r[0], r[1]), reverse=True)
+    base = majority_baselines(first)
     print(
         "\n## Tuning on the first half (pair macro-F1, claim accuracy, weight, threshold, cues)\n"
+    )
+    print(
+        f"majority baselines on the first half: pair macro-F1 {base.pair_macro_f1:.3f} "
+        f"(always {base.pair_label!r}), claim accuracy {base.claim_accuracy:.3f} "
+        f"(always {base.claim_label})\n"
     )
     for r in results[:8]:
         print(f"- {r[0]:.3f} {r[1]:.3f} w={r[2]} t={r[3]:.2f} cues={r[4]}")
@@ -222,10 +256,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     claims = split_claims(claims, args.split)
-    pair_major, pair_acc, pair_f1, claim_major, claim_acc = majority_baselines(claims)
+    base = majority_baselines(claims)
     print(
-        f"majority baselines on split {args.split!r}: pairs all {pair_major!r} accuracy "
-        f"{pair_acc:.3f} macro-F1 {pair_f1:.3f}; claims all {claim_major} accuracy {claim_acc:.3f}"
+        f"majority baselines on split {args.split!r}: pairs all {base.pair_label!r} accuracy "
+        f"{base.pair_accuracy:.3f} macro-F1 {base.pair_macro_f1:.3f}; claims all "
+        f"{base.claim_label} accuracy {base.claim_accuracy:.3f} macro-F1 "
+        f"{base.claim_macro_f1:.3f}"
     )
     judge = make_judge(args.judge, claims, args.embeddings)
     start = time.perf_counter()

@@ -59,7 +59,8 @@ EXTRA_MODULES: Final[dict[str, frozenset[str]]] = {
     "demo": _EMBEDDINGS | _CHROMA | {"pysbd"},
     "factcheck": _FACTCHECK,
     "factuality": _FACTCHECK,
-    "all": _FACTCHECK | {"langchain"},
+    "server": _FACTCHECK | {"fastapi", "uvicorn", "platformdirs", "tqdm"},
+    "all": _FACTCHECK | {"langchain", "fastapi", "uvicorn", "platformdirs", "tqdm"},
 }
 
 #: Top-level module of an optional dependency -> the smallest extra that installs it.

@@ -63,6 +63,37 @@ class Citation(NamedTuple):
 Event = str | Citation
 
 
+#: What held-back texts are (see :func:`_classify`), cached: the text a parser holds back
+#: between fragments is at most a few characters out of a small set, and streams repeat the
+#: same token cuts. Cleared when full.
+_HELD: dict[str, Citation | bool] = {}
+_HELD_SIZE: Final = 1024
+
+
+def _classify(text: str) -> Citation | bool:
+    """What text starting with ``[`` is: a citation prefix (True), one citation, or neither.
+
+    The answer is cached in :data:`_HELD`, where the parser looks first.
+
+    Args:
+        text: The text, starting with ``[``.
+
+    Returns:
+        True if it is a proper prefix of a citation, the :class:`Citation` if it is exactly
+        one citation, else False.
+    """
+    if len(text) > MAX_CITATION_LENGTH:
+        return False
+    kind: Citation | bool = True
+    if not _PREFIX_RE.fullmatch(text):
+        match = CITATION_RE.fullmatch(text)
+        kind = False if match is None else Citation(match["label"], int(match["doc"]), text)
+    if len(_HELD) >= _HELD_SIZE:
+        _HELD.clear()
+    _HELD[text] = kind
+    return kind
+
+
 class CitationParser:
     """Incremental, split-invariant citation scanner.
 
@@ -102,18 +133,36 @@ class CitationParser:
             raise TypeError(f"CitationParser.feed() takes str, not {type(text).__name__}")
         if self.pending:
             text = self.pending + text
-            if _PREFIX_RE.fullmatch(text):
+            held = _HELD.get(text)
+            if held is None:
+                held = _classify(text)
+            if held is True:
                 self.pending = text  # still only the beginning of a citation
                 return []
             self.pending = ""
+            if isinstance(held, Citation):
+                return [held]  # the held citation, now complete
+        elif (held := _HELD.get(text)) is not None and held is not False:
+            if held is True:
+                self.pending = text  # the beginning of a citation seen before
+                return []
+            return [held]  # a whole citation seen before
         else:
             cut = text.find("[")
             if cut < 0:
                 return [text] if text else []
-            if cut == text.rfind("[") and _PREFIX_RE.fullmatch(text, cut):
-                # One "[", starting a citation still incomplete: the text before it is certain.
-                self.pending = text[cut:]
-                return [text[:cut]] if cut else []
+            if cut == text.rfind("["):
+                tail = text[cut:]
+                held = _HELD.get(tail)
+                if held is None:
+                    held = _classify(tail)
+                if held is True:
+                    # One "[", starting a citation still incomplete: the text before it is
+                    # certain.
+                    self.pending = tail
+                    return [text[:cut]] if cut else []
+                if isinstance(held, Citation):
+                    return [text[:cut], held] if cut else [held]  # ends with a citation
         events: list[Event] = []
         pos = 0
         for match in CITATION_RE.finditer(text):

@@ -4,7 +4,8 @@ Every decision about one chunk of the wrapped runnable's output is taken in one 
 function of a run (:meth:`_Session.stepper`). The four calling modes are thin drivers around
 it: ``stream`` and ``invoke`` run :meth:`ReferencedRunnable._run` (``invoke`` as a stream of
 one whole output), ``astream`` and ``ainvoke`` run its async twin, which differs only in
-``async for`` and in awaiting the citation check and the event.
+``async for`` and in awaiting the citation check and the event. Both drivers inline the step's
+``str`` case: on string streams a call per chunk was most of the wrapper's own cost.
 """
 
 from __future__ import annotations
@@ -35,6 +36,12 @@ from langchain_references.citations.streaming import (
     citation_report,
 )
 from langchain_references.errors import LangchainReferencesError
+from langchain_references.native.registry import (
+    ADAPTER_NAMES,
+    NativeOption,
+    UnknownAdapterError,
+)
+from langchain_references.native.stream import NativeRun
 from langchain_references.rewriter import ReferenceRewriter
 from langchain_references.styles import MarkdownReferenceStyle, ReferenceStyle, UnsupportedClaim
 
@@ -120,6 +127,7 @@ class _Session:
         "has_list_content",
         "last_id",
         "mark_unsupported",
+        "native",
         "rewriter",
         "saw_chunks",
         "unsupported",
@@ -142,6 +150,7 @@ class _Session:
         self.saw_chunks = False
         self.last_id: str | None = None
         self.whole: BaseMessage | None = None
+        self.native: NativeRun | None = None  # the provider's own citations, if read
 
     def feed(self, text: str) -> str:
         if self.check is not None:
@@ -154,30 +163,31 @@ class _Session:
         """Build the step function of this run: one output chunk in, the chunk to yield out.
 
         The step returns None when there is nothing to yield yet (text held back, or a whole
-        message kept for the end of the run). Plain ``str`` chunks without a ``[`` take a fast
-        path while no citation is forming; everything the step needs is a local of the closure.
+        message kept for the end of the run). A ``str`` chunk without ``[`` passes through
+        unchanged while no citation is forming and no check reads the text. The drivers
+        inline this ``str`` case, the hot path of string streams, for exact ``str`` chunks
+        (see :meth:`ReferencedRunnable._run`); the step takes every other chunk.
 
         Returns:
             The step function.
         """
-        rewriter = self.rewriter
-        parser = rewriter.parser
+        parser = self.rewriter.parser
         checked = self.check is not None  # then every chunk also goes to the citation check
-        feed = self.feed if checked else rewriter.feed
+        feed = self.text_feed()
         rewrite = self.rewrite
-        pending: bool | str = checked
 
         def step(chunk: Any) -> Any:
-            nonlocal pending
-            if isinstance(chunk, str):  # the hot path of string streams
-                if not pending and "[" not in chunk:
+            if isinstance(chunk, str):
+                if not checked and not parser.pending and "[" not in chunk:
                     return chunk
-                text = feed(chunk)
-                pending = checked or parser.pending
-                return text or None
+                return feed(chunk) or None
             return rewrite(chunk)
 
         return step
+
+    def text_feed(self) -> Callable[[str], str]:
+        """The function that takes a text chunk: the rewriter's, after the check's if any."""
+        return self.feed if self.check is not None else self.rewriter.feed
 
     def rewrite(self, chunk: Any) -> Any:
         """Rewrite a message chunk, or keep a whole message for the end; None to yield nothing.
@@ -189,17 +199,31 @@ class _Session:
             self.saw_chunks = True
             if chunk.id:
                 self.last_id = chunk.id
-            content = self.rewrite_content(chunk.content)
+            content = self._native_content(chunk)
+            if content is None:
+                content = self.rewrite_content(chunk.content)
             if content is chunk.content:
                 return chunk
             return chunk.model_copy(update={"content": content})
         if isinstance(chunk, BaseMessage):  # a non-streaming runnable: the whole output
-            self.whole = chunk.model_copy(update={"content": self.rewrite_content(chunk.content)})
+            whole = self._native_content(chunk)
+            if whole is None:
+                whole = self.rewrite_content(chunk.content)
+            self.whole = chunk.model_copy(update={"content": whole})
             return None
         raise TypeError(
             "manage_references() needs a runnable that outputs text (str, messages or message "
             f"chunks), got {type(chunk).__name__}. Put output parsers after it."
         )
+
+    def _native_content(self, message: BaseMessage) -> str | list[Any] | None:
+        """The content with the provider's own citations rendered, or None if none are read."""
+        if self.native is None:
+            return None
+        content = self.native.rewrite(message)
+        if content is not None and not isinstance(content, str):
+            self.has_list_content = True
+        return content
 
     def rewrite_content(self, content: str | list[Any]) -> str | list[Any]:
         feed = self.feed
@@ -246,7 +270,8 @@ class _Session:
 
     def tail(self) -> str:
         """Held-back text, the reference list and, if asked, the unsupported claims."""
-        tail = self.rewriter.finish()
+        held = self.native.finish() if self.native is not None else ""
+        tail = held + self.rewriter.finish()
         if self.mark_unsupported and self.unsupported:
             tail += self.rewriter.style.format_citation_check(self.unsupported)
         return tail
@@ -332,8 +357,15 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         style: ReferenceStyle | None = None,
         verifier: CitationChecker | None = None,
         mark_unsupported: bool = False,
+        native: NativeOption | str = "auto",
         name: str | None = None,
     ) -> None:
+        if native is not None and native != "auto" and native not in ADAPTER_NAMES:
+            raise UnknownAdapterError(
+                f"native={native!r} is not an adapter: use 'auto', None or one of "
+                f"{list(ADAPTER_NAMES)}"
+            )
+        self.native = native
         if not isinstance(bound, Runnable):
             raise TypeError(f"manage_references() takes a Runnable, not {type(bound).__name__}")
         if style is not None and not isinstance(style, ReferenceStyle):
@@ -419,6 +451,12 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
     # -- the input ---------------------------------------------------------------------------
 
     def _documents(self, input: Any) -> Sequence[Document]:
+        if (
+            self.native is not None
+            and self._is_model
+            and (not isinstance(input, Mapping) or self.documents_key not in input)
+        ):
+            return []  # a bare model's provider citations carry their own sources
         if not isinstance(input, Mapping):
             raise TypeError(
                 f"manage_references() input must be a dict holding {self.documents_key!r}, "
@@ -447,6 +485,8 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         """The input of the wrapped runnable: the dict itself, or its model input."""
         if not self._is_model:
             return input
+        if self.native is not None and not isinstance(input, Mapping):
+            return input  # a bare model called like a model: its citations are its own
         if MODEL_INPUT_KEY not in input:
             raise MissingDocumentsError(
                 f"manage_references() wraps a bare language model: put the model input "
@@ -467,6 +507,10 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         session = _Session(
             ReferenceRewriter(documents, self.style), check, mark_unsupported=self.mark_unsupported
         )
+        if self.native is not None:
+            session.native = NativeRun(
+                self.native, session.rewriter, documents, session.text_feed()
+            )
         return session, bound_input
 
     # -- the drivers: the same loop, sync and async ----------------------------------------
@@ -486,10 +530,26 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         for item in inputs:
             input = _merge_input(input, item)
         session, bound_input = self._start(input, config, use_async=False)
-        step = session.stepper()
+        step, feed = session.stepper(), session.text_feed()
+        parser, checked = session.rewriter.parser, session.check is not None
+        record = session.rewriter.record if session.rewriter.deep else None
+        hold: bool | str = checked  # whether a str chunk must be fed (see the loop)
         try:
             for chunk in source(bound_input, config):
+                if chunk.__class__ is str:
+                    # step(chunk), inlined: text without "[" passes through unchanged while
+                    # the parser holds nothing back and no check reads the text.
+                    if hold or "[" in chunk:
+                        chunk = feed(chunk)
+                        hold = checked or parser.pending
+                        if not chunk:
+                            continue
+                    elif record is not None:
+                        record(chunk)  # deep links quote the sentence that cites
+                    yield chunk
+                    continue
                 out = step(chunk)
+                hold = checked or parser.pending
                 if out is not None:
                     yield out
             session.collect_check()
@@ -506,10 +566,26 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         async for item in inputs:
             input = _merge_input(input, item)
         session, bound_input = self._start(input, config, use_async=True)
-        step = session.stepper()
+        step, feed = session.stepper(), session.text_feed()
+        parser, checked = session.rewriter.parser, session.check is not None
+        record = session.rewriter.record if session.rewriter.deep else None
+        hold: bool | str = checked  # whether a str chunk must be fed (see the loop)
         try:
             async for chunk in source(bound_input, config):
+                if chunk.__class__ is str:
+                    # step(chunk), inlined: text without "[" passes through unchanged while
+                    # the parser holds nothing back and no check reads the text.
+                    if hold or "[" in chunk:
+                        chunk = feed(chunk)
+                        hold = checked or parser.pending
+                        if not chunk:
+                            continue
+                    elif record is not None:
+                        record(chunk)  # deep links quote the sentence that cites
+                    yield chunk
+                    continue
                 out = step(chunk)
+                hold = checked or parser.pending
                 if out is not None:
                     yield out
             await session.acollect_check()
@@ -626,6 +702,7 @@ def manage_references(
     style: ReferenceStyle | None = None,
     verifier: CitationChecker | None = None,
     mark_unsupported: bool = False,
+    native: NativeOption | str = "auto",
     name: str | None = None,
 ) -> ReferencedRunnable:
     """Wrap a chat model, LLM or chain so that its citations become real references.
@@ -649,6 +726,14 @@ def manage_references(
             of chat outputs and to the ``"references"`` event of every output.
         mark_unsupported: Also append the unsupported sentences to the text, after the
             reference list, in the style's form (:meth:`ReferenceStyle.format_citation_check`).
+        native: Read the provider's own citations too (Anthropic Citations, OpenAI
+            Responses annotations, Perplexity, Gemini grounding, Cohere, LangChain v1
+            ``citation`` annotations) and number them with the ``[n](id=k)`` citations, in
+            one reference list: ``"auto"`` (default) picks the adapter from the first chunk
+            (``response_metadata["model_provider"]`` or the chunk shapes), an adapter name
+            (see :data:`~langchain_references.native.ADAPTER_NAMES`) forces one, None turns
+            it off. With it, the documents key may be absent (provider citations carry their
+            sources) and a bare chat model may be called with its own input.
         name: The run name shown in callbacks, traces and ``astream_events``;
             ``"ManageReferences[<wrapped runnable's name>]"`` by default.
 
@@ -679,5 +764,6 @@ def manage_references(
         style=style,
         verifier=verifier,
         mark_unsupported=mark_unsupported,
+        native=native,
         name=name,
     )

@@ -10,20 +10,25 @@ sync and async paths.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.documents import Document
 
 from langchain_references._parser import Citation, CitationParser
-from langchain_references.styles import ReferenceStyle
+from langchain_references.deeplinks import QuoteFinder
+from langchain_references.styles import QUOTE_KEY, ReferenceStyle
 
 __all__ = ["ReferenceRewriter", "UsedReference"]
 
 logger = logging.getLogger(__name__)
 
 _UNSET: Any = object()
+_CITING_CHARS = 400  # how much recent text is searched for the citing sentence
+# A sentence end inside the answer's recent text (the citing sentence starts after the last).
+_SENTENCE_END_RE = re.compile(r"[.!?][\"')\]]*\s+")
 
 
 @dataclass(slots=True)
@@ -76,9 +81,13 @@ class ReferenceRewriter:
 
     __slots__ = (
         "_by_key",
+        "_cited",
+        "_deep",
         "_documents",
         "_finished",
         "_parser",
+        "_quotes",
+        "_recent",
         "_references",
         "_sources",
         "_style",
@@ -90,8 +99,14 @@ class ReferenceRewriter:
         self._parser = CitationParser()
         self._by_key: dict[object, UsedReference] = {}
         self._sources: dict[int, Any] = {}
+        self._cited: dict[int, str] = {}
         self._references: list[UsedReference] = []
         self._finished = False
+        # Deep links quote, for each [n](id=k), the cited chunk's sentence closest to the
+        # sentence that cites it: the recent text is kept (only then) to know that sentence.
+        self._deep = bool(style.deep_links)
+        self._recent: list[str] = []
+        self._quotes: dict[int, QuoteFinder] = {}
 
     @property
     def references(self) -> list[UsedReference]:
@@ -110,11 +125,26 @@ class ReferenceRewriter:
         Raises:
             RuntimeError: If called after :meth:`finish`.
         """
-        if "[" not in text and not self._parser.pending:
+        parser = self._parser
+        if not parser.pending and "[" not in text:
+            if self._deep:
+                self.record(text)
             return text  # fast path: plain text, untouched
         if self._finished:
             raise RuntimeError("ReferenceRewriter.feed() called after finish()")
-        return self._render(self._parser.feed(text))
+        events = parser.feed(text)
+        if not events:
+            return ""  # a citation is forming
+        if (
+            len(events) == 1 and not self._deep
+        ):  # the text before a citation, or a citation completed
+            event = events[0]
+            if isinstance(event, str):
+                return event
+            cited = self._cited.get(event.doc_id)
+            if cited is not None:
+                return cited
+        return self._render(events)
 
     def finish(self) -> str:
         """End the answer: return held-back text verbatim and the reference list.
@@ -130,6 +160,60 @@ class ReferenceRewriter:
         return tail + self._style.format_all_references(refs)
 
     @property
+    def deep(self) -> bool:
+        """Whether the style links to quotes, so the text must be :meth:`record`-ed."""
+        return self._deep
+
+    @property
+    def record(self) -> Callable[[str], None]:
+        """Remember answer text that bypassed :meth:`feed` (the citing sentence of deep links).
+
+        The drivers call it on each chunk they pass through untouched, so it is the bare
+        ``list.append`` of the recent text; the list is cut back at each citation.
+        """
+        return self._recent.append
+
+    def _citing_sentence(self) -> str:
+        """The answer's sentence being written (the text since the last sentence end)."""
+        recent = self._recent
+        size, start = 0, len(recent)
+        while start > 0 and size < _CITING_CHARS:
+            start -= 1
+            size += len(recent[start])
+        tail = "".join(recent[start:])[-_CITING_CHARS:]
+        del recent[:start]
+        end = 0
+        for match in _SENTENCE_END_RE.finditer(tail):
+            end = match.end()
+        return tail[end:]
+
+    def cite(self, document: Document, *, quote: str | None = None) -> str:
+        """Cite a document that is not in the documents list (a provider's own citation).
+
+        It is numbered like a ``[n](id=k)`` citation: the number of its source if that source
+        was cited already (by either kind of citation), else the next number. Text held back
+        by the parser comes first, as text, so the marker lands after everything fed so far.
+
+        Args:
+            document: The cited document (its source id keys the number).
+            quote: The cited passage, passed to the style under
+                :data:`~langchain_references.styles.QUOTE_KEY` (deep links).
+
+        Returns:
+            The held-back text, then the styled marker.
+
+        Raises:
+            RuntimeError: If called after :meth:`finish`.
+        """
+        if self._finished:
+            raise RuntimeError("ReferenceRewriter.cite() called after finish()")
+        held = self._render(self._parser.close())
+        position = next(
+            (i for i, doc in enumerate(self._documents, start=1) if doc is document), None
+        )
+        return held + self._number(document, position, quote)
+
+    @property
     def style(self) -> ReferenceStyle:
         """The reference style."""
         return self._style
@@ -140,18 +224,25 @@ class ReferenceRewriter:
         return self._parser
 
     def _render(self, events: list[str | Citation]) -> str:
-        if len(events) <= 1:
-            if not events:
-                return ""
-            only = events[0]
-            if isinstance(only, str):
-                return only
+        # A document cited again gets the text of its first citation: same number, same
+        # document, so the style's answer is the same (citations by position carry no quote).
+        cited = self._cited
         parts = []
         for event in events:
             if isinstance(event, str):
                 parts.append(event)
-            else:
+                if self._deep:
+                    self.record(event)
+                continue
+            if self._deep:  # each citation quotes its own sentence: no cache
                 parts.append(self._cite(event))
+                continue
+            text = cited.get(event.doc_id)
+            if text is None:
+                text = self._cite(event)
+                if text:
+                    cited[event.doc_id] = text
+            parts.append(text)
         return "".join(parts)
 
     def _cite(self, citation: Citation) -> str:
@@ -165,19 +256,40 @@ class ReferenceRewriter:
             )
             return ""
         document = self._documents[position - 1]
-        source = self._sources.get(position, _UNSET)
-        if source is _UNSET:
-            source = self._sources[position] = self._style.get_source_id(document)
-        key: object = source if source is not None else (position,)
+        quote = None
+        if self._deep:
+            finder = self._quotes.get(position)
+            if finder is None:
+                finder = self._quotes[position] = QuoteFinder(document.page_content)
+            quote = finder.best(self._citing_sentence())
+        return self._number(document, position, quote)
+
+    def _number(self, document: Document, position: int | None, quote: str | None) -> str:
+        """Number and style one citation of ``document`` (at 1-based ``position``, if listed)."""
+        if position is not None:
+            source = self._sources.get(position, _UNSET)
+            if source is _UNSET:
+                source = self._sources[position] = self._style.get_source_id(document)
+            key: object = source if source is not None else (position,)
+        else:
+            source = self._style.get_source_id(document)
+            key = source if source is not None else (id(document),)
         used = self._by_key.get(key)
         number = used.number if used is not None else len(self._references) + 1
-        text = self._style.format_reference(number, document)
+        shown = document
+        if quote and self._style.deep_links:
+            shown = Document(
+                page_content=document.page_content,
+                metadata={**document.metadata, QUOTE_KEY: quote},
+                id=document.id,
+            )
+        text = self._style.format_reference(number, shown)
         if text is None:
             return ""
         if used is None:
             used = UsedReference(number, source, document)
             self._by_key[key] = used
             self._references.append(used)
-        if position not in used.positions:
+        if position is not None and position not in used.positions:
             used.positions.append(position)
         return text

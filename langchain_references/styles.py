@@ -25,7 +25,10 @@ from urllib.parse import unquote
 
 from langchain_core.documents import Document
 
+from langchain_references.deeplinks import deep_link
+
 __all__ = [
+    "QUOTE_KEY",
     "EmptyReferenceStyle",
     "HTMLReferenceStyle",
     "MarkdownReferenceStyle",
@@ -64,6 +67,11 @@ _IGNORED_IN_URL_RE = re.compile(f"[{_INVISIBLE}\\s]+")
 _URL_ENCODE_RE = re.compile(f'[{_INVISIBLE}\\s<>"`\\[\\]()\\\\]')
 _ENTITY_RE = re.compile(r"&(?:#[xX]([0-9a-fA-F]+)|#([0-9]+)|([A-Za-z][A-Za-z0-9]{0,31}));?")
 _MAX_DECODE_ROUNDS = 8
+
+#: Metadata key under which the rewriter passes each citation's quoted passage to
+#: :meth:`ReferenceStyle.format_reference` (the cited text a provider gave, or the sentence of
+#: the chunk closest to the citing sentence). Styles with ``deep_links`` link to it.
+QUOTE_KEY = "cited_text"
 
 
 def clean_text(text: str) -> str:
@@ -220,10 +228,19 @@ class ReferenceStyle:
             share one reference number. It may be a plain function or a ``staticmethod`` set on
             the class, or any callable set on the instance.
         title_key: Metadata key of the document title shown in the reference list.
+        deep_links: Whether inline citations link to the exact passage they used (a text
+            fragment ``#:~:text=`` built from the quote, or ``#page=N`` for a PDF chunk with a
+            page number); the reference list keeps the plain source URL. On by default for
+            Markdown and HTML. Set it on the class or the instance.
     """
 
     source_id_key: SourceIdKey = "source"
     title_key: str = "title"
+    deep_links: bool = False
+
+    def __init__(self, *, deep_links: bool | None = None) -> None:
+        if deep_links is not None:
+            self.deep_links = deep_links
 
     def _raw_source_id_key(self) -> Any:
         """``source_id_key`` as set, not bound: a plain function on the class stays unbound."""
@@ -335,6 +352,19 @@ class ReferenceStyle:
         source = self.get_source_id(media)
         return None if source is None else safe_url(source)
 
+    def _inline_url(self, media: Document) -> str | None:
+        """The link target of an inline citation: the safe source URL, deep when asked."""
+        if not self.deep_links:
+            return self._safe_source(media)
+        source = self.get_source_id(media)
+        if source is None:
+            return None
+        quote = media.metadata.get(QUOTE_KEY)
+        deep = deep_link(
+            source, quote=quote if isinstance(quote, str) else None, metadata=media.metadata
+        )
+        return safe_url(deep)  # the link is sanitised whole, fragment included
+
 
 class EmptyReferenceStyle(ReferenceStyle):
     """Remove citations and the reference list.
@@ -383,11 +413,14 @@ class MarkdownReferenceStyle(ReferenceStyle):
     """Markdown: ``<sup>[[1](URL)]</sup>`` in the answer and ``- **1** [Title](URL)`` at the end.
 
     A source without a title is listed by its URL; a source without a safe URL is not linked.
+    Inline links are deep links (``deep_links=True``) unless turned off.
     """
 
+    deep_links = True
+
     def format_reference(self, ref: int, media: Document) -> str | None:
-        """Write a superscript link to the source."""
-        url = self._safe_source(media)
+        """Write a superscript link to the source (to the quoted passage with deep links)."""
+        url = self._inline_url(media)
         if url is None:
             return f"<sup>[{ref}]</sup>"
         return f"<sup>[[{ref}]({_markdown_url(url)})]</sup>"
@@ -419,12 +452,15 @@ class MarkdownReferenceStyle(ReferenceStyle):
 class HTMLReferenceStyle(ReferenceStyle):
     """HTML: ``<sup><a href="URL">1</a></sup>`` in the answer and an ``<ol>`` list at the end.
 
-    Every title and URL is escaped; unsafe URLs are shown as text, never as links.
+    Every title and URL is escaped; unsafe URLs are shown as text, never as links. Inline links
+    are deep links (``deep_links=True``) unless turned off.
     """
 
+    deep_links = True
+
     def format_reference(self, ref: int, media: Document) -> str | None:
-        """Write a superscript link to the source."""
-        url = self._safe_source(media)
+        """Write a superscript link to the source (to the quoted passage with deep links)."""
+        url = self._inline_url(media)
         if url is None:
             return f"<sup>{ref}</sup>"
         return f'<sup><a href="{html.escape(url, quote=True)}">{ref}</a></sup>'

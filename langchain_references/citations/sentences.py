@@ -15,10 +15,21 @@ Sentence boundaries (rules, applied one character at a time):
   follows it and the next *text* character is not a lower-case letter
   (``"approx. five"`` and ``"e.g. this"`` do not end a sentence; ``"3.5"`` and
   ``"Seattle.Next"`` neither, since no blank follows the period);
-* a period does not end a sentence after a known abbreviation (``Dr.``, ``Mr.``, ``St.``,
-  ``vs.``, month names...), a single letter (initials: ``J. K. Rowling``), a dotted
+* a period does not end a sentence after a known abbreviation (``Dr.``, ``Jr.``, ``St.``,
+  ``vs.``, month names...), a single letter (initials: ``J. R. R. Tolkien``), a dotted
   abbreviation (``e.g.``, ``U.S.``) or a list enumerator that opens the sentence
-  (``1.``). The price: ``"... in the U.S. Then"`` stays one sentence;
+  (``1.``). The price: ``"... in the U.S. Then"`` stays one sentence. Three exceptions:
+
+  - a closing bracket or quote right after the abbreviation's period ends the sentence
+    like any terminal run: ``"(Roger Pielke Jr.) In those days"`` is two sentences (a
+    parenthesis closed after an abbreviation has no period of its own);
+  - a unit after a number is not an abbreviation: ``"rose by 20 C. He said"`` (a
+    temperature, not an initial; a four-digit year before a letter still reads as a
+    year and an initial: ``"in 1950 C. S. Lewis"``), ``"5 ft."``, ``"1100 A.D."``,
+    ``"at 5 p.m."``; the period ends the sentence unless a lower-case word follows;
+  - ``et al.`` ends the sentence before an upper-case letter
+    (``"... similar to Moberg et al. CO2 constitutes"``), not before a year or a bracket
+    (``"Smith et al. (2005) found"``);
 * a line break ends the sentence (Markdown list items, headings and paragraphs);
 * citations between a sentence end and the next text belong to the sentence that ended:
   ``"Seattle. [1](id=2) Next"`` and ``"Seattle [1](id=2). Next"`` both cite document 2
@@ -26,10 +37,11 @@ Sentence boundaries (rules, applied one character at a time):
   sentence.
 
 A boundary is decided only once the next text character has arrived, so a sentence is
-emitted one character late (or at :meth:`SentenceCitationTracker.close`). General-purpose
-segmenters (pysbd, NLTK's Punkt) are not used because they segment a whole text at once:
-their decision about a prefix can change when more text arrives, which would break split
-invariance in a stream.
+emitted one character late (or at :meth:`SentenceCitationTracker.close`). The tracker keeps
+the word being written and the one before it (bounded), never re-reads the sentence, so its
+time is linear in the text. General-purpose segmenters (pysbd, NLTK's Punkt) are not used
+because they segment a whole text at once: their decision about a prefix can change when
+more text arrives, which would break split invariance in a stream.
 """
 
 from __future__ import annotations
@@ -50,6 +62,14 @@ __all__ = [
 
 _TERMINALS: Final = frozenset(".!?…")
 _CLOSERS: Final = frozenset("\"'”’»)]*_`")
+#: Closers that end a sentence right after an abbreviation's period ("Jr.)", 'Mr."').
+_CLOSING_MARKS: Final = frozenset("\"'”’»)]")
+#: Characters that start a new word; quotes and Markdown emphasis only at the start of a
+#: word (``"1970's"`` is one word, ``"**Dr."`` ends with ``Dr``).
+_OPENERS: Final = frozenset("([")
+_WORD_OPENERS: Final = frozenset("\"'“‘*_`")
+#: Words longer than this are never abbreviations, so the tracked word is capped.
+_MAX_WORD: Final = 32
 _ABBREVIATIONS: Final = frozenset(
     {
         "mr",
@@ -106,16 +126,29 @@ _ABBREVIATIONS: Final = frozenset(
         "dec",
     }
 )
-_LAST_TOKEN = re.compile(r"([^\s(\[\"'“‘]+)$")
+#: Units that end a sentence after a number: temperatures (not after a year: an initial),
+#: eras and times of day (dots removed: "A.D" -> "ad").
+_TEMPERATURE_UNITS: Final = frozenset({"c", "f", "k"})
+_UNITS: Final = frozenset({"ft", "ad", "bc", "bce", "am", "pm"})
+#: Abbreviations that end a sentence before an upper-case letter.
+_CLAUSE_FINAL: Final = frozenset({"al"})
+_NUMBER = re.compile(r"[-+−~±]?[0-9][0-9,.]*(?:[-–][0-9][0-9,.]*)?")
+_YEAR = re.compile(r"[12][0-9]{3}")
 _DOTTED = re.compile(r"[A-Za-z](?:\.[A-Za-z])+")
 _ENUMERATOR = re.compile(r"(?:[0-9]{1,3}|[A-Za-z])")
-_BLANK_BEFORE_PUNCT = re.compile(r"^[.,;:!?)\]]")
+_BLANK_BEFORE_PUNCT = re.compile(r"^[.,;:!?…)\]]")
 _WORD = re.compile(r"\w+")
 
 # Tracker states.
 _IN: Final = 0  # inside a sentence
 _AFTER: Final = 1  # right after a terminal run (".", "?!", '."')
 _CANDIDATE: Final = 2  # a boundary is possible; waiting for the next text character
+_ABBREVIATED: Final = 3  # right after the period of an abbreviation ("Dr.", "J.")
+
+# What a period is, from the word before it.
+_END: Final = 0  # a terminal
+_INSIDE: Final = 1  # an abbreviation inside the sentence
+_FINAL: Final = 2  # an abbreviation that ends the sentence before an upper-case letter
 
 _Piece = str | Citation
 
@@ -126,9 +159,10 @@ class CitedSentence:
 
     Attributes:
         index: 0-based position of the sentence in the answer.
-        text: The sentence without citation markers, whitespace collapsed, stripped; a blank
-            left by a marker before punctuation is removed (``"Seattle [1](id=2)."`` gives
-            ``"Seattle."``).
+        text: The sentence without citation markers, whitespace collapsed, stripped; the
+            blank a marker brings before punctuation is removed (``"Seattle [1](id=2)."``
+            gives ``"Seattle."``), the writer's own blanks kept (``"wait  [1](id=2)..."``
+            gives ``"wait ..."``).
         doc_ids: Ids of the cited documents (1-based positions in the prompt's document
             list), distinct, in order of first citation.
         citations: Every citation marker of the sentence, in order (repeats kept).
@@ -153,7 +187,9 @@ def _join_text(pieces: Iterable[_Piece]) -> str:
             continue
         if after_marker:
             if _BLANK_BEFORE_PUNCT.match(piece.lstrip()):
-                out, piece = out.rstrip(), piece.lstrip()
+                # only the one blank the marker brought: "wait  [1](id=2)..." -> "wait ..."
+                out = out[:-1] if out[-1:].isspace() else out
+                piece = piece.lstrip()
             elif not piece or piece[0].isspace():
                 out = out.rstrip()
         after_marker = False
@@ -161,19 +197,34 @@ def _join_text(pieces: Iterable[_Piece]) -> str:
     return " ".join(out.split())
 
 
-def _is_abbreviation(before: str) -> bool:
-    """Whether a period right after ``before`` (the sentence so far) is not a sentence end."""
-    match = _LAST_TOKEN.search(before)
-    if match is None:
-        return False
-    token = match.group(1)
-    word = token.rstrip(".").lower()
-    if word in _ABBREVIATIONS or _DOTTED.fullmatch(token.rstrip(".")):
-        return True
-    if len(word) == 1 and word.isalpha():
-        return True  # an initial
+def _period_kind(word: str | None, previous: str | None, opens: bool) -> int:
+    """What a period right after ``word`` is (``_END``, ``_INSIDE`` or ``_FINAL``).
+
+    Args:
+        word: The word the period ends (periods inside it kept: ``"U.S"``); None if longer
+            than any abbreviation.
+        previous: The word before it, None if unknown or too long.
+        opens: Whether ``word`` opens the sentence (only blanks before it).
+
+    Returns:
+        The kind of the period.
+    """
+    if not word:
+        return _END
+    bare = word.rstrip(".")
+    lower = bare.lower()
+    if previous and _NUMBER.fullmatch(previous):
+        unit = lower.replace(".", "")
+        if unit in _UNITS or (unit in _TEMPERATURE_UNITS and not _YEAR.fullmatch(previous)):
+            return _END
+    if lower in _CLAUSE_FINAL:
+        return _FINAL
+    if lower in _ABBREVIATIONS or _DOTTED.fullmatch(bare):
+        return _INSIDE
+    if len(lower) == 1 and lower.isalpha():
+        return _INSIDE  # an initial
     # A list enumerator opening the sentence ("1.", "a.").
-    return before.strip() == token and _ENUMERATOR.fullmatch(token) is not None
+    return _INSIDE if opens and _ENUMERATOR.fullmatch(word) else _END
 
 
 class SentenceCitationTracker:
@@ -193,16 +244,36 @@ class SentenceCitationTracker:
         [('It rains a lot.', (3,))]
     """
 
-    __slots__ = ("_closed", "_has_text", "_index", "_parser", "_pieces", "_state", "_tail")
+    __slots__ = (
+        "_closed",
+        "_final",
+        "_has_text",
+        "_index",
+        "_opens",
+        "_parser",
+        "_pieces",
+        "_previous",
+        "_run",
+        "_state",
+        "_tail",
+        "_word",
+    )
 
     def __init__(self) -> None:
         self._parser = CitationParser()
-        self._pieces: list[_Piece] = []
+        self._pieces: list[_Piece] = []  # the sentence so far, but for ``_run``
+        self._run: list[str] = []  # characters of the text after the last piece
         self._tail: list[_Piece] = []
         self._state = _IN
+        self._final = False  # in _CANDIDATE: only an upper-case letter ends the sentence
         self._has_text = False
         self._index = 0
         self._closed = False
+        # The word being written (None once longer than _MAX_WORD), the word before it, and
+        # whether only blanks precede the word in the sentence.
+        self._word: str | None = ""
+        self._previous: str | None = ""
+        self._opens = True
 
     @property
     def sentences_emitted(self) -> int:
@@ -212,7 +283,7 @@ class SentenceCitationTracker:
     @property
     def pending(self) -> str:
         """The raw text of the sentence in progress (markers included)."""
-        pieces = [*self._pieces, *self._tail]
+        pieces = [*self._flushed(), *self._tail]
         return "".join(p.raw if isinstance(p, Citation) else p for p in pieces) + (
             self._parser.pending
         )
@@ -250,78 +321,112 @@ class SentenceCitationTracker:
         for event in self._parser.close():
             self._consume(event, out)
         self._closed = True
-        if self._pieces or any(isinstance(p, Citation) for p in self._tail):
+        if self._started() or any(isinstance(p, Citation) for p in self._tail):
             out.append(self._emit())
         return out
 
     # ------------------------------------------------------------------ internals
 
+    def _started(self) -> bool:
+        return bool(self._pieces or self._run)
+
+    def _flushed(self) -> list[_Piece]:
+        """The sentence's pieces, the pending characters joined into the last one."""
+        if self._run:
+            self._pieces.append("".join(self._run))
+            self._run = []
+        return self._pieces
+
     def _consume(self, event: str | Citation, out: list[CitedSentence]) -> None:
         if isinstance(event, Citation):
-            if self._state == _IN:
-                self._pieces.append(event)
+            if self._state == _IN or (self._state == _ABBREVIATED and not self._final):
+                self._flushed().append(event)
             else:  # right after a sentence end: the marker belongs to that sentence
                 self._state = _CANDIDATE
                 self._tail.append(event)
             return
         for char in event:
             self._char(char, out)
+            self._track(char)
 
-    def _append(self, char: str) -> None:
-        if self._pieces and isinstance(self._pieces[-1], str):
-            self._pieces[-1] += char
-        else:
-            self._pieces.append(char)
-
-    def _plain(self) -> str:
-        return "".join(p for p in self._pieces if isinstance(p, str))
+    def _track(self, char: str) -> None:
+        """Follow the words of the text (citations are not text)."""
+        if char.isspace():
+            if self._word != "":
+                self._previous, self._word, self._opens = self._word, "", False
+        elif char in _OPENERS or (char in _WORD_OPENERS and self._word == ""):
+            self._previous, self._word, self._opens = None, "", False
+        elif self._word is not None:
+            self._word = self._word + char if len(self._word) < _MAX_WORD else None
 
     def _char(self, char: str, out: list[CitedSentence]) -> None:
-        if self._state == _CANDIDATE:
+        state = self._state
+        if state == _CANDIDATE:
             if char.isspace():
                 self._tail.append(char)
                 if char == "\n":
                     self._tail.append("")  # marks a strong (line-break) boundary
                 return
-            strong = "" in self._tail
-            if strong or not char.islower():
+            if "" in self._tail or (char.isupper() if self._final else not char.islower()):
                 out.append(self._emit())
             else:  # a continuation: the blanks and markers stay in the sentence
-                self._pieces.extend(p for p in self._tail if p != "")
+                for piece in self._tail:
+                    if isinstance(piece, Citation):
+                        self._flushed().append(piece)
+                    elif piece:
+                        self._run.append(piece)
                 self._tail = []
             self._state = _IN
             # fall through: process ``char`` inside the (new or continued) sentence
-        elif self._state == _AFTER:
+        elif state == _AFTER:
             if char in _TERMINALS or char in _CLOSERS:
-                self._append(char)
+                self._run.append(char)
                 return
             if char.isspace():
                 self._state = _CANDIDATE
+                self._final = False
                 self._tail = [char, ""] if char == "\n" else [char]
+                return
+            self._state = _IN
+        elif state == _ABBREVIATED:
+            if char in _TERMINALS or char in _CLOSING_MARKS:  # "Jr.)", "U.S.?"
+                self._state = _AFTER
+                self._final = False
+                self._run.append(char)
+                return
+            if char in _CLOSERS:  # Markdown emphasis: "**Dr.** Smith"
+                self._run.append(char)
+                return
+            if self._final and char.isspace() and char != "\n":  # "et al. " then?
+                self._state = _CANDIDATE
+                self._tail = [char]
                 return
             self._state = _IN
         # _IN
         if char == "\n":
             if self._has_text:
                 self._state = _CANDIDATE
+                self._final = False
                 self._tail = [char, ""]
-            elif self._pieces:
-                self._append(char)
+            elif self._started():
+                self._run.append(char)
             return
-        if char.isspace() and not self._pieces:
+        if char.isspace() and not self._started():
             return  # leading blanks
         if char in _TERMINALS and self._has_text:
-            if not (char == "." and _is_abbreviation(self._plain())):
-                self._state = _AFTER
+            kind = _period_kind(self._word, self._previous, self._opens) if char == "." else _END
+            self._state = _AFTER if kind == _END else _ABBREVIATED
+            self._final = kind == _FINAL
         elif not char.isspace():
             self._has_text = True
-        self._append(char)
+        self._run.append(char)
 
     def _emit(self) -> CitedSentence:
+        own = self._flushed()
         tail_citations = [p for p in self._tail if isinstance(p, Citation)]
-        pieces = [*self._pieces, *tail_citations]
+        pieces = [*own, *tail_citations]
         citations = tuple(p for p in pieces if isinstance(p, Citation))
-        raw = "".join(p.raw if isinstance(p, Citation) else p for p in self._pieces).strip()
+        raw = "".join(p.raw if isinstance(p, Citation) else p for p in own).strip()
         if tail_citations:
             raw = " ".join([raw, *(c.raw for c in tail_citations)]).strip()
         sentence = CitedSentence(
@@ -336,6 +441,8 @@ class SentenceCitationTracker:
         self._tail = []
         self._has_text = False
         self._state = _IN
+        self._final = False
+        self._word, self._previous, self._opens = "", "", True
         return sentence
 
 

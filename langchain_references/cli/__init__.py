@@ -42,6 +42,8 @@ _COMMANDS: Final[dict[str, str | None]] = {
     "factuality": "factuality",
     "citations": None,
     "demo": "demo",
+    "index": "server",
+    "serve": "server",
 }
 
 

@@ -5,8 +5,11 @@
 prints one summary line per record: atoms, true / false / undecided atoms, factual precision
 (FactReasoner's ``factuality_score``), average entropy and, when the atoms are labelled, the
 gold precision and TP/TN/FP/FN. ``--output OUT.jsonl`` writes FactReasoner's result fields
-(plus atoms, relations, failures and timings). Records without atoms (``{"response": ...}``)
-are atomized and revised by ``--llm`` (default: the judge's model).
+(:mod:`~langchain_references.factuality.io`: its names, types and string formats, with
+``model_name`` the judge and ``elapsed_time`` the seconds per record), then this project's:
+atoms, relations, failures, timings and ``inference`` (how the marginals were computed).
+Records without atoms (``{"response": ...}``) are atomized and revised by ``--llm`` (default:
+the judge's model).
 
 Judges (``--judge``): ``heuristic`` (default; offline HeuristicJudge with MiniLM embeddings,
 weak: not an NLI model), ``heuristic-lexical`` (no embeddings), or ``llm:PROVIDER:MODEL``
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import time
 from pathlib import Path
 from typing import Any, Final, TextIO
 
@@ -49,7 +53,15 @@ from langchain_references.factuality.pipeline import (
 from langchain_references.factuality.retrieval import InputContexts
 from langchain_references.loading import LoadResult, load_records
 
-__all__ = ["add_parser", "configure_parser", "run", "summary_row"]
+__all__ = [
+    "add_parser",
+    "configure_parser",
+    "inference_report",
+    "judge_model_name",
+    "output_record",
+    "run",
+    "summary_row",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -160,6 +172,68 @@ def summary_row(name: str, result: FactualityResult) -> list[str]:
     ]
 
 
+def judge_model_name(spec: str) -> str:
+    """FactReasoner's ``model_name`` for a ``--judge`` spec: the model, or the judge's name.
+
+    Args:
+        spec: ``heuristic``, ``heuristic-lexical`` or ``llm:PROVIDER:MODEL``.
+
+    Returns:
+        ``PROVIDER:MODEL`` for an LLM judge, the spec itself otherwise.
+    """
+    return spec.removeprefix("llm:")
+
+
+def inference_report(result: FactualityResult) -> dict[str, Any] | None:
+    """How the marginals of ``result`` were computed (JSON), or ``None`` without inference.
+
+    Args:
+        result: A result of the factuality evaluator.
+
+    Returns:
+        ``{"exact", "components": {method: count}, "bp": {...} | None}``.
+    """
+    inference = result.inference
+    if inference is None:
+        return None
+    methods: dict[str, int] = {}
+    for component in inference.components:
+        methods[component.method] = methods.get(component.method, 0) + 1
+    bp = inference.bp
+    return {
+        "exact": inference.exact,
+        "components": methods,
+        "bp": None
+        if bp is None
+        else {
+            "iterations": bp.iterations,
+            "converged": bp.converged,
+            "max_residual": bp.max_residual,
+        },
+    }
+
+
+def output_record(
+    result: FactualityResult, *, model_name: str, elapsed_time: float
+) -> dict[str, Any]:
+    """One line of ``--output``: FactReasoner's fields, then this project's.
+
+    Args:
+        result: The result.
+        model_name: FactReasoner's ``model_name`` (:func:`judge_model_name`).
+        elapsed_time: Seconds the record took.
+
+    Returns:
+        :meth:`FactualityResult.to_dict` with ``model_name``, ``elapsed_time`` and
+        ``inference`` filled in.
+    """
+    data = result.to_dict()
+    data["elapsed_time"] = elapsed_time
+    data["model_name"] = model_name
+    data["inference"] = inference_report(result)
+    return data
+
+
 def _record_name(location: str, record: FactualityInput) -> str:
     name = record.topic or location
     return name if len(name) <= 40 else name[:39] + "…"
@@ -199,7 +273,9 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     rows: list[list[str]] = [list(_HEADER)]
     results: list[dict[str, Any]] = []
     failed = len(bad)
+    model_name = judge_model_name(args.judge)
     for location, record in records:
+        start = time.perf_counter()
         try:
             result = evaluator.invoke(record)
         except (ValueError, TypeError) as exc:
@@ -213,7 +289,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
                 "%s: %s failure: %s (%s)", location, failure.stage, failure.reason, failure.item
             )
         rows.append(summary_row(_record_name(location, record), result))
-        results.append(result.to_dict())
+        elapsed = time.perf_counter() - start
+        results.append(output_record(result, model_name=model_name, elapsed_time=elapsed))
     out.write(f"FactReasoner FR{args.version}, {len(records)} record(s)\n")
     if len(rows) > 1:
         out.write(format_table(rows) + "\n")

@@ -11,17 +11,28 @@ Other top-level keys (e.g. ``"cat"`` in the Flaherty example) are kept in
 :attr:`FactualityInput.extra` and written back. A file may hold one JSON object, a JSON
 list of objects, or JSON Lines.
 
-Results (``FactReasoner.score``): ``factuality_score``, ``factuality_score_per_atom``,
-``recall_k``, ``f1_k``, ``num_atoms``, ``num_contexts``, ``num_true_atoms``,
-``num_false_atoms``, ``num_uniform_atoms``, ``entropy``, ``norm_entropy``,
-``avg_entropy``, ``avg_norm_entropy``, ``avg_prob``, ``avg_logprob``, ``avg_explogprob``,
-``marginals: [{"variable": atom_id, "probabilities": [P(false), P(true)]}]`` (atoms only),
-``predictions: {atom_id: "S"|"NS"}`` and, with gold labels, ``gold_factuality_score``,
-``gold_true_atoms``, ``true_positive``, ``true_negative``, ``false_positive``,
-``false_negative``, ``references: {atom_id: label}``, ``avg_brier``; plus ``topic``,
-``query``, ``response`` when the input record is given, and ``k`` (the K of F1@K). Older
-FactReasoner versions wrote ``predictions``/``references`` as a string
-``" a0: S a1: NS"``; :func:`parse_result` reads both shapes.
+Results (one JSON object per line, :func:`result_to_dict`) carry every field FactReasoner
+writes, under its names and in its order: ``FactReasoner.score`` in IBM FactReasoner's
+``src/fact_reasoner/fact_reasoner.py`` (the script that writes the
+``eval_results_factreasoner*.jsonl`` files, which adds ``model_name``) and in the newer
+``assessor.py`` (``recall_k``, ``f1_k``, ``topic``, ``query``, ``response``,
+``elapsed_time``; README "Output Format")::
+
+    factuality_score_per_atom: [{atom_id: {"score": P(true), "support": "S"|"NS"}}],
+    factuality_score, recall_k, f1_k, num_atoms, num_contexts, num_true_atoms,
+    num_false_atoms, num_uniform_atoms, entropy, norm_entropy, avg_entropy, avg_norm_entropy,
+    avg_prob, avg_logprob, avg_explogprob, labels: {atom_id: "S"|"NS"},
+    [gold_factuality_score, gold_true_atoms, true_positive, true_negative, false_positive,
+     false_negative,] predictions: " a0: S a1: NS ...", [references: " a0: S a1: NS ...",
+    avg_brier,] input, marginals: [{"variable": atom_id, "probabilities": [P(false), P(true)]}],
+    topic, query, response, elapsed_time, model_name
+
+``predictions`` and ``references`` are strings, as FactReasoner writes them: `` {id}: {label}``
+per atom, ids in Python string order (``a0 a1 a10 a2``); the gold fields only when some atom
+is labelled. After FactReasoner's fields come this project's: ``k`` (the K of F1@K) and,
+from :meth:`~langchain_references.factuality.pipeline.FactualityResult.to_dict`, the version,
+atoms, relations, failures and timings. :func:`parse_result` reads these files, FactReasoner's
+own, and its ``score()`` dictionaries where ``predictions``/``references`` are mappings.
 """
 
 from __future__ import annotations
@@ -51,7 +62,7 @@ from langchain_references.loading import LoadResult, load_records, validation_er
 logger = logging.getLogger(__name__)
 
 _INPUT_KEYS = frozenset({"input", "output", "topic", "atoms", "contexts"})
-_LABEL_PAIR = re.compile(r"(\S+):\s*(NS|S)\b")
+_LABEL_PAIR = re.compile(r"(\S+):\s*(NS|S|None)(?=\s|$)")
 
 
 class FactualityFormatError(RecordError):
@@ -277,17 +288,36 @@ def write_jsonl(
         return dump_jsonl(handle, objects)
 
 
+def label_string(labels: Mapping[str, str]) -> str:
+    """FactReasoner's string form of per-atom labels: ``" a0: S a1: NS"``.
+
+    Args:
+        labels: ``"S"``/``"NS"`` by atom id.
+
+    Returns:
+        `` {id}: {label}`` for every atom, ids sorted as FactReasoner sorts them (as strings).
+    """
+    return "".join(f" {aid}: {labels[aid]}" for aid in sorted(labels))
+
+
 def result_to_dict(
-    scores: FactualityScores, record: FactualityInput | None = None
+    scores: FactualityScores,
+    record: FactualityInput | None = None,
+    *,
+    model_name: str | None = None,
+    elapsed_time: float | None = None,
 ) -> dict[str, Any]:
-    """Serialise scores to FactReasoner's results dictionary.
+    """Serialise scores to FactReasoner's results dictionary (see module docstring).
 
     Args:
         scores: Scores from :func:`~langchain_references.factuality.metrics.score_marginals`.
-        record: The assessed input, to add ``topic``/``query``/``response``.
+        record: The assessed input, for ``input``/``topic``/``query``/``response`` (``None``
+            when not given).
+        model_name: The model that judged the pairs (FactReasoner: ``--model``).
+        elapsed_time: Seconds the assessment took.
 
     Returns:
-        A JSON-serialisable dict.
+        A JSON-serialisable dict: FactReasoner's fields, then ``k``.
     """
     out: dict[str, Any] = {
         "factuality_score_per_atom": [
@@ -297,7 +327,6 @@ def result_to_dict(
         "factuality_score": scores.factuality_score,
         "recall_k": scores.recall_k,
         "f1_k": scores.f1_k,
-        "k": scores.k,
         "num_atoms": scores.num_atoms,
         "num_contexts": scores.num_contexts,
         "num_true_atoms": scores.num_true_atoms,
@@ -310,11 +339,7 @@ def result_to_dict(
         "avg_prob": scores.avg_prob,
         "avg_logprob": scores.avg_logprob,
         "avg_explogprob": scores.avg_explogprob,
-        "marginals": [
-            {"variable": aid, "probabilities": [1.0 - p, p]}
-            for aid, p in scores.probabilities.items()
-        ],
-        "predictions": dict(scores.predictions),
+        "labels": dict(scores.predictions),
     }
     gold = scores.gold
     if gold is not None:
@@ -325,17 +350,31 @@ def result_to_dict(
             true_negative=gold.true_negative,
             false_positive=gold.false_positive,
             false_negative=gold.false_negative,
-            references=dict(gold.references),
-            avg_brier=gold.avg_brier,
         )
-    if record is not None:
-        out.update(topic=record.topic, query=record.input, response=record.output)
+    out["predictions"] = label_string(scores.predictions)
+    if gold is not None:
+        out["references"] = label_string(gold.references)
+        out["avg_brier"] = gold.avg_brier
+    out["input"] = None if record is None else record.input
+    out["marginals"] = [
+        {"variable": aid, "probabilities": [1.0 - p, p]} for aid, p in scores.probabilities.items()
+    ]
+    out["topic"] = None if record is None else record.topic
+    out["query"] = None if record is None else record.input
+    out["response"] = None if record is None else record.output
+    out["elapsed_time"] = elapsed_time
+    out["model_name"] = model_name
+    out["k"] = scores.k
     return out
 
 
 def _labels(value: Any, key: str) -> dict[str, PredictedLabel]:
-    if isinstance(value, str):  # FactReasoner < 2025: " a0: S a1: NS"
-        return {aid: ("S" if lab == "S" else "NS") for aid, lab in _LABEL_PAIR.findall(value)}
+    if isinstance(value, str):  # FactReasoner's files: " a0: S a1: NS"
+        pairs = _LABEL_PAIR.findall(value)
+        if _LABEL_PAIR.sub("", value).strip():
+            raise FactualityFormatError(f"{key!r} must read ' id: S|NS ...', got {value!r}")
+        # FactReasoner writes "None" for an unlabelled atom: it has no reference label.
+        return {aid: ("S" if lab == "S" else "NS") for aid, lab in pairs if lab != "None"}
     if isinstance(value, Mapping):
         out: dict[str, PredictedLabel] = {}
         for aid, lab in value.items():
@@ -431,7 +470,7 @@ def parse_result(obj: Any, *, location: str | None = None) -> FactualityScores:
             avg_logprob=_number(obj, "avg_logprob", math.nan),
             avg_explogprob=_number(obj, "avg_explogprob", math.nan),
             probabilities=probabilities,
-            predictions=_labels(obj.get("predictions", {}), "predictions"),
+            predictions=_labels(obj.get("predictions", obj.get("labels", {})), "predictions"),
             gold=gold,
         )
     except FactualityFormatError as exc:

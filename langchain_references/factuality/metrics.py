@@ -23,6 +23,10 @@ Conventions follow ``FactReasoner.score`` in IBM FactReasoner's
   the responses of a domain, ``sorted(counts)[len // 2]`` (:func:`median_k`);
 * against gold labels ``"S"``/``"NS"``: ``gold_factuality_score = #S / #labelled``,
   TP/TN/FP/FN with ``"S"`` as the positive class, and the Brier score.
+
+Baselines, so that an accuracy is read against what a constant answer scores on the same
+labels: :func:`constant_baseline` (e.g. always ``"NS"``), :func:`majority_baseline` and
+:func:`macro_f1`; :class:`GoldComparison` has ``macro_f1``, ``always_ns`` and ``majority``.
 """
 
 from __future__ import annotations
@@ -122,6 +126,106 @@ def median_k(atom_counts: Sequence[int]) -> int:
     return sorted(atom_counts)[len(atom_counts) // 2]
 
 
+def _f1(tp: int, fp: int, fn: int) -> float:
+    denominator = 2 * tp + fp + fn
+    return 2 * tp / denominator if denominator else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """A predictor that always answers ``label``, scored on a set of gold labels.
+
+    Attributes:
+        label: The constant prediction.
+        accuracy: Share of the gold labels equal to ``label``.
+        macro_f1: Macro-F1 over the label set (``label``'s F1, the others 0, averaged).
+        count: Number of gold labels.
+    """
+
+    label: str
+    accuracy: float
+    macro_f1: float
+    count: int
+
+
+def macro_f1(
+    gold: Sequence[str], predicted: Sequence[str], *, labels: Sequence[str] | None = None
+) -> float:
+    """Unweighted mean of the per-label F1 scores.
+
+    Args:
+        gold: Gold labels.
+        predicted: Predicted labels, aligned with ``gold``.
+        labels: The label set to average over (default: every label in ``gold`` or
+            ``predicted``, sorted); a label with no gold and no prediction scores 0.
+
+    Returns:
+        The macro-F1, or 0.0 for no labels.
+
+    Raises:
+        ValueError: If the two sequences differ in length.
+    """
+    if len(gold) != len(predicted):
+        raise ValueError(f"{len(gold)} gold labels but {len(predicted)} predictions")
+    label_set = list(labels) if labels is not None else sorted(set(gold) | set(predicted))
+    if not label_set:
+        return 0.0
+    scores = []
+    for label in label_set:
+        tp = sum(1 for g, p in zip(gold, predicted, strict=True) if g == label and p == label)
+        fp = sum(1 for g, p in zip(gold, predicted, strict=True) if g != label and p == label)
+        fn = sum(1 for g, p in zip(gold, predicted, strict=True) if g == label and p != label)
+        scores.append(_f1(tp, fp, fn))
+    return sum(scores) / len(scores)
+
+
+def constant_baseline(
+    gold: Sequence[str], label: str, *, labels: Sequence[str] | None = None
+) -> Baseline:
+    """Accuracy and macro-F1 of always predicting ``label`` on ``gold``.
+
+    Args:
+        gold: Gold labels.
+        label: The constant prediction.
+        labels: The label set of the macro-F1 (default: the gold labels and ``label``).
+
+    Returns:
+        The baseline (accuracy and macro-F1 0.0 when ``gold`` is empty).
+    """
+    label_set = labels if labels is not None else sorted(set(gold) | {label})
+    predicted = [label] * len(gold)
+    accuracy = sum(1 for g in gold if g == label) / len(gold) if gold else 0.0
+    f1 = macro_f1(gold, predicted, labels=label_set) if gold else 0.0
+    return Baseline(label=label, accuracy=accuracy, macro_f1=f1, count=len(gold))
+
+
+def majority_baseline(gold: Sequence[str], *, labels: Sequence[str] | None = None) -> Baseline:
+    """The constant baseline of the most frequent gold label.
+
+    Args:
+        gold: Gold labels (at least one).
+        labels: The label set; also breaks ties (the earlier label wins). Default: the gold
+            labels, sorted.
+
+    Returns:
+        The baseline.
+
+    Raises:
+        ValueError: If ``gold`` is empty.
+    """
+    if not gold:
+        raise ValueError("majority_baseline needs at least one gold label")
+    label_set = list(labels) if labels is not None else sorted(set(gold))
+    for g in gold:
+        if g not in label_set:
+            label_set.append(g)
+    counts = {label: 0 for label in label_set}
+    for g in gold:
+        counts[g] += 1
+    best = max(label_set, key=lambda lab: (counts[lab], -label_set.index(lab)))
+    return constant_baseline(gold, best, labels=label_set)
+
+
 @dataclass(frozen=True, slots=True)
 class GoldComparison:
     """Predictions compared with gold ``"S"``/``"NS"`` labels (labelled atoms only).
@@ -151,6 +255,32 @@ class GoldComparison:
         """Share of labelled atoms predicted correctly."""
         total = self.true_positive + self.true_negative + self.false_positive + self.false_negative
         return (self.true_positive + self.true_negative) / total if total else 0.0
+
+    @property
+    def macro_f1(self) -> float:
+        """Mean of the F1 of ``"S"`` and of ``"NS"`` (a class never predicted nor present: 0)."""
+        tp, tn, fp, fn = (
+            self.true_positive,
+            self.true_negative,
+            self.false_positive,
+            self.false_negative,
+        )
+        return (_f1(tp, fp, fn) + _f1(tn, fn, fp)) / 2
+
+    @property
+    def always_ns(self) -> Baseline:
+        """The baseline that predicts ``"NS"`` for every labelled atom (same labels)."""
+        return constant_baseline(self._gold_labels(), "NS", labels=("S", "NS"))
+
+    @property
+    def majority(self) -> Baseline:
+        """The majority-class baseline on the same labels (ties: ``"NS"``)."""
+        return majority_baseline(self._gold_labels(), labels=("NS", "S"))
+
+    def _gold_labels(self) -> list[str]:
+        positives = self.true_positive + self.false_negative
+        negatives = self.true_negative + self.false_positive
+        return ["S"] * positives + ["NS"] * negatives
 
 
 @dataclass(frozen=True, slots=True)

@@ -455,6 +455,55 @@ class FactGraph:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class InferenceSummary:
+    """How the posteriors of one graph were computed, for result writers.
+
+    Built by ``InferenceResult.summary()`` in
+    :mod:`langchain_references.factuality.inference`.
+
+    Attributes:
+        method: The least exact method any component needed: ``isolated``, ``tree``,
+            ``brute``, ``junction_tree``, ``conditioned`` (exact, after enumerating hub
+            variables) or ``loopy_bp``.
+        exact: Whether every posterior is exact.
+        estimated_error: Largest estimated absolute error of an atom posterior (``0.0``
+            when exact, ``None`` when some atom's error could not be estimated).
+        converged: Whether loopy BP converged (``None`` when it did not run).
+        sweeps: Loopy BP sweeps (``None`` when it did not run).
+        residual: Largest message log-odds change of BP's last sweep (``None`` when it
+            did not run).
+        atom_errors: Estimated absolute error of each atom posterior, by atom id
+            (``None`` where not estimated).
+    """
+
+    method: str
+    exact: bool
+    estimated_error: float | None
+    converged: bool | None = None
+    sweeps: int | None = None
+    residual: float | None = None
+    atom_errors: dict[str, float | None] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields: ``inference_method``, ``inference_exact``, ... (see below).
+
+        Returns:
+            ``{"inference_method", "inference_exact", "inference_estimated_error",
+            "inference_converged", "inference_sweeps", "inference_residual",
+            "atom_errors"}``.
+        """
+        return {
+            "inference_method": self.method,
+            "inference_exact": self.exact,
+            "inference_estimated_error": self.estimated_error,
+            "inference_converged": self.converged,
+            "inference_sweeps": self.sweeps,
+            "inference_residual": self.residual,
+            "atom_errors": dict(self.atom_errors),
+        }
+
+
 # ---------------------------------------------------------------------- builders
 def _check_version(version: str) -> GraphVersion:
     if version not in _VERSIONS:

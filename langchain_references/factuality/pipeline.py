@@ -63,6 +63,7 @@ from langchain_references.factuality.model import (
     Atom,
     FactGraph,
     GraphVersion,
+    InferenceSummary,
     Relation,
     build_fact_graph,
 )
@@ -181,6 +182,11 @@ class FactualityResult:
     def atoms(self) -> tuple[Atom, ...]:
         """The atoms as assessed."""
         return self.record.atoms
+
+    @property
+    def inference_summary(self) -> InferenceSummary | None:
+        """Inference method, exactness and estimated errors (``None`` if it did not run)."""
+        return None if self.inference is None else self.inference.summary()
 
     def to_dict(self) -> dict[str, Any]:
         """FactReasoner's results dictionary plus atoms, relations, failures and timings."""

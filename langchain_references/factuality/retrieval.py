@@ -7,6 +7,8 @@ implementations:
 
 * :class:`InputContexts`: the contexts given in a FactReasoner input record
   (``atoms[].contexts`` ids into ``contexts[]``), optionally trimmed to ``top_k`` per atom;
+  their text becomes :func:`context_premise` (the snippet when the text is empty, as in
+  FactReasoner's Google-search files);
 * :class:`VectorStoreContexts`: any LangChain retriever or vector store (e.g. Chroma), the
   ``k`` nearest documents per atom;
 * :class:`WebContexts`: the fact-check web stack: a search provider, the
@@ -24,7 +26,7 @@ import asyncio
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
 from langchain_core.documents import Document
@@ -51,11 +53,43 @@ __all__ = [
     "RetrievedContexts",
     "VectorStoreContexts",
     "WebContexts",
+    "context_premise",
 ]
 
 logger = logging.getLogger(__name__)
 
 _LINK_KEYS: Final = ("source", "url", "link")
+
+
+def context_premise(context: Context) -> str:
+    r"""The text a context contributes as NLI premise, chosen as FactReasoner chooses it.
+
+    FactReasoner's ``Context.get_text`` (``src/fact_reasoner/core/base.py``): with both a
+    snippet and a text, ``"Snippet/Summary of Text:\n\n" + snippet + "\n\nText:\n\n" +
+    text``; with only one of them, that one. FactReasoner's Google-search files carry the
+    search snippet and an empty ``text``, so the snippet is the premise there. When both are
+    blank FactReasoner has no premise at all; the title is used instead (never blank when
+    the page had a title), so an atom is not left without evidence for a missing snippet.
+
+    Args:
+        context: The context.
+
+    Returns:
+        The premise text (``""`` only when text, snippet and title are all blank).
+    """
+    text, snippet = context.text, context.snippet
+    if snippet.strip() and text.strip():
+        return f"Snippet/Summary of Text:\n\n{snippet}\n\nText:\n\n{text}"
+    if text.strip():
+        return text
+    if snippet.strip():
+        return snippet
+    return context.title.strip()
+
+
+def _with_premise(context: Context) -> Context:
+    premise = context_premise(context)
+    return context if premise == context.text else replace(context, text=premise)
 
 
 @dataclass(frozen=True)
@@ -144,7 +178,10 @@ def _check_positive(value: int | None, name: str) -> None:
 class InputContexts(ContextRetriever):
     """Use the contexts that came with the input (FactReasoner's ``atoms[].contexts``).
 
-    A failure is recorded for each atom without context; ``topic`` and ``config`` are unused.
+    Each context's ``text`` becomes its :func:`context_premise`: the snippet when the text
+    is empty (FactReasoner's Google-search files), both when both are given, the title when
+    neither is. A failure is recorded for each atom without context; ``topic`` and
+    ``config`` are unused.
 
     Args:
         top_k: Keep only the first ``top_k`` context ids of each atom, and drop the contexts
@@ -167,13 +204,20 @@ class InputContexts(ContextRetriever):
         topic: str | None = None,
         config: RunnableConfig | None = None,
     ) -> RetrievedContexts:
-        """The input atoms and contexts (trimmed to ``top_k`` per atom)."""
+        """The input atoms and contexts (trimmed to ``top_k`` per atom), premises filled in."""
         if self.top_k is None:
             kept_atoms, kept = tuple(atoms), tuple(contexts)
         else:
             kept_atoms = tuple(_with_contexts(a, a.contexts[: self.top_k]) for a in atoms)
             used = {cid for a in kept_atoms for cid in a.contexts}
             kept = tuple(c for c in contexts if c.id in used)
+        premised = tuple(_with_premise(c) for c in kept)
+        changed = sum(
+            1 for before, after in zip(kept, premised, strict=True) if before is not after
+        )
+        if changed:
+            logger.debug("%d context(s) take their premise from snippet or title", changed)
+        kept = premised
         failures = tuple(
             Failure(stage="retrieve", reason="no context given for this atom", item=a.id)
             for a in kept_atoms

@@ -324,7 +324,9 @@ def test_llm_judge_and_atomizer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert code == 0, err
     assert loaded == ["openai:gpt-4o-mini"]
     first, second = (json.loads(line) for line in output.read_text(encoding="utf-8").splitlines())
-    assert first["predictions"] == {"a0": "S"}
+    assert first["predictions"] == " a0: S"
+    assert first["labels"] == {"a0": "S"}
+    assert first["model_name"] == "openai:gpt-4o-mini"
     assert first["true_positive"] == 1
     assert [a["text"] for a in second["atoms"]] == ["Paris is in France.", "Paris is old."]
     assert second["atoms"][1]["original"] == "It is old."

@@ -33,7 +33,7 @@ def render(style: ReferenceStyle, text: str, docs: list[Document]) -> str:
 
 
 def test_markdown_exact_forms() -> None:
-    out = render(MarkdownReferenceStyle(), "x [1](id=1) y [2](id=2).", [A, B])
+    out = render(MarkdownReferenceStyle(deep_links=False), "x [1](id=1) y [2](id=2).", [A, B])
     assert out == (
         "x <sup>[[1](https://a.org/x)]</sup> y <sup>[[2](https://b.org)]</sup>."
         "\n\n- **1** [Alpha](https://a.org/x)\n- **2** [https://b.org](https://b.org)"
@@ -46,7 +46,7 @@ def test_text_exact_forms() -> None:
 
 
 def test_html_exact_forms() -> None:
-    out = render(HTMLReferenceStyle(), "x [1](id=1)", [A])
+    out = render(HTMLReferenceStyle(deep_links=False), "x [1](id=1)", [A])
     assert out == (
         'x <sup><a href="https://a.org/x">1</a></sup>'
         '\n\n<ol><li><a href="https://a.org/x">Alpha</a></li></ol>'
@@ -82,7 +82,7 @@ class _Checker(HTMLParser):
 
 
 def test_html_escapes_titles_and_urls_and_is_well_formed() -> None:
-    out = render(HTMLReferenceStyle(), "x [1](id=1) y [2](id=2)", [EVIL, JS])
+    out = render(HTMLReferenceStyle(deep_links=False), "x [1](id=1) y [2](id=2)", [EVIL, JS])
     checker = _Checker()
     checker.feed(out)
     checker.close()
@@ -200,7 +200,7 @@ def test_clean_text_removes_every_control_format_and_surrogate_character() -> No
 
 def test_markdown_escapes_link_text_and_destination() -> None:
     doc = Document("d", metadata={"source": "https://x.org/a b(c)", "title": "T] <i>x</i> [y"})
-    out = render(MarkdownReferenceStyle(), "[1](id=1)", [doc])
+    out = render(MarkdownReferenceStyle(deep_links=False), "[1](id=1)", [doc])
     assert out.startswith("<sup>[[1](https://x.org/a%20b%28c%29)]</sup>\n\n")
     assert out.endswith("(https://x.org/a%20b%28c%29)")
     assert "[T\\] &lt;i&gt;x&lt;/i&gt; \\[y]" in out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import re
+from urllib.parse import unquote
 
 import pytest
 
@@ -69,6 +70,9 @@ def test_the_demo_prints_the_question_and_cites_the_sentence_that_answers_it(
     assert answer.startswith(sentence), answer
     first = CITATION.search(answer)
     assert first is not None, answer
-    assert first.group(2) == f"{BASE_URL}{page}"
+    page_url, _, fragment = first.group(2).partition("#:~:text=")
+    assert page_url == f"{BASE_URL}{page}"
+    # the link opens the page at the quoted sentence (a text fragment of its first words)
+    assert unquote(fragment).startswith(" ".join(sentence.split()[:3]))
     assert sentence in answer[: first.start()]
     assert "offline ExtractiveAnswerer" in err.getvalue()

@@ -90,8 +90,11 @@ def test_flaherty_end_to_end_with_gold_derived_judgements(shared_data: Path) -> 
     result = result_to_dict(scores, record)
     assert result["num_atoms"] == 26
     assert result["num_contexts"] == 53
-    assert result["references"] == {a.id: a.label for a in record.atoms}
-    assert result["query"] == record.input
+    ids = sorted(a.id for a in record.atoms)  # FactReasoner's order: a0 a1 a10 a11 ... a2
+    labels = {a.id: a.label for a in record.atoms}
+    assert result["references"] == "".join(f" {aid}: {labels[aid]}" for aid in ids)
+    assert result["references"].startswith(" a0: S a1: S a10: S a11: S a12: NS")
+    assert result["query"] == result["input"] == record.input
     json.dumps(result, allow_nan=False)
 
 
@@ -211,7 +214,9 @@ def test_result_round_trip() -> None:
     data = result_to_dict(scores)
     assert data["marginals"][0] == {"variable": "a0", "probabilities": [pytest.approx(0.2), 0.8]}
     assert data["factuality_score_per_atom"][1] == {"a1": {"score": 0.3, "support": "NS"}}
-    assert data["predictions"] == {"a0": "S", "a1": "NS", "a2": "NS"}
+    assert data["predictions"] == " a0: S a1: NS a2: NS"
+    assert data["labels"] == {"a0": "S", "a1": "NS", "a2": "NS"}
+    assert data["references"] == " a0: S a1: S"  # a2 has no gold label
     assert data["true_positive"] == 1
     assert data["false_negative"] == 1
     assert parse_result(json.loads(json.dumps(data))) == scores

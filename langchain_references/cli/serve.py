@@ -1,0 +1,220 @@
+"""``langchain-references serve``: run the evidence service with uvicorn.
+
+``serve --index NAME [--persist-dir DIR | --chroma-url URL] --host 127.0.0.1 --port 8000
+--workers N`` serves an index built by ``index build``: the climate-evidence-compatible API
+(``/api/...``), ``/healthcheck`` and the OpenAPI docs at ``/docs``. Several workers share one
+index (an embedded directory, read only, or a Chroma server); no per-user state is kept.
+
+Limits (``--max-body-bytes``, ``--max-claims``, ``--max-top-k``, ``--max-article-chars``) are
+answered with 4xx JSON errors naming the limit; ``--api-key-env VAR`` requires
+``Authorization: Bearer $VAR``; ``--cors-origin`` turns CORS on for the given origins. Log
+lines carry the request id (``X-Request-ID``).
+
+Exit status: 0 after a clean shutdown, 2 when the service cannot start (no such index,
+Chroma unreachable, bad option).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any, Final, TextIO
+
+from langchain_references.cli._common import (
+    CLIError,
+    add_subcommand,
+    non_blank,
+    positive_int,
+    streams,
+)
+from langchain_references.cli.index import add_location_options, open_index
+from langchain_references.server.settings import ServerSettings, SettingsError
+
+__all__ = ["add_parser", "configure_parser", "log_config", "run", "settings_from_args"]
+
+HELP: Final = "run the evidence service (HTTP API)"
+DESCRIPTION: Final = (
+    "Serve an evidence index over HTTP: the climate-evidence-compatible API, /healthcheck and "
+    "the docs at /docs."
+)
+#: The uvicorn factory the workers build the application with.
+APP_FACTORY: Final = "langchain_references.server.app:app_from_env"
+_DEFAULTS: Final = ServerSettings()
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``serve``.
+
+    Args:
+        parser: The ``serve`` parser.
+    """
+    parser.add_argument(
+        "--index", dest="name", required=True, type=non_blank, help="the index to serve"
+    )
+    add_location_options(parser)
+    parser.add_argument("--host", default="127.0.0.1", help="address (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    parser.add_argument(
+        "--workers", type=positive_int, default=1, metavar="N", help="processes (default: 1)"
+    )
+    parser.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        help="require 'Authorization: Bearer <key>', the key read from this variable",
+    )
+    parser.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="allow this origin (repeatable; CORS is off by default)",
+    )
+    for name, what in (
+        ("max_body_bytes", "largest request body in bytes"),
+        ("max_claims", "most claims per request"),
+        ("max_top_k", "largest top_k"),
+        ("max_claim_chars", "longest claim"),
+        ("max_article_chars", "longest article or text to split"),
+    ):
+        parser.add_argument(
+            "--" + name.replace("_", "-"),
+            type=positive_int,
+            default=getattr(_DEFAULTS, name),
+            metavar="N",
+            help=f"{what} (default: {getattr(_DEFAULTS, name)})",
+        )
+    parser.add_argument(
+        "--search",
+        metavar="SPEC",
+        help="web search back-end of /v1/factcheck: ddgs, tavily, bing, searx[:URL] or "
+        "recorded:FILE (default: the index only)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="log level (default: info)",
+    )
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``serve`` (:func:`configure_parser`, :func:`run`) in ``subparsers``."""
+    return add_subcommand(subparsers, "serve", HELP, DESCRIPTION, configure_parser, run)
+
+
+def settings_from_args(args: argparse.Namespace) -> ServerSettings:
+    """The server settings of the parsed options.
+
+    Args:
+        args: Arguments parsed by :func:`configure_parser`'s options.
+
+    Returns:
+        The settings.
+
+    Raises:
+        CLIError: If the API key variable is unset or a setting is invalid.
+    """
+    api_key = None
+    if args.api_key_env:
+        api_key = os.environ.get(args.api_key_env)
+        if not api_key:
+            raise CLIError(f"--api-key-env: the variable {args.api_key_env} is unset or empty")
+    try:
+        return ServerSettings(
+            index_name=args.name,
+            persist_dir=args.persist_dir,
+            chroma_url=args.chroma_url,
+            embeddings=args.embeddings,
+            max_body_bytes=args.max_body_bytes,
+            max_claims=args.max_claims,
+            max_top_k=args.max_top_k,
+            default_top_k=min(_DEFAULTS.default_top_k, args.max_top_k),
+            max_claim_chars=args.max_claim_chars,
+            max_article_chars=args.max_article_chars,
+            api_key=api_key,
+            api_key_env=args.api_key_env,
+            cors_origins=tuple(args.cors_origin),
+            search_backend=args.search,
+        )
+    except SettingsError as exc:
+        raise CLIError(str(exc)) from exc
+
+
+def log_config(level: str) -> dict[str, Any]:
+    """The logging configuration of the service (uvicorn applies it in every worker).
+
+    Args:
+        level: The level of this package's and uvicorn's loggers.
+
+    Returns:
+        A :func:`logging.config.dictConfig` dictionary whose lines carry the pid and the
+        request id.
+    """
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "filters": {"request_id": {"()": "langchain_references.server.app.RequestIdFilter"}},
+        "formatters": {
+            "service": {
+                "format": "%(asctime)s %(levelname)s pid=%(process)d request=%(request_id)s "
+                "%(name)s: %(message)s"
+            }
+        },
+        "handlers": {
+            "stderr": {
+                "class": "logging.StreamHandler",
+                "stream": "ext://sys.stderr",
+                "formatter": "service",
+                "filters": ["request_id"],
+            }
+        },
+        "loggers": {
+            "uvicorn": {"handlers": ["stderr"], "level": level.upper(), "propagate": False},
+            "langchain_references": {
+                "handlers": ["stderr"],
+                "level": level.upper(),
+                "propagate": False,
+            },
+        },
+    }
+
+
+def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Run ``serve`` until interrupted.
+
+    Args:
+        args: Arguments parsed by :func:`configure_parser`'s options.
+        out: Where the start-up line goes (stdout by default).
+        err: Unused (uvicorn logs to stderr).
+
+    Returns:
+        0 after shutdown.
+
+    Raises:
+        CLIError: If the settings are invalid or the index cannot be opened.
+    """
+    import uvicorn
+
+    out, _ = streams(out, err)
+    settings = settings_from_args(args)
+    index = open_index(args, create=False)  # fail now, not in every worker
+    out.write(
+        f"serving index {args.name!r} ({index.count()} entries) from {index.location} at "
+        f"http://{args.host}:{args.port} with {args.workers} worker(s); docs at /docs\n"
+    )
+    out.flush()
+    common: dict[str, Any] = {
+        "host": args.host,
+        "port": args.port,
+        "log_config": log_config(args.log_level),
+        "access_log": False,  # the service logs each request itself, with its id
+    }
+    if args.workers == 1:
+        from langchain_references.server.app import build_services, create_app
+
+        app = create_app(settings, services=build_services(settings, index=index))
+        uvicorn.run(app, **common)
+    else:
+        os.environ.update(settings.to_env())
+        uvicorn.run(APP_FACTORY, factory=True, workers=args.workers, **common)
+    return 0

@@ -1,0 +1,228 @@
+"""Links to the exact passage a citation used: text fragments and PDF pages (pure, no I/O).
+
+A citation that links to a 40-page document does not help a reader; a link that opens the page
+scrolled to the quoted passage does. Two kinds of deep link are built here:
+
+* a *text fragment* (``url#:~:text=...``, the URL Fragment Text Directives of the WICG spec,
+  supported by Chromium-based browsers and Safari; other browsers simply open the page), built
+  from the quoted text: the whole quote when it is short, ``start,end`` (its first and last
+  words) when it is long. ``-``, ``&`` and ``,`` are percent-encoded inside each term, as the
+  spec requires, and so is everything that is not a URL-safe character;
+* ``url#page=N`` for a PDF whose chunk carries a page number (PDF viewers open that page; they
+  do not read text fragments).
+
+:func:`choose_quote` picks, for a ``[n](id=k)`` citation, the sentence(s) of the cited chunk
+most similar to the sentence that cites it, so deep links work without provider help.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+from urllib.parse import quote as _percent_quote
+from urllib.parse import urlsplit
+
+__all__ = [
+    "QuoteFinder",
+    "choose_quote",
+    "deep_link",
+    "page_number",
+    "text_fragment",
+]
+
+#: A quote of more words than this is linked by its first and last words (``start,end``).
+MAX_EXACT_WORDS: Final = 10
+#: Words taken from each end of a long quote.
+EDGE_WORDS: Final = 4
+#: Longest quote kept (characters), whatever the source gave.
+MAX_QUOTE_CHARS: Final = 600
+
+_WORD_RE = re.compile(r"\w+", re.UNICODE)
+# Citation markup that must not end up in a quote: ``[1](id=2)``, ``[3]``, ``<sup>..</sup>``.
+_MARKUP_RE = re.compile(r"\[\d+\](?:\(id=\d+\))?|<sup>.*?</sup>|【[^】]*】|[\ue200-\ue2ff]")
+_SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+_PDF_PATH_RE = re.compile(r"\.pdf$", re.IGNORECASE)
+_HTTP_RE = re.compile(r"https?://[^\s#]", re.IGNORECASE)
+
+
+def _encode_term(term: str) -> str:
+    """Percent-encode one term of a text directive (``-``, ``&`` and ``,`` included)."""
+    return _percent_quote(term, safe="").replace("-", "%2D")
+
+
+def _clean_quote(text: str) -> str:
+    return " ".join(_MARKUP_RE.sub(" ", text).split())[:MAX_QUOTE_CHARS]
+
+
+def text_fragment(quote: str) -> str | None:
+    """Return the text directive (``:~:text=...``) that highlights ``quote``, or None.
+
+    Args:
+        quote: The passage to link to (untrusted text: it is cleaned and percent-encoded).
+
+    Returns:
+        ``":~:text=<quote>"`` for a quote of at most :data:`MAX_EXACT_WORDS` words,
+        ``":~:text=<first words>,<last words>"`` for a longer one, or None when the quote has
+        no words.
+
+    Example:
+        >>> text_fragment("Sea level rose 20 cm - since 1900, in all")
+        ':~:text=Sea%20level%20rose%2020%20cm%20%2D%20since%201900%2C%20in%20all'
+    """
+    cleaned = _clean_quote(quote)
+    words = cleaned.split()
+    if not _WORD_RE.search(cleaned):
+        return None
+    if len(words) <= MAX_EXACT_WORDS:
+        return ":~:text=" + _encode_term(" ".join(words))
+    start = " ".join(words[:EDGE_WORDS])
+    end = " ".join(words[-EDGE_WORDS:])
+    return f":~:text={_encode_term(start)},{_encode_term(end)}"
+
+
+def page_number(metadata: Mapping[str, Any]) -> int | None:
+    """Return the 1-based page of a chunk, or None.
+
+    ``page_number`` (1-based, as Unstructured and this project's provider adapters write it)
+    wins; otherwise ``page`` is read as LangChain's PDF loaders write it (0-based).
+
+    Args:
+        metadata: The chunk's metadata.
+
+    Returns:
+        The 1-based page number, or None.
+    """
+    for key, offset in (("page_number", 0), ("page", 1)):
+        value = metadata.get(key)
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int) and value + offset >= 1:
+            return value + offset
+        if isinstance(value, str) and value.isdigit() and int(value) + offset >= 1:
+            return int(value) + offset
+    return None
+
+
+def _is_pdf(url: str, metadata: Mapping[str, Any]) -> bool:
+    content_type = str(metadata.get("content_type") or metadata.get("mime_type") or "")
+    if "pdf" in content_type.lower():
+        return True
+    try:
+        path = urlsplit(url).path
+    except ValueError:
+        return False
+    return bool(_PDF_PATH_RE.search(path))
+
+
+def deep_link(
+    url: str, *, quote: str | None = None, metadata: Mapping[str, Any] | None = None
+) -> str:
+    """Return ``url`` with a fragment that opens it at the cited passage.
+
+    A PDF (by its path or its ``content_type``) whose chunk carries a page number gets
+    ``#page=N``; otherwise a quote gets a text fragment. An existing fragment is kept (the text
+    directive follows it, as the spec allows); an existing text directive is replaced.
+
+    Args:
+        url: The source URL (an ``http(s)`` URL; anything else is returned unchanged). The
+            result is untrusted like the input: sanitise it (``safe_url``) before emitting.
+        quote: The quoted passage, if any.
+        metadata: The cited chunk's metadata (page number, content type), if any.
+
+    Returns:
+        The deep link, or ``url`` unchanged when there is nothing to point at.
+
+    Example:
+        >>> deep_link("https://a.org/r.pdf", metadata={"page": 3})
+        'https://a.org/r.pdf#page=4'
+        >>> deep_link("https://a.org/x#top", quote="Warming is unequivocal.")
+        'https://a.org/x#top:~:text=Warming%20is%20unequivocal.'
+    """
+    meta = metadata or {}
+    if _HTTP_RE.match(url) is None:
+        return url  # only web pages get fragments (not relative or other-scheme URLs)
+    base, hash_sign, fragment = url.partition("#")
+    fragment = fragment.split(":~:", 1)[0]
+    page = page_number(meta)
+    if page is not None and _is_pdf(base, meta):
+        return f"{base}#page={page}"
+    directive = text_fragment(quote) if quote else None
+    if directive is None:
+        return url
+    return f"{base}#{fragment}{directive}" if hash_sign else f"{base}#{directive}"
+
+
+def _sentences(text: str) -> list[str]:
+    return [part for part in _SENTENCE_END_RE.split(" ".join(text.split())) if part]
+
+
+def _words(text: str) -> set[str]:
+    return {word.lower() for word in _WORD_RE.findall(text) if len(word) > 2}
+
+
+class QuoteFinder:
+    """The sentences of one cited chunk, ready to be matched against citing sentences.
+
+    Built once per chunk (the rewriter keeps one per cited document of a run), so each
+    citation only costs the words of its citing sentence and one pass over the chunk's
+    sentences.
+
+    Args:
+        chunk_text: The cited chunk's text.
+    """
+
+    __slots__ = ("_bags", "_weights", "sentences")
+
+    def __init__(self, chunk_text: str) -> None:
+        self.sentences = _sentences(_clean_quote_keep_length(chunk_text))
+        self._bags = [_words(sentence) for sentence in self.sentences]
+        frequency: dict[str, int] = {}
+        for bag in self._bags:
+            for word in bag:
+                frequency[word] = frequency.get(word, 0) + 1
+        self._weights = {word: 1.0 / count for word, count in frequency.items()}
+
+    def best(self, citing_sentence: str | None) -> str | None:
+        """Return the sentence a citing sentence most likely used (see :func:`choose_quote`).
+
+        Args:
+            citing_sentence: The answer's sentence that carries the citation, if known.
+
+        Returns:
+            The quote, or None for an empty chunk.
+        """
+        sentences = self.sentences
+        if len(sentences) <= 1 or not citing_sentence:
+            return sentences[0] if sentences else None
+        wanted = _words(citing_sentence[-MAX_QUOTE_CHARS:])
+        weights = self._weights
+        best, best_score = 0, 0.0
+        for index, bag in enumerate(self._bags):
+            score = sum(weights[word] for word in bag & wanted)
+            if score > best_score:
+                best, best_score = index, score
+        return sentences[best]
+
+
+def choose_quote(chunk_text: str, citing_sentence: str | None) -> str | None:
+    """Pick the sentence of a cited chunk that a citing sentence most likely used.
+
+    The chunk is split into sentences; the one sharing the most words (of three letters or
+    more, case-insensitive, weighted by rarity in the chunk) with the citing sentence wins, ties
+    going to the earliest. With no citing sentence, or no word in common, the chunk's first
+    sentence is the quote (the link then opens the passage at its start).
+
+    Args:
+        chunk_text: The cited chunk's text.
+        citing_sentence: The answer's sentence that carries the citation, if known.
+
+    Returns:
+        The quote, or None for an empty chunk.
+    """
+    return QuoteFinder(chunk_text).best(citing_sentence)
+
+
+def _clean_quote_keep_length(text: str) -> str:
+    """Citation markup removed and whitespace folded, with no length cap (chunks are long)."""
+    return " ".join(_MARKUP_RE.sub(" ", text).split())

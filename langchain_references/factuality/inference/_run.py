@@ -1,0 +1,261 @@
+"""Per-component dispatch: which solver runs where, within which budgets (internal)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Literal, TypedDict, get_args
+
+import numpy as np
+
+from langchain_references.factuality.inference._bp import Kernel, run_bp
+from langchain_references.factuality.inference._brute import brute_beliefs
+from langchain_references.factuality.inference._clamp import clamp_estimate
+from langchain_references.factuality.inference._cutset import plan_cutset, run_cutset
+from langchain_references.factuality.inference._errors import InferenceError
+from langchain_references.factuality.inference._junction import (
+    plan_junction_tree,
+    run_junction_tree,
+)
+from langchain_references.factuality.inference._network import (
+    FloatArray,
+    IntArray,
+    Network,
+    component_labels,
+    p_true,
+    prepare,
+)
+from langchain_references.factuality.inference._result import (
+    BPReport,
+    ComponentReport,
+    InferenceResult,
+)
+from langchain_references.factuality.inference._tree import tree_beliefs
+from langchain_references.factuality.model import FactGraph
+
+logger = logging.getLogger("langchain_references.factuality.inference")
+
+Method = Literal["auto", "exact", "bp", "brute"]
+_METHODS: frozenset[str] = frozenset(get_args(Method))
+_BRUTE_HARD_LIMIT = 26
+# restarts when BP does not converge: (damping, Anderson memory); 0 = plain damped BP
+_RETRIES = ((None, 0), (0.8, 5), (0.95, 0))
+
+
+class InferenceOptions(TypedDict, total=False):
+    """The keyword options of :func:`run_inference`, which :func:`infer_marginals` passes on.
+
+    Attributes:
+        damping: Loopy BP damping.
+        tolerance: Loopy BP convergence tolerance.
+        max_iterations: Loopy BP sweep cap (per run).
+        exact_budget: Largest clique-table sum of one junction tree.
+        conditioning_budget: Largest total clique-table sum of cutset conditioning.
+        clamp_budget: Largest number of message updates spent on clamped BP runs.
+        brute_max_vars: Largest component ``"brute"`` will enumerate.
+    """
+
+    damping: float
+    tolerance: float
+    max_iterations: int
+    exact_budget: int
+    conditioning_budget: int
+    clamp_budget: int
+    brute_max_vars: int
+
+
+def _check_options(method: str, options: InferenceOptions) -> None:
+    if method not in _METHODS:
+        raise ValueError(f"method must be one of {sorted(_METHODS)}, got {method!r}")
+    damping = options["damping"]
+    if not 0.0 <= damping < 1.0:
+        raise ValueError(f"damping must be in [0, 1), got {damping!r}")
+    if not options["tolerance"] > 0.0:
+        raise ValueError(f"tolerance must be positive, got {options['tolerance']!r}")
+    if options["max_iterations"] < 1:
+        raise ValueError(f"max_iterations must be >= 1, got {options['max_iterations']!r}")
+    for name, value in (
+        ("exact_budget", options["exact_budget"]),
+        ("conditioning_budget", options["conditioning_budget"]),
+    ):
+        if value < 4:
+            raise ValueError(f"{name} must be >= 4, got {value!r}")
+    if options["clamp_budget"] < 0:
+        raise ValueError(f"clamp_budget must be >= 0, got {options['clamp_budget']!r}")
+    if not 1 <= options["brute_max_vars"] <= _BRUTE_HARD_LIMIT:
+        raise ValueError(f"brute_max_vars must be in [1, {_BRUTE_HARD_LIMIT}]")
+
+
+def solve(graph: FactGraph, method: Method, options: InferenceOptions) -> InferenceResult:
+    """Run the dispatch described in the package docstring (options complete)."""
+    _check_options(method, options)
+    net = prepare(graph)
+    labels = component_labels(net)
+    n = net.n
+    sizes = np.bincount(labels, minlength=n)
+    edge_counts = np.bincount(labels[net.ei], minlength=n).astype(np.int64)
+    roots = np.flatnonzero(labels == np.arange(n))
+
+    beliefs = net.log_unary.copy()
+    reports: list[ComponentReport] = []
+    tree_roots: list[int] = []
+    bp_roots: list[int] = []
+    exact_budget = options["exact_budget"]
+    for root in roots.tolist():
+        size, m = int(sizes[root]), int(edge_counts[root])
+        if size == 1:
+            reports.append(ComponentReport(1, 0, "isolated"))
+            continue
+        nodes = np.flatnonzero(labels == root)
+        if method == "brute":
+            if size > options["brute_max_vars"]:
+                raise InferenceError(
+                    f"a component has {size} variables; brute force is limited to "
+                    f"{options['brute_max_vars']}"
+                )
+            beliefs[nodes] = brute_beliefs(net.subnetwork(nodes))
+            reports.append(ComponentReport(size, m, "brute"))
+        elif method == "bp":
+            bp_roots.append(root)
+        elif m == size - 1:
+            tree_roots.append(root)
+        else:
+            sub = net.subnetwork(nodes)
+            plan = plan_junction_tree(sub.n, sub.ei, sub.ej, exact_budget)
+            if plan is not None:
+                solved, _ = run_junction_tree(
+                    plan, sub.log_unary[None], sub.ei, sub.ej, sub.log_pair
+                )
+                beliefs[nodes] = solved[0]
+                reports.append(ComponentReport(size, m, "junction_tree", plan.width))
+                continue
+            cutset = plan_cutset(sub, exact_budget, options["conditioning_budget"])
+            if cutset is not None:
+                beliefs[nodes] = run_cutset(sub, cutset, exact_budget)
+                reports.append(
+                    ComponentReport(size, m, "conditioned", cutset.plan.width, len(cutset.hubs))
+                )
+            elif method == "exact":
+                raise InferenceError(
+                    f"a loopy component ({size} variables, {m} factors) exceeds "
+                    f"exact_budget={exact_budget} even after conditioning within "
+                    f"conditioning_budget={options['conditioning_budget']}; use "
+                    "method='auto' or 'bp'"
+                )
+            else:
+                bp_roots.append(root)
+
+    if tree_roots:
+        nodes = np.flatnonzero(np.isin(labels, tree_roots))
+        sub = net.subnetwork(nodes)
+        beliefs[nodes] = tree_beliefs(sub, component_labels(sub))
+        reports.extend(
+            ComponentReport(int(sizes[r]), int(edge_counts[r]), "tree") for r in tree_roots
+        )
+
+    marginal = p_true(beliefs)
+    errors: list[float | None] = [0.0] * n
+    bp_report: BPReport | None = None
+    if bp_roots:
+        nodes = np.flatnonzero(np.isin(labels, bp_roots))
+        bp_report = _run_bp(graph, net.subnetwork(nodes), nodes, labels, marginal, errors, options)
+        for r in bp_roots:
+            members = np.flatnonzero(labels == r)
+            targets = _targets(graph, members)
+            estimates = [errors[int(v)] for v in targets]
+            worst = (
+                None
+                if any(e is None for e in estimates)
+                else max((e for e in estimates if e is not None), default=0.0)
+            )
+            reports.append(
+                ComponentReport(int(sizes[r]), int(edge_counts[r]), "loopy_bp", None, 0, worst)
+            )
+
+    ids = [v.id for v in graph.variables]
+    return InferenceResult(
+        marginals={vid: float(p) for vid, p in zip(ids, marginal, strict=True)},
+        components=tuple(reports),
+        bp=bp_report,
+        errors=dict(zip(ids, errors, strict=True)),
+        atom_ids=graph.atom_ids,
+    )
+
+
+def _targets(graph: FactGraph, members: IntArray) -> IntArray:
+    """The variables of a component whose error is estimated: its atoms, else all."""
+    atoms = np.array([graph.variables[int(v)].kind == "atom" for v in members], dtype=bool)
+    return members[atoms] if atoms.any() else members
+
+
+def _run_bp(
+    graph: FactGraph,
+    sub: Network,
+    nodes: IntArray,
+    labels: IntArray,
+    marginal: FloatArray,
+    errors: list[float | None],
+    options: InferenceOptions,
+) -> BPReport:
+    """Loopy BP on the union of the BP components, then clamped corrections."""
+    kernel = Kernel.of(sub)
+    damping = options["damping"]
+    base = run_bp(
+        kernel,
+        kernel.unary,
+        damping=damping,
+        tolerance=options["tolerance"],
+        max_sweeps=options["max_iterations"],
+    )
+    spent = base.sweeps
+    for retry, memory in _RETRIES:  # restarts from the last messages
+        if base.converged:
+            break
+        damping = damping if retry is None else max(damping, retry)
+        base = run_bp(
+            kernel,
+            kernel.unary,
+            damping=damping,
+            tolerance=options["tolerance"],
+            max_sweeps=options["max_iterations"],
+            init=base.messages,
+            memory=memory,
+        )
+        spent += base.sweeps
+    if not base.converged:
+        logger.warning(
+            "loopy BP did not converge in %d iterations (max log-odds change %.3g)",
+            spent,
+            base.residual,
+        )
+    log_odds = kernel.log_odds(base.messages, kernel.unary)
+    marginal[nodes] = 1.0 / (1.0 + np.exp(-np.clip(log_odds, -700.0, 700.0)))
+    for v in nodes.tolist():
+        errors[v] = None
+    local = np.full(labels.size, -1, dtype=np.int64)
+    local[nodes] = np.arange(nodes.size)
+    targets = np.concatenate(
+        [_targets(graph, np.flatnonzero(labels == r)) for r in np.unique(labels[nodes]).tolist()]
+    )
+    estimate = clamp_estimate(
+        kernel,
+        base,
+        local[targets],
+        damping=damping,
+        tolerance=options["tolerance"],
+        max_sweeps=options["max_iterations"],
+        budget=options["clamp_budget"],
+    )
+    chosen = nodes[estimate.targets]
+    marginal[chosen] = estimate.marginals
+    for v, err in zip(chosen.tolist(), estimate.errors.tolist(), strict=True):
+        errors[v] = float(err)
+    if not estimate.converged:
+        logger.warning("some clamped BP runs did not converge; their estimates are rougher")
+    return BPReport(
+        iterations=spent,
+        converged=base.converged,
+        max_residual=base.residual,
+        clamped=int(chosen.size),
+        clamp_sweeps=estimate.sweeps,
+        clamp_converged=estimate.converged,
+    )

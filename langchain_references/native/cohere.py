@@ -1,0 +1,211 @@
+"""Cohere: citation spans over the answer, each naming the documents or tool outputs cited.
+
+``langchain-cohere`` (Chat API v2) puts the response's citations in
+``additional_kwargs["citations"]`` of the invoked message: the SDK's ``Citation`` objects,
+``start``/``end`` (characters of the answer), ``text`` (the cited span of the answer),
+``type`` (``TEXT_CONTENT``, ``THINKING_CONTENT``, ``PLAN``) and ``sources``
+(``DocumentSource(id, document)`` or ``ToolSource(id, tool_output)``). The documents sent
+with the request are in ``additional_kwargs["documents"]`` (``{"id", "data"}``, ids
+``doc-<i>`` unless the document had its own ``metadata["id"]``). The deprecated v1 API gives
+``ChatCitation(start, end, text, document_ids)`` and the documents as dicts with an ``id``.
+
+``langchain-cohere`` 0.6 drops the citation events of a stream (its chunks carry text
+only), so citations come with ``invoke`` (or any message that carries them). Because a span
+can only be placed once the text it covers is known and citations may come last, **the
+adapter holds the answer back until the stream ends** (or a chunk marks itself as the last).
+
+A source that is one of the request's documents becomes a document-index citation
+(``documents[i]`` of the run, assuming the run's documents are the ones sent to Cohere);
+any other source becomes a citation with the source's ``url``/``title``/``id``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from langchain_references.native._markers import (
+    Cut,
+    UnsupportedMessageError,
+    apply_cuts,
+    is_final_chunk,
+)
+from langchain_references.native.base import NativeCitation, Piece, normalize_url
+from langchain_references.native.v1 import field_of, span_end
+
+__all__ = ["CohereAdapter"]
+
+logger = logging.getLogger(__name__)
+
+_SKIPPED_TYPES = frozenset({"THINKING_CONTENT"})
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _is_cohere_citation(item: Any) -> bool:
+    return isinstance(field_of(item, "start"), int) and (
+        field_of(item, "sources") is not None or field_of(item, "document_ids") is not None
+    )
+
+
+def _document_fields(document: Any) -> Mapping[str, Any]:
+    """The fields of a cited document: its ``data`` when wrapped, else itself."""
+    if not isinstance(document, Mapping):
+        return {}
+    data = document.get("data")
+    return data if isinstance(data, Mapping) else document
+
+
+class CohereAdapter:
+    """Places Cohere's citations after the spans they support.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage
+        >>> citation = {"start": 0, "end": 7, "text": "Cats nap",
+        ...             "sources": [{"type": "document", "id": "doc-0",
+        ...                          "document": {"id": "doc-0", "text": "..."}}]}
+        >>> message = AIMessage("Cats nap a lot.", additional_kwargs={
+        ...     "citations": [citation],
+        ...     "documents": [{"id": "doc-0", "data": {"text": "..."}}]})
+        >>> adapter = CohereAdapter()
+        >>> pieces = adapter.feed(message) + adapter.finish()
+        >>> [p if isinstance(p, str) else p.document_index for p in pieces]
+        ['Cats nap', 0, ' a lot.']
+    """
+
+    provider: str = "cohere"
+
+    __slots__ = ("_citations", "_documents", "_text")
+
+    def __init__(self) -> None:
+        self._text = ""
+        self._citations: list[Any] = []
+        self._documents: list[Any] = []
+
+    @classmethod
+    def matches(cls, message: BaseMessage) -> bool:
+        """Return True for a Cohere message: its provider, or Cohere-shaped citations.
+
+        Args:
+            message: A message or chunk.
+
+        Returns:
+            Whether this adapter reads it.
+        """
+        if message.response_metadata.get("model_provider") == "cohere":
+            return True
+        citations = message.additional_kwargs.get("citations")
+        return (
+            isinstance(citations, list)
+            and bool(citations)
+            and all(_is_cohere_citation(item) for item in citations)
+        )
+
+    def feed(self, message: Any) -> list[Piece]:
+        """Consume one chunk (or whole message); return everything once a last chunk comes.
+
+        Args:
+            message: A LangChain message or message chunk.
+
+        Returns:
+            Nothing until the answer is complete.
+
+        Raises:
+            UnsupportedMessageError: If ``message`` is not a LangChain message.
+        """
+        if not isinstance(message, BaseMessage):
+            msg = f"expected a LangChain message or message chunk, got {type(message).__name__}"
+            raise UnsupportedMessageError(msg)
+        self._text += message.text
+        kwargs = message.additional_kwargs
+        citations = kwargs.get("citations")
+        if isinstance(citations, list):
+            self._citations.extend(item for item in citations if _is_cohere_citation(item))
+        documents = kwargs.get("documents")
+        if isinstance(documents, list) and documents:
+            self._documents = list(documents)
+        if is_final_chunk(message):
+            return self.finish()
+        return []
+
+    def finish(self) -> list[Piece]:
+        """End the answer; return it with citations after the cited spans.
+
+        Returns:
+            The answer's pieces (empty if already returned).
+        """
+        text, self._text = self._text, ""
+        citations, self._citations = self._citations, []
+        cuts: list[Cut] = []
+        for citation in citations:
+            kind = field_of(citation, "type")
+            if isinstance(kind, str) and kind.upper() in _SKIPPED_TYPES:
+                continue
+            records = self._records(citation)
+            if not records:
+                continue
+            quoted = field_of(citation, "text")
+            position = span_end(
+                text,
+                field_of(citation, "start"),
+                field_of(citation, "end"),
+                quoted if isinstance(quoted, str) else None,
+            )
+            cuts.append(Cut(position, position, records))
+        return apply_cuts(text, cuts)
+
+    def _records(self, citation: Any) -> list[NativeCitation]:
+        sources = field_of(citation, "sources")
+        if isinstance(sources, Sequence):
+            out = [self._from_source(source) for source in sources]
+            return [record for record in out if record is not None]
+        ids = field_of(citation, "document_ids") or ()
+        out = [self._from_id(document_id) for document_id in ids if isinstance(document_id, str)]
+        return [record for record in out if record is not None]
+
+    def _index_of(self, document_id: str) -> int | None:
+        for index, document in enumerate(self._documents):
+            if field_of(document, "id") == document_id:
+                return index
+        return None
+
+    def _from_id(self, document_id: str) -> NativeCitation | None:
+        index = self._index_of(document_id)
+        document = self._documents[index] if index is not None else None
+        return self._record(document_id, _document_fields(document), index)
+
+    def _from_source(self, source: Any) -> NativeCitation | None:
+        source_id = _str(field_of(source, "id"))
+        body = field_of(source, "document")
+        if body is None:
+            body = field_of(source, "tool_output")
+        fields = body if isinstance(body, Mapping) else {}
+        index = self._index_of(source_id) if source_id else None
+        return self._record(source_id, fields, index)
+
+    def _record(
+        self, source_id: str | None, fields: Mapping[str, Any], index: int | None
+    ) -> NativeCitation | None:
+        url = _str(fields.get("url"))
+        title = _str(fields.get("title"))
+        if index is not None:
+            source = None
+        elif url:
+            source = normalize_url(url)
+        else:
+            source = source_id or title
+        if index is None and source is None:
+            logger.debug("Cohere citation source without id, url or title: skipped")
+            return None
+        return NativeCitation(
+            provider=self.provider,
+            source=source,
+            url=url,
+            title=title,
+            document_index=index,
+        )

@@ -1,0 +1,198 @@
+"""Gemini: grounding metadata, with claim spans in UTF-8 bytes, at the end of the answer.
+
+``langchain-google-genai`` copies each candidate's ``grounding_metadata`` (``model_dump``
+of ``google.genai.types.GroundingMetadata``) into ``response_metadata["grounding_metadata"]``:
+``grounding_chunks`` (``web``/``retrieved_context``/``maps`` with ``uri`` and ``title``) and
+``grounding_supports`` (a ``segment`` with ``start_index``/``end_index`` in UTF-8 *bytes*
+of the answer and its ``text``, and the ``grounding_chunk_indices`` it cites). On invoke it
+is on the message; when streaming it comes with the last chunk(s), after all the text.
+Merged chunks concatenate every list, so only the last chunk that carries it is read (and
+identical supports are read once).
+
+The marker goes after each supported segment (the segment's offsets converted to
+characters, checked against its ``text``). Since the metadata arrives at the end and the
+markers go inside the text, **the adapter holds back the whole answer until the stream
+ends**: Gemini citations cost streaming latency.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from langchain_references.native._markers import Cut, UnsupportedMessageError, apply_cuts
+from langchain_references.native.base import NativeCitation, Piece, normalize_url
+from langchain_references.native.v1 import field_of, span_end
+
+__all__ = ["GeminiAdapter", "grounding_cuts"]
+
+logger = logging.getLogger(__name__)
+
+_PROVIDERS = frozenset({"google_genai", "google_vertexai", "google", "gemini"})
+_CHUNK_KINDS = ("web", "retrieved_context", "maps", "image")
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _citation(chunk: Any) -> NativeCitation | None:
+    """Turn one grounding chunk into a citation (None when it names no source)."""
+    for kind in _CHUNK_KINDS:
+        body = field_of(chunk, kind)
+        if body is None:
+            continue
+        url = _str(field_of(body, "uri"))
+        title = _str(field_of(body, "title"))
+        page = field_of(body, "page_number")
+        if url:
+            source: str | None = normalize_url(url)
+        else:
+            source = _str(field_of(body, "document_name")) or title
+        if source is None:
+            continue
+        return NativeCitation(
+            provider="gemini",
+            source=source,
+            url=url,
+            title=title,
+            cited_text=_str(field_of(body, "text")) if kind == "retrieved_context" else None,
+            page=page if isinstance(page, int) and not isinstance(page, bool) else None,
+        )
+    return None
+
+
+def _support_key(support: Any) -> tuple[Any, ...]:
+    segment = field_of(support, "segment")
+    indices = field_of(support, "grounding_chunk_indices") or ()
+    return (
+        field_of(segment, "part_index"),
+        field_of(segment, "start_index"),
+        field_of(segment, "end_index"),
+        field_of(segment, "text"),
+        tuple(indices),
+    )
+
+
+def grounding_cuts(text: str, metadata: Any) -> list[Cut]:
+    """Return a citation insertion after each supported segment of ``text``.
+
+    Args:
+        text: The whole answer text.
+        metadata: Gemini grounding metadata (a dict or a ``GroundingMetadata``).
+
+    Returns:
+        The insertions, in the metadata's support order.
+    """
+    chunks = field_of(metadata, "grounding_chunks") or []
+    supports = field_of(metadata, "grounding_supports") or []
+    cuts: list[Cut] = []
+    seen: set[tuple[Any, ...]] = set()
+    for support in supports:
+        key = _support_key(support)
+        if key in seen:
+            continue  # merged chunks repeat each support
+        seen.add(key)
+        citations = []
+        for index in field_of(support, "grounding_chunk_indices") or ():
+            if isinstance(index, int) and 0 <= index < len(chunks):
+                citation = _citation(chunks[index])
+                if citation is not None:
+                    citations.append(citation)
+            else:
+                logger.debug("grounding chunk index %r out of range", index)
+        if not citations:
+            continue
+        segment = field_of(support, "segment")
+        quoted = field_of(segment, "text")
+        position = span_end(
+            text,
+            field_of(segment, "start_index") or 0,
+            field_of(segment, "end_index"),
+            quoted if isinstance(quoted, str) else None,
+            utf8=True,
+        )
+        cuts.append(Cut(position, position, citations))
+    return cuts
+
+
+class GeminiAdapter:
+    """Places Gemini's grounding citations after the segments they support.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage
+        >>> metadata = {
+        ...     "grounding_chunks": [{"web": {"uri": "https://a.org/", "title": "a.org"}}],
+        ...     "grounding_supports": [
+        ...         {
+        ...             "segment": {"start_index": 0, "end_index": 9, "text": "Zoë ran."},
+        ...             "grounding_chunk_indices": [0],
+        ...         }
+        ...     ],
+        ... }
+        >>> adapter = GeminiAdapter()
+        >>> adapter.feed(AIMessage("Zoë ran. Then?", response_metadata={
+        ...     "grounding_metadata": metadata}))
+        []
+        >>> [p if isinstance(p, str) else p.source for p in adapter.finish()]
+        ['Zoë ran.', 'https://a.org/', ' Then?']
+    """
+
+    provider: str = "gemini"
+
+    __slots__ = ("_metadata", "_text")
+
+    def __init__(self) -> None:
+        self._text = ""
+        self._metadata: Any = None
+
+    @classmethod
+    def matches(cls, message: BaseMessage) -> bool:
+        """Return True for a Gemini message: its provider, or grounding metadata.
+
+        Args:
+            message: A message or chunk.
+
+        Returns:
+            Whether this adapter reads it.
+        """
+        metadata = message.response_metadata
+        provider = metadata.get("model_provider")
+        if isinstance(provider, str) and provider.lower() in _PROVIDERS:
+            return True
+        return bool(metadata.get("grounding_metadata"))
+
+    def feed(self, message: Any) -> list[Piece]:
+        """Consume one chunk (or whole message); hold everything until :meth:`finish`.
+
+        Args:
+            message: A LangChain message or message chunk.
+
+        Returns:
+            Always empty: the grounding metadata comes last.
+
+        Raises:
+            UnsupportedMessageError: If ``message`` is not a LangChain message.
+        """
+        if not isinstance(message, BaseMessage):
+            msg = f"expected a LangChain message or message chunk, got {type(message).__name__}"
+            raise UnsupportedMessageError(msg)
+        self._text += message.text
+        metadata = message.response_metadata.get("grounding_metadata")
+        if metadata:
+            self._metadata = metadata
+        return []
+
+    def finish(self) -> list[Piece]:
+        """End the answer; return it with citations after the supported segments.
+
+        Returns:
+            The whole answer's pieces.
+        """
+        text, self._text = self._text, ""
+        metadata, self._metadata = self._metadata, None
+        if metadata is None:
+            return [text] if text else []
+        return apply_cuts(text, grounding_cuts(text, metadata))

@@ -1,0 +1,275 @@
+"""OpenAI Responses API citations (through ``langchain-openai``) as native pieces.
+
+Shapes read (``langchain-openai`` 1.x, ``output_version`` ``"responses/v1"`` (the default) and
+``"v0"``; messages converted to LangChain's standard ``"v1"`` content are not claimed):
+
+* whole message (``invoke``): one block per ``output_text`` part,
+  ``{"type": "text", "text": ..., "annotations": [...], "id": "msg_..."}`` (``v0`` drops the
+  ``id``), next to ``reasoning`` / ``web_search_call`` / ``file_search_call`` /
+  ``function_call`` blocks. Annotation dicts are the SDK's, except that a ``file_citation``'s
+  ``index`` is renamed ``file_index`` (``index`` is LangChain's merge key).
+* stream: ``response.output_text.delta`` gives ``[{"type": "text", "text": ..., "index": i}]``;
+  ``response.output_text.annotation.added`` gives
+  ``[{"type": "text", "annotations": [annotation], "index": i}]`` after the text it points
+  at; ``response.output_text.done`` gives ``[{"type": "text", "text": "", "id": item_id,
+  "index": i}]`` (``v0``: without ``id``); ``response.completed`` gives an empty chunk with
+  ``chunk_position="last"``. ``i`` is LangChain's content index (one per output text part);
+  annotation positions count characters in that part's text.
+* Chat Completions messages (also ``model_provider == "openai"``) have string content; it
+  carries no annotations through ``langchain-openai`` and only has leaked markers removed.
+
+Placement: a ``url_citation`` (or ``container_file_citation``) replaces its
+``[start_index, end_index)`` span, which is the model's own inline link ``([domain](url))``;
+if that span does not look like a link (no ``(``/``[`` opening it, no ``](`` and no ``http``)
+the text is kept and the citation inserted at ``end_index``. A ``file_citation`` is inserted
+at its index. Leaked ``【…†…】`` markers and private-use ``U+E200 cite … U+E201`` runs are
+replaced by the citations whose span overlaps them or whose index touches them, and dropped
+(with the blank space before them) otherwise. ``file_path`` annotations are not citations.
+
+Hold-back policy: annotations arrive after the text they point at and may point anywhere in
+the part, so the text of the current output text part is held until the part is done (its
+``done`` chunk, a chunk for another content index, the final chunk, or :meth:`finish`).
+String content streams through with only a possible marker's beginning held back.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Final
+
+from langchain_core.messages import AIMessageChunk, BaseMessage
+
+from langchain_references.native._markers import (
+    Cut,
+    MarkerStripper,
+    apply_cuts,
+    as_dicts,
+    coalesce,
+    content_items,
+    find_marker_runs,
+    is_final_chunk,
+    optional_int,
+    optional_str,
+)
+from langchain_references.native.base import NativeCitation, Piece, normalize_url
+
+__all__ = ["OpenAIAdapter", "citation_from_openai", "resolve_annotations"]
+
+logger = logging.getLogger(__name__)
+
+PROVIDER: Final = "openai"
+
+#: Annotation types that are citations (``file_path`` is a download link, not a source).
+CITATION_TYPES: Final = frozenset({"url_citation", "file_citation", "container_file_citation"})
+
+_NO_BLOCK: Final = object()
+
+
+def citation_from_openai(raw: dict[str, Any]) -> NativeCitation | None:
+    """Turn one Responses API annotation (a dict) into a :class:`NativeCitation`.
+
+    Args:
+        raw: The annotation as it appears in a text block's ``annotations`` list.
+
+    Returns:
+        The record, or None for an annotation that is not a citation.
+
+    Example:
+        >>> citation_from_openai(
+        ...     {"type": "url_citation", "url": "https://a.org/x?utm_source=openai",
+        ...      "title": "A", "start_index": 3, "end_index": 9}
+        ... ).source
+        'https://a.org/x'
+    """
+    kind = raw.get("type")
+    if kind in ("file_citation", "container_file_citation"):
+        file_id = optional_str(raw, "file_id")
+        if file_id is None:
+            logger.debug("skipping a %s without file_id", kind)
+            return None
+        return NativeCitation(
+            provider=PROVIDER, source=file_id, title=optional_str(raw, "filename")
+        )
+    url = optional_str(raw, "url")
+    if url is not None and kind not in ("file_path",):
+        return NativeCitation(
+            provider=PROVIDER,
+            source=normalize_url(url),
+            url=url,
+            title=optional_str(raw, "title"),
+        )
+    logger.debug("skipping an OpenAI annotation of type %r", kind)
+    return None
+
+
+def _looks_like_link(span: str) -> bool:
+    """Return True when ``span`` is plausibly the model's inline link (safe to replace)."""
+    stripped = span.strip()
+    return stripped.startswith(("(", "[")) or "](" in stripped or "http" in stripped
+
+
+def resolve_annotations(text: str, annotations: list[dict[str, Any]]) -> list[Piece]:
+    """Place a finished output text part's annotations; remove leaked citation markers.
+
+    Args:
+        text: The part's whole text.
+        annotations: Its annotations (LangChain's dicts), in order.
+
+    Returns:
+        Text and citations in order.
+
+    Example:
+        >>> text = "Paris is big ([a.org](https://a.org/?utm_source=openai))."
+        >>> link = {"type": "url_citation", "url": "https://a.org/?utm_source=openai",
+        ...         "title": "A", "start_index": 13, "end_index": 56}
+        >>> [p if isinstance(p, str) else p.source for p in resolve_annotations(text, [link])]
+        ['Paris is big ', 'https://a.org/', '.']
+    """
+    markers = find_marker_runs(text)
+    cuts: list[Cut] = list(markers)
+    for raw in annotations:
+        citation = citation_from_openai(raw)
+        if citation is None:
+            continue
+        start = optional_int(raw, "start_index")
+        end = optional_int(raw, "end_index")
+        if start is not None and end is not None and raw.get("type") != "file_citation":
+            overlaps_marker = any(m.start < end and start < m.end for m in markers)
+            if start < end and (overlaps_marker or _looks_like_link(text[start:end])):
+                cuts.append(Cut(start, end, [citation]))
+            else:
+                cuts.append(Cut(end, end, [citation]))
+            continue
+        point = optional_int(raw, "file_index", "index")
+        if point is None:
+            point = end if end is not None else len(text)
+        marker = next((m for m in markers if m.start <= point <= m.end), None)
+        if marker is not None:
+            marker.citations.append(citation)
+        else:
+            cuts.append(Cut(point, point, [citation]))
+    return apply_cuts(text, cuts)
+
+
+class OpenAIAdapter:
+    """Reads the citations of one OpenAI answer (see the module docstring for the shapes).
+
+    Example:
+        >>> from langchain_core.messages import AIMessage
+        >>> adapter = OpenAIAdapter()
+        >>> pieces = adapter.feed(AIMessage(content=[{"type": "text", "text": "See it.",
+        ...     "annotations": [{"type": "file_citation", "file_id": "file-1",
+        ...                      "filename": "a.pdf", "file_index": 6}]}]))
+        >>> [p if isinstance(p, str) else p.source for p in pieces]
+        ['See it', 'file-1', '.']
+    """
+
+    provider: str = PROVIDER
+
+    def __init__(self) -> None:
+        self._index: object = _NO_BLOCK
+        self._text: list[str] = []
+        self._annotations: list[dict[str, Any]] = []
+        self._stripper = MarkerStripper()
+
+    @classmethod
+    def matches(cls, message: BaseMessage) -> bool:
+        """Return True when ``message`` comes from OpenAI or carries Responses annotations.
+
+        Args:
+            message: A message or message chunk.
+
+        Returns:
+            True for ``response_metadata["model_provider"] == "openai"`` (unless the message
+            was converted to LangChain's standard ``v1`` content) or for a text block whose
+            ``annotations`` include a Responses API citation.
+        """
+        metadata = message.response_metadata
+        if metadata.get("output_version") == "v1":
+            return False
+        if metadata.get("model_provider") == PROVIDER:
+            return True
+        content = message.content
+        if isinstance(content, str):
+            return False
+        return any(
+            isinstance(block, dict)
+            and block.get("type") == "text"
+            and any(raw.get("type") in CITATION_TYPES for raw in as_dicts(block.get("annotations")))
+            for block in content
+        )
+
+    def feed(self, message: Any) -> list[Piece]:
+        """Consume one chunk (or the whole message); return the pieces now certain.
+
+        Args:
+            message: An ``AIMessageChunk`` of a stream, or the whole ``AIMessage``.
+
+        Returns:
+            Text and citations in order.
+
+        Raises:
+            UnsupportedMessageError: If ``message`` is not a LangChain message.
+        """
+        items = content_items(message)
+        if not isinstance(message, AIMessageChunk):
+            pieces = self._flush()
+            for item in items:
+                if isinstance(item, str):
+                    pieces.extend(resolve_annotations(item, []))
+                elif item.get("type") == "text":
+                    text = str(item.get("text") or "")
+                    pieces.extend(
+                        resolve_annotations(text, list(as_dicts(item.get("annotations"))))
+                    )
+            return coalesce(pieces)
+        pieces = []
+        for item in items:
+            if isinstance(item, str):
+                pieces.extend(self._flush_block())
+                pieces.append(self._stripper.feed(item))
+                continue
+            index = item.get("index")
+            if item.get("type") != "text":
+                if index is None or index != self._index:
+                    pieces.extend(self._flush())
+                continue
+            if index is None:
+                # A complete part outside any indexed stream.
+                pieces.extend(self._flush())
+                text = str(item.get("text") or "")
+                pieces.extend(resolve_annotations(text, list(as_dicts(item.get("annotations")))))
+                continue
+            if index != self._index:
+                pieces.extend(self._flush())
+                self._index = index
+            self._text.append(str(item.get("text") or ""))
+            self._annotations.extend(as_dicts(item.get("annotations")))
+            if "id" in item:
+                # ``response.output_text.done``: no annotation can follow for this part.
+                pieces.extend(self._flush_block())
+        if is_final_chunk(message):
+            pieces.extend(self._flush())
+        return coalesce(pieces)
+
+    def finish(self) -> list[Piece]:
+        """End the answer; return the held part and any held string text.
+
+        Returns:
+            The remaining pieces.
+        """
+        return coalesce(self._flush())
+
+    def _flush_block(self) -> list[Piece]:
+        """Close the held output text part and return its pieces."""
+        if self._index is _NO_BLOCK and not self._text:
+            return []
+        pieces = resolve_annotations("".join(self._text), self._annotations)
+        self._index = _NO_BLOCK
+        self._text = []
+        self._annotations = []
+        return pieces
+
+    def _flush(self) -> list[Piece]:
+        """Close the held part and the held string text; return their pieces."""
+        return [self._stripper.close(), *self._flush_block()]

@@ -1,0 +1,408 @@
+"""LangChain v1 output: ``citation`` annotations on standard text blocks.
+
+A chat model built with ``output_version="v1"`` yields standard content blocks. Citations
+are ``{"type": "citation", "url", "title", "start_index", "end_index", "cited_text",
+"extras"}`` annotations on ``{"type": "text"}`` blocks; ``start_index``/``end_index``
+locate the cited claim in that block's text. The reference marker goes after
+``end_index`` (at the end of the block when the provider gives no span, as Anthropic's
+translator does).
+
+While streaming, a block's annotations may arrive after its text (OpenAI's
+``response.output_text.annotation.added``, Anthropic's ``citations_delta``), so each text
+block is held back until it is complete: until a text block with another ``index`` begins,
+a chunk says the answer is over, or the stream ends. Blocks are short for Anthropic; an
+OpenAI answer is one block, released whole at its end.
+
+Some providers have no v1 translator for their citations, or one that loses data, so the
+v1 adapter hands such runs to the provider's own adapter, which reads the raw fields the
+integration keeps next to the v1 content: Perplexity's ``[k]`` markers
+(``additional_kwargs["citations"]``), Cohere's spans (``additional_kwargs["citations"]``)
+and Gemini's grounding metadata (``response_metadata["grounding_metadata"]``, whose
+offsets are UTF-8 bytes of the whole answer, while its v1 annotations carry those bytes as
+if they were characters of the first block).
+
+This module also holds the span helpers the Perplexity, Gemini and Cohere adapters share.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from langchain_references._parser import CITATION_RE
+from langchain_references.native._markers import (
+    Cut,
+    UnsupportedMessageError,
+    apply_cuts,
+    coalesce,
+    is_final_chunk,
+    optional_int,
+    optional_str,
+)
+from langchain_references.native.base import NativeAdapter, NativeCitation, Piece, normalize_url
+
+__all__ = [
+    "V1Adapter",
+    "char_offset",
+    "field_of",
+    "span_end",
+]
+
+logger = logging.getLogger(__name__)
+
+_GEMINI_EXTRAS = "google_ai_metadata"
+
+#: An inline Markdown link the model wrote for a citation, ``([title](url))`` (OpenAI's
+#: web-search answers: the annotation's span is exactly this link).
+_LINK_SPAN_RE = re.compile(r"\(?\[[^\]\n]*\]\([^()\s]+\)\)?")
+
+
+def field_of(obj: Any, name: str) -> Any:
+    """Return ``obj[name]`` for a mapping, else ``obj.name`` (None when absent).
+
+    Integrations keep provider payloads either as dicts or as the SDK's pydantic objects
+    (Perplexity's ``search_results`` on invoke, Cohere's ``citations``); this reads both.
+
+    Args:
+        obj: A mapping, an object, or None.
+        name: The key or attribute.
+
+    Returns:
+        The value, or None.
+    """
+    if obj is None:
+        return None
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def _as_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def char_offset(text: str, byte_offset: int) -> int:
+    """Convert a UTF-8 byte offset into ``text`` to a character offset.
+
+    An offset inside a multi-byte character falls back to that character's start; offsets
+    past the end clamp to ``len(text)``.
+
+    Args:
+        text: The text the offset refers to.
+        byte_offset: Offset in the UTF-8 encoding of ``text``.
+
+    Returns:
+        The character offset.
+
+    Example:
+        >>> char_offset("né x", 4)
+        3
+    """
+    if byte_offset <= 0:
+        return 0
+    return len(text.encode("utf-8")[:byte_offset].decode("utf-8", errors="ignore"))
+
+
+def _clear_of_model_citations(text: str, position: int) -> int:
+    """Move ``position`` past a ``[n](id=k)`` citation it would cut in two."""
+    for match in CITATION_RE.finditer(text):
+        if match.start() < position < match.end():
+            return match.end()
+        if match.start() >= position:
+            break
+    return position
+
+
+def span_end(
+    text: str,
+    start: Any,
+    end: Any,
+    quoted: str | None = None,
+    *,
+    utf8: bool = False,
+) -> int:
+    """Return where a marker goes for a claim spanning ``text[start:end]``.
+
+    The span is checked against ``quoted`` (the claim's text, when the provider gives it):
+    when the offsets do not select it (offsets of another part, stripped whitespace...), the
+    occurrence of ``quoted`` nearest to ``end`` is used. Without a usable span the marker
+    goes at the end of the text. A position inside a ``[n](id=k)`` citation written by the
+    model moves past it.
+
+    Args:
+        text: The finished text the offsets refer to.
+        start: Start offset (int) or None.
+        end: End offset (int) or None.
+        quoted: The claim's text, if known.
+        utf8: True when the offsets count UTF-8 bytes (Gemini), False for characters.
+
+    Returns:
+        A character position in ``[0, len(text)]``.
+
+    Example:
+        >>> span_end("Zoë ran. It rained.", 0, 9, "Zoë ran.", utf8=True)
+        8
+    """
+    size = len(text)
+    first, last = _as_int(start), _as_int(end)
+    if utf8:
+        first = char_offset(text, first) if first is not None else None
+        last = char_offset(text, last) if last is not None else None
+    if last is not None:
+        last = min(max(last, 0), size)
+    if quoted:
+        if last is not None and first is not None and text[max(first, 0) : last] == quoted:
+            return _clear_of_model_citations(text, last)
+        found = _nearest_occurrence(text, quoted, last)
+        if found is not None:
+            return _clear_of_model_citations(text, found)
+        logger.debug("cited span %r not found in the answer; using its offsets", quoted[:40])
+    return _clear_of_model_citations(text, size if last is None else last)
+
+
+def _nearest_occurrence(text: str, quoted: str, near: int | None) -> int | None:
+    """End of the occurrence of ``quoted`` whose end is nearest to ``near`` (first if None)."""
+    best: int | None = None
+    index = text.find(quoted)
+    while index >= 0:
+        candidate = index + len(quoted)
+        if near is None:
+            return candidate
+        if best is None or abs(candidate - near) < abs(best - near):
+            best = candidate
+        index = text.find(quoted, index + 1)
+    return best
+
+
+def _citation_from_annotation(annotation: Mapping[str, Any]) -> NativeCitation:
+    """Turn a v1 ``citation`` annotation into a :class:`NativeCitation`."""
+    extras_value = annotation.get("extras")
+    extras: dict[str, Any] = dict(extras_value) if isinstance(extras_value, Mapping) else {}
+    url = optional_str(dict(annotation), "url")
+    title = optional_str(dict(annotation), "title") or optional_str(extras, "document_title")
+    document_index = optional_int(extras, "document_index")
+    source: str | None
+    if url:
+        source = normalize_url(url)
+    elif document_index is not None:
+        source = None
+    else:
+        source = optional_str(extras, "file_id", "source") or title
+    cited_text = optional_str(dict(annotation), "cited_text")
+    if _GEMINI_EXTRAS in extras:
+        cited_text = None  # Gemini's v1 cited_text is the answer's own segment
+    return NativeCitation(
+        provider="v1",
+        source=source,
+        url=url,
+        title=title,
+        cited_text=cited_text,
+        page=optional_int(extras, "start_page_number", "page_number", "page"),
+        document_index=document_index,
+        start=optional_int(extras, "start_char_index"),
+        end=optional_int(extras, "end_char_index"),
+    )
+
+
+class _Block:
+    """One text block being assembled from chunks."""
+
+    __slots__ = ("annotations", "text")
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.annotations: list[Mapping[str, Any]] = []
+
+    def pieces(self) -> list[Piece]:
+        cuts: list[Cut] = []
+        for annotation in self.annotations:
+            link = self._link_cut(annotation)
+            if link is not None:
+                cuts.append(link)
+                continue
+            extras = annotation.get("extras")
+            utf8 = isinstance(extras, Mapping) and _GEMINI_EXTRAS in extras
+            quoted = annotation.get("cited_text") if utf8 else None
+            position = span_end(
+                self.text,
+                annotation.get("start_index"),
+                annotation.get("end_index"),
+                quoted if isinstance(quoted, str) else None,
+                utf8=utf8,
+            )
+            cuts.append(Cut(position, position, [_citation_from_annotation(annotation)]))
+        return apply_cuts(self.text, cuts)
+
+    def _link_cut(self, annotation: Mapping[str, Any]) -> Cut | None:
+        """A cut replacing the Markdown link to the cited URL that the span covers, if any."""
+        start, end = _as_int(annotation.get("start_index")), _as_int(annotation.get("end_index"))
+        url = annotation.get("url")
+        if start is None or end is None or not isinstance(url, str) or not url:
+            return None
+        if not 0 <= start < end <= len(self.text):
+            return None
+        span = self.text[start:end]
+        if url not in span or not _LINK_SPAN_RE.fullmatch(span):
+            return None
+        while start > 0 and self.text[start - 1] in " \t":
+            start -= 1
+        return Cut(start, end, [_citation_from_annotation(annotation)])
+
+
+def _delegate_for(message: BaseMessage) -> NativeAdapter | None:
+    """The provider adapter that reads this v1 run better than its annotations, if any."""
+    # Imported here: the provider modules import this module's helpers.
+    from langchain_references.native.cohere import CohereAdapter
+    from langchain_references.native.gemini import GeminiAdapter
+    from langchain_references.native.perplexity import PerplexityAdapter
+
+    for adapter in (GeminiAdapter, PerplexityAdapter, CohereAdapter):
+        if adapter.matches(message):
+            return adapter()
+    return None
+
+
+class V1Adapter:
+    """Reads LangChain v1 content blocks and their ``citation`` annotations.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage
+        >>> message = AIMessage(
+        ...     content=[
+        ...         {
+        ...             "type": "text",
+        ...             "text": "Paris is in France. It is big.",
+        ...             "annotations": [
+        ...                 {"type": "citation", "url": "https://a.org/p", "end_index": 19}
+        ...             ],
+        ...         }
+        ...     ],
+        ...     response_metadata={"output_version": "v1"},
+        ... )
+        >>> adapter = V1Adapter()
+        >>> pieces = adapter.feed(message) + adapter.finish()
+        >>> [p if isinstance(p, str) else p.source for p in pieces]
+        ['Paris is in France.', 'https://a.org/p', ' It is big.']
+    """
+
+    provider: str = "v1"
+
+    __slots__ = ("_blocks", "_current", "_delegate", "_fed", "_serial")
+
+    def __init__(self) -> None:
+        self._blocks: dict[Any, _Block] = {}
+        self._current: Any = None
+        self._serial = 0
+        self._fed = False
+        self._delegate: NativeAdapter | None = None
+
+    @classmethod
+    def matches(cls, message: BaseMessage) -> bool:
+        """Return True for v1 output: ``output_version="v1"`` or ``citation`` annotations.
+
+        Args:
+            message: A message or chunk.
+
+        Returns:
+            Whether this adapter reads it.
+        """
+        if message.response_metadata.get("output_version") == "v1":
+            return True
+        content = message.content
+        if isinstance(content, str):
+            return False
+        return any(
+            isinstance(block, dict)
+            and block.get("type") == "text"
+            and any(
+                isinstance(a, dict) and a.get("type") == "citation"
+                for a in block.get("annotations") or ()
+            )
+            for block in content
+        )
+
+    def feed(self, message: Any) -> list[Piece]:
+        """Consume one chunk (or whole message); return the completed blocks' pieces.
+
+        Args:
+            message: A LangChain message or message chunk.
+
+        Returns:
+            Text and citations of every text block now complete.
+
+        Raises:
+            UnsupportedMessageError: If ``message`` is not a LangChain message.
+        """
+        if not isinstance(message, BaseMessage):
+            msg = f"expected a LangChain message or message chunk, got {type(message).__name__}"
+            raise UnsupportedMessageError(msg)
+        if not self._fed:
+            self._fed = True
+            self._delegate = _delegate_for(message)
+        if self._delegate is not None:
+            return self._delegate.feed(message)
+        out: list[Piece] = []
+        content = message.content
+        items: list[Any] = [content] if isinstance(content, str) else list(content)
+        for item in items:
+            if isinstance(item, str):
+                if item:
+                    out.extend(self._add("__str__", item, ()))
+                continue
+            if not isinstance(item, dict) or item.get("type") != "text":
+                continue
+            if "index" in item:
+                key: Any = ("index", item["index"])
+            else:
+                self._serial += 1  # an unindexed block merges with nothing
+                key = ("serial", self._serial)
+            text = item.get("text")
+            annotations = [
+                a
+                for a in item.get("annotations") or ()
+                if isinstance(a, Mapping) and a.get("type") == "citation"
+            ]
+            out.extend(self._add(key, text if isinstance(text, str) else "", annotations))
+        if is_final_chunk(message):
+            out.extend(self._close_all())
+        return coalesce(out)
+
+    def finish(self) -> list[Piece]:
+        """End the answer; return the blocks still open.
+
+        Returns:
+            Their text and citations.
+        """
+        if self._delegate is not None:
+            return self._delegate.finish()
+        return coalesce(self._close_all())
+
+    def _add(self, key: Any, text: str, annotations: Any) -> list[Piece]:
+        out: list[Piece] = []
+        block = self._blocks.get(key)
+        if block is None:
+            if self._current is not None and self._current != key:
+                out.extend(self._close(self._current))
+            block = self._blocks[key] = _Block()
+        elif self._current != key and self._current is not None:
+            logger.debug("text block %r resumed after block %r", key, self._current)
+        self._current = key
+        block.text += text
+        block.annotations.extend(annotations)
+        return out
+
+    def _close(self, key: Any) -> list[Piece]:
+        block = self._blocks.pop(key, None)
+        if self._current == key:
+            self._current = None
+        return block.pieces() if block is not None else []
+
+    def _close_all(self) -> list[Piece]:
+        out: list[Piece] = []
+        for key in list(self._blocks):
+            out.extend(self._close(key))
+        return out

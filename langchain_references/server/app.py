@@ -1,0 +1,363 @@
+"""The FastAPI application: the routers, and the operational layer around them.
+
+:func:`create_app` assembles the service: the climate-evidence-compatible routes
+(:mod:`~langchain_references.server.compat`), the native ``/v1`` routes and the web page when
+their modules (``server.native``, ``server.page``) are installed, and one ASGI middleware that
+
+* gives every request an id (the client's ``X-Request-ID`` if it is a sane token, else a new
+  one), returned in ``X-Request-ID`` and available to log records through
+  :class:`RequestIdFilter`; the worker's pid goes out in ``X-Worker-PID``;
+* refuses a body larger than ``max_body_bytes`` (413, JSON naming the limit), by its
+  ``Content-Length`` or while it streams in;
+* checks the bearer token when an API key is configured (401 JSON); ``/healthcheck``, the
+  docs and the web page stay public.
+
+CORS is added only when origins are configured. Limits a handler detects
+(:class:`~langchain_references.server.settings.LimitExceededError`) and index failures are
+answered with JSON errors; bad bodies get FastAPI's usual 422.
+
+``uvicorn --factory langchain_references.server.app:app_from_env`` builds the application from
+the environment the ``serve`` command sets (:meth:`ServerSettings.from_env`): that is how
+``--workers N`` starts identical workers.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hmac
+import importlib
+import importlib.util
+import json
+import logging
+import os
+import re
+import time
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from langchain_references._optional import require
+from langchain_references.server.index import EvidenceIndex, EvidenceIndexError, load_embeddings
+from langchain_references.server.services import Services
+from langchain_references.server.settings import (
+    LimitExceededError,
+    ServerSettings,
+    SettingsError,
+)
+
+require("fastapi", "server", feature="The evidence service")
+
+from fastapi import FastAPI, HTTPException, Request  # noqa: E402 - after the extra check
+from fastapi.responses import JSONResponse  # noqa: E402
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+    from langchain_references.factcheck.search import SearchProvider
+
+__all__ = [
+    "OPTIONAL_ROUTERS",
+    "PUBLIC_PATHS",
+    "RequestIdFilter",
+    "app_from_env",
+    "build_search_backend",
+    "build_services",
+    "create_app",
+    "current_request_id",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Modules of this package whose ``router`` is included when they are installed.
+OPTIONAL_ROUTERS: Final = ("native", "page")
+#: Paths served without the bearer token.
+PUBLIC_PATHS: Final = frozenset({"/", "/healthcheck", "/docs", "/docs/oauth2-redirect", "/redoc"})
+_PUBLIC_PREFIXES: Final = ("/static/", "/openapi.json")
+_REQUEST_ID: Final = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+_request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+
+
+def current_request_id() -> str:
+    """The id of the request being handled in this context (``"-"`` outside a request)."""
+    return _request_id.get()
+
+
+class RequestIdFilter(logging.Filter):
+    """Adds ``record.request_id`` (the current request's id) to every log record it sees.
+
+    Attach it to a handler and use ``%(request_id)s`` in the handler's format.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Set ``record.request_id``; keep the record.
+
+        Args:
+            record: The log record.
+
+        Returns:
+            Always ``True``.
+        """
+        record.request_id = _request_id.get()
+        return True
+
+
+def _is_public(path: str) -> bool:
+    return path in PUBLIC_PATHS or path.startswith(_PUBLIC_PREFIXES)
+
+
+def _json_body(status: int, payload: dict[str, object]) -> tuple[int, bytes]:
+    return status, json.dumps(payload).encode()
+
+
+class _RequestContext:
+    """Pure ASGI middleware: request ids, the body size limit and bearer authentication."""
+
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int, api_key: str | None) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+        self._api_key = api_key.encode() if api_key is not None else None
+        self._pid = str(os.getpid()).encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        given = headers.get(b"x-request-id", b"").decode("latin-1")
+        request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
+        token = _request_id.set(request_id)
+        started = time.perf_counter()
+        status_holder = [0]
+        extra = [(b"x-request-id", request_id.encode()), (b"x-worker-pid", self._pid)]
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status_holder[0] = message["status"]
+                message["headers"] = [*message.get("headers", []), *extra]
+            await send(message)
+
+        try:
+            refusal = self._refusal(scope, headers)
+            if refusal is not None:
+                await self._send_json(send_with_headers, *refusal)
+            else:
+                await self.app(scope, self._limited(receive), send_with_headers)
+        finally:
+            logger.info(
+                "%s %s %s %d %.1fms",
+                request_id,
+                scope["method"],
+                scope["path"],
+                status_holder[0],
+                (time.perf_counter() - started) * 1000,
+            )
+            _request_id.reset(token)
+
+    def _refusal(self, scope: Scope, headers: dict[bytes, bytes]) -> tuple[int, bytes] | None:
+        """A 401 or 413 answer decided from the headers alone, or ``None``."""
+        if (
+            self._api_key is not None
+            and scope["method"] != "OPTIONS"
+            and not _is_public(scope["path"])
+        ):
+            scheme, _, credentials = headers.get(b"authorization", b"").partition(b" ")
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(
+                credentials.strip(), self._api_key
+            ):
+                return _json_body(401, {"detail": "missing or invalid bearer token"})
+        length = headers.get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
+            return self._too_large()
+        return None
+
+    def _too_large(self) -> tuple[int, bytes]:
+        return _json_body(
+            413,
+            {
+                "detail": f"request body exceeds max_body_bytes ({self.max_body_bytes} bytes)",
+                "limit": "max_body_bytes",
+                "maximum": self.max_body_bytes,
+            },
+        )
+
+    def _limited(self, receive: Receive) -> Receive:
+        """``receive`` that fails with a 413 once the body exceeds the limit."""
+        received = 0
+        maximum = self.max_body_bytes
+
+        async def limited() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > maximum:
+                    # FastAPI re-raises HTTPException from body reading as is.
+                    raise HTTPException(
+                        413, f"request body exceeds max_body_bytes ({maximum} bytes)"
+                    )
+            return message
+
+        return limited
+
+    @staticmethod
+    async def _send_json(send: Send, status: int, body: bytes) -> None:
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+        if status == 401:
+            headers.append((b"www-authenticate", b"Bearer"))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+
+async def _limit_exceeded(request: Request, exc: Exception) -> JSONResponse:
+    if not isinstance(exc, LimitExceededError):  # pragma: no cover - registered for it only
+        raise exc
+    return JSONResponse(
+        {"detail": str(exc), "limit": exc.limit, "maximum": exc.maximum, "actual": exc.actual},
+        status_code=exc.status_code,
+    )
+
+
+async def _index_failed(request: Request, exc: Exception) -> JSONResponse:
+    logger.error("evidence index failure: %s", exc)
+    return JSONResponse({"detail": f"evidence index unavailable: {exc}"}, status_code=503)
+
+
+def build_search_backend(spec: str | None) -> SearchProvider | None:
+    """The web search back-end of ``/v1/factcheck`` named by ``spec``.
+
+    Args:
+        spec: ``None`` (the evidence index only), ``ddgs``, ``tavily``, ``bing``,
+            ``searx[:URL]`` or ``recorded:FILE`` (a recording, for tests and benchmarks).
+
+    Returns:
+        The provider, or ``None``.
+
+    Raises:
+        SettingsError: If the spec is unknown.
+        MissingDependencyError: If the provider's package is not installed.
+    """
+    if spec is None:
+        return None
+    from langchain_references.factcheck.search import (
+        BingSearch,
+        DuckDuckGoSearch,
+        RecordedSearch,
+        SearxSearch,
+        TavilySearch,
+    )
+
+    kind, _, value = spec.partition(":")
+    if kind == "ddgs" and not value:
+        return DuckDuckGoSearch()
+    if kind == "tavily" and not value:
+        return TavilySearch()
+    if kind == "bing" and not value:
+        return BingSearch()
+    if kind == "searx":
+        return SearxSearch(searx_host=value or None)
+    if kind == "recorded" and value:
+        path = Path(value)
+        if path.suffix.lower() == ".jsonl":
+            return RecordedSearch.from_jsonl(path)
+        return RecordedSearch.from_json(path)
+    raise SettingsError(
+        f"unknown search back-end {spec!r}: use ddgs, tavily, bing, searx[:URL] or recorded:FILE"
+    )
+
+
+def build_services(settings: ServerSettings, *, index: EvidenceIndex | None = None) -> Services:
+    """Open what the handlers share: the index (read-only), the offline judge, the search.
+
+    Args:
+        settings: The server's settings.
+        index: The index, if already open (else opened from ``settings``).
+
+    Returns:
+        The services.
+
+    Raises:
+        IndexNotFoundError: If the index does not exist.
+        EvidenceIndexError: If Chroma cannot be reached.
+        SettingsError: If the search back-end is unknown.
+    """
+    from langchain_references.judges import offline_judge
+
+    if index is None:
+        index = EvidenceIndex.open(
+            settings.index_name,
+            persist_dir=settings.resolved_persist_dir,
+            chroma_url=settings.chroma_url,
+            embeddings=load_embeddings(settings.embeddings),
+        )
+    index.embeddings.embed_query("warm-up")  # load the model now, not on the first request
+    return Services(
+        settings=settings,
+        index=index,
+        judge=offline_judge(),
+        search=build_search_backend(settings.search_backend),
+    )
+
+
+def _optional_routers(names: Iterable[str]) -> list[str]:
+    """The optional router modules that are installed (their import errors are not hidden)."""
+    return [name for name in names if importlib.util.find_spec(f"{__package__}.{name}") is not None]
+
+
+def create_app(settings: ServerSettings, *, services: Services | None = None) -> FastAPI:
+    """Build the service's application.
+
+    Args:
+        settings: Limits, auth, CORS and the index location.
+        services: What the handlers share; built from ``settings`` by
+            :func:`build_services` when omitted (opening the index, loading the judge).
+
+    Returns:
+        The FastAPI application (OpenAPI docs at ``/docs``).
+    """
+    from langchain_references.server import compat
+
+    if services is None:
+        services = build_services(settings)
+    elif services.settings is not settings:
+        services = Services(
+            settings=settings, index=services.index, judge=services.judge, search=services.search
+        )
+    app = FastAPI(
+        title="langchain-references evidence service",
+        description="Evidence retrieval and claim verification over an evidence index; "
+        "compatible with the climate evidence API (`/api/...`).",
+        docs_url="/docs",
+    )
+    app.state.services = services
+    app.include_router(compat.router)
+    for name in _optional_routers(OPTIONAL_ROUTERS):
+        module = importlib.import_module(f"{__package__}.{name}")
+        app.include_router(module.router)
+    app.add_exception_handler(LimitExceededError, _limit_exceeded)
+    app.add_exception_handler(EvidenceIndexError, _index_failed)
+    app.add_middleware(
+        _RequestContext,
+        max_body_bytes=settings.max_body_bytes,
+        api_key=settings.api_key,
+    )
+    if settings.cors_origins:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(settings.cors_origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type", "X-Request-ID"],
+            expose_headers=["X-Request-ID", "X-Worker-PID"],
+        )
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """Build the application from the environment (the uvicorn factory of the workers).
+
+    Returns:
+        ``create_app(ServerSettings.from_env())``.
+    """
+    return create_app(ServerSettings.from_env())

@@ -1,0 +1,484 @@
+"""``POST /v1/article``: check every claim of an article against the evidence.
+
+An article (``{"text": ...}``, or ``{"url": ...}`` fetched with the guarded
+:class:`~langchain_references.factcheck.fetch.PageFetcher` and read with the chain's
+extractor) is cut into sentences with their character offsets (:func:`split_with_offsets`).
+**Claims** are the sentences worth checking (:func:`is_claim`): at least four words and not a
+question, the test the citation checker uses
+(:func:`~langchain_references.citations.sentences.is_verification_worthy`).
+
+Every claim is checked by the service's fact-check pipeline
+(:func:`~langchain_references.server.factcheck_api.build_checker`: evidence from the index,
+and from the web back-end when one was configured), at most :data:`CLAIM_CONCURRENCY` at a
+time. A claim whose check fails (a dead source, a failing judge, an error in the pipeline)
+gets the ``error`` verdict with the reason; the other claims go on.
+
+Each claim's passages (supporting first, then contradicting) are numbered by source with the
+references rewriter, so two passages of one page share a number, and the reference list is
+written in the requested style (:func:`cite_evidence`).
+
+Events (``Accept: text/event-stream``): ``article`` (the text, its sentences and claims,
+before any check), ``progress`` (a stage of a claim's check started or ended: the claim id
+and the chain's progress event), ``claim`` (one claim's verdict, as soon as its check ends,
+in completion order) and ``result`` (the whole document, claims in text order). Offsets are
+in Unicode code points (Python string indices).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import warnings
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Final, Literal
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import Response
+from langchain_core.documents import Document
+from langchain_core.runnables import Runnable
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from langchain_references.citations.sentences import CitedSentence, is_verification_worthy
+from langchain_references.factcheck.chain import FactCheckInput
+from langchain_references.factcheck.extract import aextract_all
+from langchain_references.factcheck.fetch import PageFetcher
+from langchain_references.factcheck.result import FactCheckProgress, FactCheckResult
+from langchain_references.rewriter import ReferenceRewriter
+from langchain_references.server.events import (
+    PROGRESS_EVENT,
+    RESULT_EVENT,
+    ApiError,
+    Event,
+    error_response,
+    respond,
+)
+from langchain_references.server.factcheck_api import (
+    DEFAULT_GRANULARITY,
+    build_checker,
+    check_stream,
+    get_page_fetcher,
+)
+from langchain_references.server.index import Granularity
+from langchain_references.server.services import Services, get_services
+from langchain_references.styles import (
+    EmptyReferenceStyle,
+    HTMLReferenceStyle,
+    MarkdownReferenceStyle,
+    ReferenceStyle,
+    TextReferenceStyle,
+    clean_text,
+    safe_url,
+)
+
+with warnings.catch_warnings():
+    # pysbd 0.3.4 has regex literals with invalid escapes; Python warns when it compiles them.
+    warnings.simplefilter("ignore", DeprecationWarning)
+    warnings.simplefilter("ignore", SyntaxWarning)
+    import pysbd
+
+__all__ = [
+    "ARTICLE_EVENT",
+    "CLAIM_CONCURRENCY",
+    "CLAIM_EVENT",
+    "STYLES",
+    "ArticleBody",
+    "InlineNumberStyle",
+    "Sentence",
+    "cite_evidence",
+    "is_claim",
+    "router",
+    "split_with_offsets",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Event with the article's text, sentences and claims, sent before any check.
+ARTICLE_EVENT: Final = "article"
+#: Event with one claim's verdict and passages.
+CLAIM_EVENT: Final = "claim"
+#: Claims of one request checked at the same time.
+CLAIM_CONCURRENCY: Final = 4
+
+_LINE = re.compile(r"[^\n]+")
+
+
+class InlineNumberStyle(TextReferenceStyle):
+    """``[1]`` in the text and no reference list: for clients that show the list themselves.
+
+    The list is in the structured ``references`` of the response.
+    """
+
+    def format_all_references(self, refs: list[tuple[int, Document]]) -> str:
+        """Append nothing (the references are reported as data)."""
+        return ""
+
+
+#: Reference styles a request may name.
+STYLES: Final[dict[str, Callable[[], ReferenceStyle]]] = {
+    "markdown": MarkdownReferenceStyle,
+    "html": HTMLReferenceStyle,
+    "text": TextReferenceStyle,
+    "numbers": InlineNumberStyle,
+    "empty": EmptyReferenceStyle,
+}
+StyleName = Literal["markdown", "html", "text", "numbers", "empty"]
+
+
+@dataclass(frozen=True, slots=True)
+class Sentence:
+    """A sentence of an article with its place in the text.
+
+    Attributes:
+        index: 0-based position among the article's sentences.
+        start: Offset of its first character in the article (code points).
+        end: Offset just after its last character; ``text == article[start:end]``.
+        text: The sentence as written (surrounding blanks excluded).
+    """
+
+    index: int
+    start: int
+    end: int
+    text: str
+
+
+def split_with_offsets(text: str) -> list[Sentence]:
+    """Cut a text into sentences, each with its offsets in the text.
+
+    Every line is a block of its own (a heading or a list item never merges with the next
+    line); pysbd splits each line into sentences. Each sentence is located in the text from
+    the end of the previous one, so the offsets are exact: ``text[start:end]`` is the
+    sentence.
+
+    Args:
+        text: The article.
+
+    Returns:
+        The non-blank sentences, in order.
+    """
+    segmenter = pysbd.Segmenter(language="en", clean=False)
+    sentences: list[Sentence] = []
+    for line in _LINE.finditer(text):
+        cursor = line.start()
+        pieces: list[str] = segmenter.segment(line.group()) if line.group().strip() else []
+        for piece in pieces:
+            stripped = piece.strip()
+            if not stripped:
+                continue
+            start = text.find(stripped, cursor, line.end())
+            if start < 0:  # pysbd changed the text: keep the rest of the line as one sentence
+                logger.debug("Sentence not found in its line; keeping the rest of the line")
+                rest = text[cursor : line.end()]
+                start = cursor + len(rest) - len(rest.lstrip())
+                stripped = rest.strip()
+                if stripped:
+                    sentences.append(
+                        Sentence(len(sentences), start, start + len(stripped), stripped)
+                    )
+                break
+            end = start + len(stripped)
+            sentences.append(Sentence(len(sentences), start, end, stripped))
+            cursor = end
+    return sentences
+
+
+def is_claim(sentence: Sentence) -> bool:
+    """Whether a sentence is checked: at least four words and not a question.
+
+    Args:
+        sentence: The sentence.
+
+    Returns:
+        The citation checker's verification-worthiness test on its text.
+    """
+    cited = CitedSentence(index=sentence.index, text=" ".join(sentence.text.split()), doc_ids=())
+    return is_verification_worthy(cited)
+
+
+def cite_evidence(
+    result: FactCheckResult, style: ReferenceStyle
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
+    """Number a check's passages by source and write their reference list in a style.
+
+    The passages (supporting first, then contradicting) are cited in order through a
+    :class:`~langchain_references.rewriter.ReferenceRewriter`: one number per source (URL),
+    by first citation; passages without a URL are sources of their own.
+
+    Args:
+        result: The check's result.
+        style: The reference style of the list.
+
+    Returns:
+        ``(passages, references, references_text)``: each passage as JSON with its
+        ``number``, the references (``number``, ``source``, ``title``, ``positions``: 1-based
+        positions in ``passages``) and the styled reference list.
+    """
+    evidence = [*result.supporting, *result.contradicting]
+    documents = [
+        Document(e.text, metadata={"source": e.url or None, "title": e.title}) for e in evidence
+    ]
+    rewriter = ReferenceRewriter(documents, style)
+    rewriter.feed("".join(f"[{i}](id={i})" for i in range(1, len(documents) + 1)))
+    listing = rewriter.finish().strip()
+    numbers = {pos: ref.number for ref in rewriter.references for pos in ref.positions}
+    passages = [
+        {
+            "number": numbers.get(position),
+            "stance": "supports" if position <= len(result.supporting) else "contradicts",
+            "text": e.text,
+            "title": clean_text(e.title),
+            "url": safe_url(e.url) if e.url else None,
+            "confidence": e.confidence,
+            "similarity": e.similarity,
+            "rationale": e.rationale,
+        }
+        for position, e in enumerate(evidence, start=1)
+    ]
+    references = [ref.to_dict() for ref in rewriter.references]
+    return passages, references, listing
+
+
+class ArticleBody(BaseModel):
+    """Body of ``POST /v1/article``: the article's ``text`` or its ``url``, not both.
+
+    Attributes:
+        text: The article.
+        url: A web page to fetch (public addresses only) and read.
+        top_k: Evidence passages per claim (the server's ``default_top_k`` when absent).
+        granularity: Index entries used as evidence.
+        style: Style of each claim's reference list (``references_text``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str | None = Field(default=None, min_length=1)
+    url: str | None = Field(default=None, min_length=1, max_length=2048)
+    top_k: int | None = Field(default=None, ge=1)
+    granularity: Granularity = DEFAULT_GRANULARITY
+    style: StyleName = "markdown"
+
+    @model_validator(mode="after")
+    def _text_or_url(self) -> ArticleBody:
+        if (self.text is None) == (self.url is None):
+            raise ValueError("give the article's text or its url, not both")
+        return self
+
+
+async def _read_url(url: str, fetcher: PageFetcher) -> tuple[str, str]:
+    """Fetch and read a page: ``(title, text)``.
+
+    Raises:
+        ApiError: 422 ``fetch_failed`` or ``extract_failed`` with the reason.
+    """
+    report = await fetcher.afetch_all([url])
+    if not report.pages:
+        reason = report.failures[0].reason if report.failures else "no page"
+        raise ApiError(422, "fetch_failed", f"could not fetch the article: {reason}", {"url": url})
+    extracted = await aextract_all(report.pages)
+    if not extracted.pages:
+        reason = extracted.failures[0].reason if extracted.failures else "no text"
+        raise ApiError(422, "extract_failed", f"could not read the article: {reason}", {"url": url})
+    page = extracted.pages[0]
+    return page.title, page.text
+
+
+def _claim_json(
+    claim_id: int, sentence: Sentence, result: FactCheckResult, style: ReferenceStyle
+) -> dict[str, Any]:
+    passages, references, listing = cite_evidence(result, style)
+    return {
+        "id": claim_id,
+        "sentence": sentence.index,
+        "start": sentence.start,
+        "end": sentence.end,
+        "text": sentence.text,
+        "verdict": result.verdict.value,
+        "confidence": result.confidence,
+        "score": result.score,
+        "error": result.error,
+        "passages": passages,
+        "references": references,
+        "references_text": listing,
+        "neutral_count": result.neutral_count,
+        "failed_sources": [f.to_dict() for f in result.failed_sources],
+    }
+
+
+async def _check_claim(
+    checker: Runnable[FactCheckInput, FactCheckResult],
+    claim_id: int,
+    sentence: Sentence,
+    emit: Callable[[Event], None],
+) -> FactCheckResult:
+    """One claim's check; its progress goes to ``emit``; a failure is the claim's verdict."""
+    statement = " ".join(sentence.text.split())
+    try:
+        async for item in check_stream(checker, statement):
+            if isinstance(item, FactCheckProgress):
+                emit(Event(PROGRESS_EVENT, {"claim": claim_id, **item.model_dump(mode="json")}))
+            else:
+                return item
+    except Exception as exc:  # one claim's failure must not stop the others
+        logger.warning("Claim %d could not be checked: %s: %s", claim_id, type(exc).__name__, exc)
+        return FactCheckResult.could_not_check(statement, f"{type(exc).__name__}: {exc}")
+    raise RuntimeError("check_stream ended without a result")  # pragma: no cover
+
+
+async def article_events(
+    checker: Runnable[FactCheckInput, FactCheckResult],
+    *,
+    text: str,
+    url: str | None,
+    title: str | None,
+    sentences: Sequence[Sentence],
+    claims: Sequence[Sentence],
+    style: ReferenceStyle,
+) -> AsyncIterator[Event]:
+    """The events of one article: the article, progress, each claim as it ends, the result.
+
+    Args:
+        checker: The fact-check pipeline.
+        text: The article.
+        url: Its URL, if it was fetched.
+        title: Its title, if known.
+        sentences: Its sentences.
+        claims: The sentences to check, in text order (claim ids are their positions).
+        style: The style of the reference lists.
+
+    Yields:
+        The events (see the module docs).
+    """
+    claim_of = {sentence.index: i for i, sentence in enumerate(claims)}
+    head = {
+        "url": url,
+        "title": title,
+        "text": text,
+        "sentences": [
+            {
+                "index": s.index,
+                "start": s.start,
+                "end": s.end,
+                "text": s.text,
+                "claim": claim_of.get(s.index),
+            }
+            for s in sentences
+        ],
+    }
+    yield Event(
+        ARTICLE_EVENT,
+        {
+            **head,
+            "claims": [
+                {"id": i, "sentence": s.index, "start": s.start, "end": s.end, "text": s.text}
+                for i, s in enumerate(claims)
+            ],
+        },
+    )
+    queue: asyncio.Queue[Event] = asyncio.Queue()
+    slots = asyncio.Semaphore(CLAIM_CONCURRENCY)
+
+    async def run(claim_id: int, sentence: Sentence) -> None:
+        async with slots:
+            result = await _check_claim(checker, claim_id, sentence, queue.put_nowait)
+        try:
+            claim = _claim_json(claim_id, sentence, result, style)
+        except Exception as exc:  # every claim must end with its event, or the stream hangs
+            logger.exception("Claim %d could not be reported", claim_id)
+            failed = FactCheckResult.could_not_check(result.statement, type(exc).__name__)
+            claim = _claim_json(claim_id, sentence, failed, EmptyReferenceStyle())
+        queue.put_nowait(Event(CLAIM_EVENT, claim))
+
+    tasks = [asyncio.create_task(run(i, s)) for i, s in enumerate(claims)]
+    done: dict[int, dict[str, Any]] = {}
+    try:
+        while len(done) < len(claims):
+            event = await queue.get()
+            if event.name == CLAIM_EVENT:
+                done[int(event.data["id"])] = dict(event.data)
+            yield event
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    verdicts: dict[str, int] = {}
+    for claim in done.values():
+        verdicts[claim["verdict"]] = verdicts.get(claim["verdict"], 0) + 1
+    yield Event(
+        RESULT_EVENT,
+        {
+            **head,
+            "claims": [done[i] for i in range(len(claims))],
+            "counts": {"sentences": len(sentences), "claims": len(claims), "verdicts": verdicts},
+        },
+    )
+
+
+router = APIRouter(tags=["native"])
+
+_ARTICLE_RESPONSES: Final[dict[int | str, dict[str, Any]]] = {
+    200: {
+        "description": "The article's sentences and claims with a verdict, passages and "
+        "references per claim (JSON); with `Accept: text/event-stream`: `article`, "
+        "`progress`, `claim` (one per claim, as it is decided) and `result` events.",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    },
+    400: {"description": "`top_k` above `max_top_k` (JSON naming the limit)."},
+    413: {
+        "description": "The article exceeds `max_article_chars`, or it has more than "
+        "`max_claims` claims or a claim longer than `max_claim_chars` (JSON naming the limit)."
+    },
+    422: {"description": "Invalid body, or the URL could not be fetched or read."},
+}
+
+
+@router.post(
+    "/v1/article",
+    responses=_ARTICLE_RESPONSES,
+    summary="Check every claim of an article (text or URL)",
+)
+async def article(
+    body: ArticleBody,
+    request: Request,
+    services: Annotated[Services, Depends(get_services)],
+    fetcher: Annotated[PageFetcher, Depends(get_page_fetcher)],
+) -> Response:
+    """Split an article into sentences, pick its claims and check each one.
+
+    Args:
+        body: The article (text or URL) and options.
+        request: The request (``Accept`` chooses JSON or server-sent events).
+        services: The service's shared members.
+        fetcher: The guarded page fetcher (for ``url``).
+
+    Returns:
+        The checked article as JSON, or its events.
+    """
+    settings = services.settings
+    k = settings.check_top_k(body.top_k)
+    title: str | None = None
+    if body.text is not None:
+        settings.check_article(body.text)
+        text = body.text
+    else:
+        url = body.url or ""
+        try:
+            title, text = await _read_url(url, fetcher)
+        except ApiError as error:
+            logger.info("Article URL refused or unreadable: %s", error.message)
+            return error_response(error)
+        settings.check_article(text)
+    sentences = split_with_offsets(text)
+    claims = [s for s in sentences if is_claim(s)]
+    settings.check_claims([s.text for s in claims])
+    checker = build_checker(services, k=k, granularity=body.granularity, fetcher=fetcher)
+    events = article_events(
+        checker,
+        text=text,
+        url=body.url,
+        title=title,
+        sentences=sentences,
+        claims=claims,
+        style=STYLES[body.style](),
+    )
+    return await respond(request, events)

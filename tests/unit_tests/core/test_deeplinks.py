@@ -1,0 +1,160 @@
+"""Deep links: text fragments, PDF pages, quote choice, and the styles that use them."""
+
+from __future__ import annotations
+
+import html
+import re
+from urllib.parse import unquote
+
+from hypothesis import given
+from hypothesis import strategies as st
+from langchain_core.documents import Document
+
+from langchain_references.deeplinks import (
+    MAX_EXACT_WORDS,
+    choose_quote,
+    deep_link,
+    page_number,
+    text_fragment,
+)
+from langchain_references.styles import (
+    QUOTE_KEY,
+    HTMLReferenceStyle,
+    MarkdownReferenceStyle,
+    TextReferenceStyle,
+)
+
+
+def _terms(fragment: str) -> list[str]:
+    assert fragment.startswith(":~:text=")
+    return fragment[len(":~:text=") :].split(",")
+
+
+def test_short_quote_is_linked_whole_with_spec_characters_encoded() -> None:
+    fragment = text_fragment("Arctic sea-ice extent fell, 13% & more")
+    assert fragment == ":~:text=Arctic%20sea%2Dice%20extent%20fell%2C%2013%25%20%26%20more"
+
+
+def test_long_quote_is_linked_by_its_first_and_last_words() -> None:
+    quote = "one two three four five six seven eight nine ten eleven twelve"
+    fragment = text_fragment(quote)
+    assert fragment is not None
+    start, end = _terms(fragment)
+    assert unquote(start) == "one two three four"
+    assert unquote(end) == "nine ten eleven twelve"
+
+
+def test_quote_without_words_gives_no_fragment() -> None:
+    assert text_fragment("  -- , ") is None
+    assert deep_link("https://a.org/x", quote="...") == "https://a.org/x"
+
+
+def test_citation_markup_never_enters_a_quote() -> None:
+    fragment = text_fragment("Warming is unequivocal [2](id=3) 【4†source】 \ue200cite\ue201")
+    assert fragment == ":~:text=Warming%20is%20unequivocal%20cite"
+
+
+@given(st.text(max_size=200))
+def test_fragment_terms_are_encoded_and_decode_to_the_quote_words(quote: str) -> None:
+    fragment = text_fragment(quote)
+    if fragment is None:
+        return
+    terms = _terms(fragment)
+    assert 1 <= len(terms) <= 2
+    for term in terms:
+        assert re.fullmatch(r"[A-Za-z0-9_.~%]+", term), term  # nothing raw: no - & , # space
+    decoded = " ".join(unquote(term) for term in terms).split()
+    words = " ".join(
+        re.sub(
+            r"\[\d+\](?:\(id=\d+\))?|<sup>.*?</sup>|【[^】]*】|[\ue200-\ue2ff]", " ", quote
+        ).split()
+    ).split()
+    if len(terms) == 1:
+        assert decoded == words[: len(decoded)]
+        assert len(words) <= MAX_EXACT_WORDS or decoded != words
+
+
+def test_pdf_pages_win_over_quotes() -> None:
+    # LangChain's PDF loaders write a 0-based "page"; "page_number" is 1-based.
+    assert deep_link("https://a.org/r.PDF", quote="x y", metadata={"page": 0}) == (
+        "https://a.org/r.PDF#page=1"
+    )
+    assert deep_link("https://a.org/r.pdf", metadata={"page_number": 7}) == (
+        "https://a.org/r.pdf#page=7"
+    )
+    assert deep_link("https://a.org/doc", metadata={"page": 2, "content_type": "application/pdf"})
+    # Not a PDF: the page is ignored and the quote is used.
+    assert deep_link("https://a.org/x", quote="Hello there", metadata={"page": 2}) == (
+        "https://a.org/x#:~:text=Hello%20there"
+    )
+
+
+def test_page_number_conventions() -> None:
+    assert page_number({"page": 0}) == 1
+    assert page_number({"page": "4"}) == 5
+    assert page_number({"page_number": 3, "page": 9}) == 3
+    assert page_number({"page": True}) is None
+    assert page_number({"page": -1}) is None
+    assert page_number({}) is None
+
+
+def test_existing_fragment_is_kept_and_old_directive_replaced() -> None:
+    assert deep_link("https://a.org/x#sec-2", quote="Hi there") == (
+        "https://a.org/x#sec-2:~:text=Hi%20there"
+    )
+    assert deep_link("https://a.org/x#:~:text=old", quote="new one") == (
+        "https://a.org/x#:~:text=new%20one"
+    )
+
+
+def test_choose_quote_picks_the_sentence_sharing_the_rarest_words() -> None:
+    chunk = (
+        "The report covers global climate. Sea level rose 20 cm since 1900. "
+        "Glaciers are retreating worldwide."
+    )
+    assert choose_quote(chunk, "Since 1900 the sea level has risen by about 20 cm") == (
+        "Sea level rose 20 cm since 1900."
+    )
+    assert choose_quote(chunk, None) == "The report covers global climate."
+    assert choose_quote(chunk, "Unrelated words entirely") == "The report covers global climate."
+    assert choose_quote("", "anything") is None
+
+
+def _doc(**metadata: object) -> Document:
+    return Document("text", metadata={"source": "https://a.org/x?a=1&b=2", **metadata})
+
+
+def test_markdown_and_html_link_inline_citations_deep_but_not_the_list() -> None:
+    doc = _doc(**{QUOTE_KEY: "Sea level rose 20 cm."})
+    md = MarkdownReferenceStyle()
+    inline = md.format_reference(1, doc)
+    assert (
+        inline
+        == "<sup>[[1](https://a.org/x?a=1&amp;b=2#:~:text=Sea%20level%20rose%2020%20cm.)]</sup>"
+    )
+    assert "#:~:" not in md.format_all_references([(1, doc)])
+    page = HTMLReferenceStyle().format_reference(2, doc)
+    assert page is not None
+    assert html.unescape(page).count("#:~:text=Sea%20level") == 1
+    assert "#:~:" not in HTMLReferenceStyle().format_all_references([(1, doc)])
+
+
+def test_deep_links_can_be_turned_off_and_text_style_has_none() -> None:
+    doc = _doc(**{QUOTE_KEY: "Sea level rose."})
+    assert MarkdownReferenceStyle(deep_links=False).format_reference(1, doc) == (
+        "<sup>[[1](https://a.org/x?a=1&amp;b=2)]</sup>"
+    )
+    assert TextReferenceStyle().format_reference(1, doc) == "[1]"
+
+
+def test_hostile_quotes_cannot_break_out_of_the_link() -> None:
+    doc = _doc(**{QUOTE_KEY: '"><script>alert(1)</script> ) ] javascript:x'})
+    page = HTMLReferenceStyle().format_reference(1, doc)
+    assert page is not None
+    match = re.fullmatch(r'<sup><a href="([^"<>]*)">1</a></sup>', page)
+    assert match is not None, page
+    assert "%3Cscript%3E" in match.group(1)
+    md = MarkdownReferenceStyle().format_reference(1, doc)
+    assert md is not None
+    target = md[len("<sup>[[1](") : -len(")]</sup>")]
+    assert not re.search(r"[\s()<>\[\]\"]", target)

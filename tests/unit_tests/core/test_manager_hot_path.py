@@ -1,0 +1,157 @@
+"""The inlined ``str`` path of the drivers and the caches behind it (issue 11).
+
+The drivers yield most ``str`` chunks without calling the run's step; these tests pin that the
+chunks they yield are exactly those of the step alone, in both drivers, whatever the chunks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.documents import Document
+from langchain_core.messages import AIMessageChunk
+from langchain_core.runnables import Runnable, RunnableGenerator
+
+from langchain_references import TextReferenceStyle, manage_references
+from langchain_references._parser import _HELD, _HELD_SIZE, Citation, CitationParser
+from langchain_references.manager import _Session
+from langchain_references.rewriter import ReferenceRewriter
+from langchain_references.styles import ReferenceStyle
+
+DOCS = [Document(f"doc {i}", metadata={"source": f"https://e.org/{i % 3}"}) for i in range(4)]
+
+
+class Text(str):
+    """A str subclass, as some providers stream."""
+
+
+def generator_of(chunks: list[Any]) -> Runnable[Any, Any]:
+    def gen(_: Iterator[Any]) -> Iterator[Any]:
+        yield from chunks
+
+    async def agen(_: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        for chunk in chunks:
+            yield chunk
+
+    return RunnableGenerator(gen, agen)
+
+
+def step_only(chunks: list[Any]) -> list[Any]:
+    """What a run yields with every chunk going through the step (no inlined path)."""
+    session = _Session(ReferenceRewriter(DOCS, TextReferenceStyle()))
+    step = session.stepper()
+    out = [o for o in map(step, chunks) if o is not None]
+    return [*out, *session.closing()]
+
+
+def comparable(outputs: list[Any]) -> list[Any]:
+    return [o if isinstance(o, str) else (type(o), o.model_dump(exclude={"id"})) for o in outputs]
+
+
+PIECES = st.sampled_from(
+    [
+        " text",
+        "",
+        "[",
+        "[1",
+        "](id=",
+        "2)",
+        "[2](id=3)",
+        ").",
+        "[x]",
+        " [NUMBER](id=1) and",
+        "id=9)",
+        "[1](id=",
+        "4",
+    ]
+)
+
+
+@st.composite
+def chunk_streams(draw: st.DrawFn) -> list[Any]:
+    pieces = draw(st.lists(PIECES, max_size=30))
+    wrap = draw(st.sampled_from(["str", "subclass", "mixed"]))
+    if wrap == "str":
+        return pieces
+    if wrap == "subclass":
+        return [Text(p) if i % 2 else p for i, p in enumerate(pieces)]
+    return [AIMessageChunk(content=p, id="r") if i % 3 == 0 else p for i, p in enumerate(pieces)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(chunk_streams())
+def test_both_drivers_yield_what_the_step_alone_yields(chunks: list[Any]) -> None:
+    wrapped = manage_references(generator_of(chunks), style=TextReferenceStyle())
+    inp = {"documents": DOCS}
+
+    async def astream() -> list[Any]:
+        return [c async for c in wrapped.astream(inp)]
+
+    expected = comparable(step_only(chunks))
+    assert comparable(list(wrapped.stream(inp))) == expected
+    assert comparable(asyncio.run(astream())) == expected
+
+
+def test_plain_text_chunks_are_yielded_as_they_are() -> None:
+    chunks = [" a", "", " b", "[1](id=1)", " c"]
+    out = list(manage_references(generator_of(chunks)).stream({"documents": DOCS}))
+    assert all(o is c for o, c in zip(out[:3], chunks[:3], strict=True))
+
+
+def test_the_held_text_cache_is_bounded_and_does_not_change_results() -> None:
+    _HELD.clear()
+    for i in range(_HELD_SIZE + 10):
+        parser = CitationParser()
+        assert parser.feed(f"[{i}](id") == []
+        assert parser.feed("=1)") == [Citation(str(i), 1, f"[{i}](id=1)")]
+        assert len(_HELD) <= _HELD_SIZE
+    parser = CitationParser()  # a cut seen before, after the cache was cleared
+    assert parser.feed("[1") == []
+    assert parser.feed("](id=1)") == [Citation("1", 1, "[1](id=1)")]
+    assert parser.feed("[1](id=1)") == [Citation("1", 1, "[1](id=1)")]  # from the cache
+    assert parser.feed("[1](id=x") == ["[1](id=x"]
+
+
+class Counting(TextReferenceStyle):
+    """Counts the calls of format_reference."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[int, str]] = []
+
+    def format_reference(self, ref: int, media: Document) -> str | None:
+        self.calls.append((ref, media.page_content))
+        return super().format_reference(ref, media)
+
+
+def test_a_document_cited_again_reuses_the_text_of_its_first_citation() -> None:
+    style = Counting()
+    rewriter = ReferenceRewriter(DOCS, style)
+    text = "".join(rewriter.feed(p) for p in ["a [1](id=2)", " b [", "2](id=2)", " c [3](id=1)"])
+    assert text == "a [1] b [1] c [2]"
+    assert style.calls == [(1, "doc 1"), (2, "doc 0")]
+
+
+class Refusing(TextReferenceStyle):
+    """Refuses every citation (format_reference returns None)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def format_reference(self, ref: int, media: Document) -> str | None:
+        self.calls += 1
+        return None
+
+
+def test_a_refused_citation_is_asked_again() -> None:
+    style: ReferenceStyle = Refusing()
+    rewriter = ReferenceRewriter(DOCS, style)
+    assert rewriter.feed("a [1](id=2) b [1](id=2)") == "a  b "
+    assert isinstance(style, Refusing)
+    assert style.calls == 2
+    assert rewriter.references == []

@@ -1,0 +1,346 @@
+"""The climate-evidence-compatible API: schemas against the reference, and behaviour."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from langchain_references.server.app import create_app
+from langchain_references.server.compat import select_evidence
+from langchain_references.server.index import EvidenceHit, EvidenceIndex, split_sentences
+from langchain_references.server.services import Services
+from langchain_references.server.settings import ServerSettings
+
+from .conftest import DATA, ScriptedJudge
+
+REFERENCE = json.loads((DATA / "cc_evidences_openapi.json").read_text(encoding="utf-8"))
+EVIDENCE_KEYS = {
+    "num",
+    "title",
+    "text",
+    "similarity",
+    "doi",
+    "openalex_id",
+    "year",
+    "citation_count",
+    "influential_citation_count",
+}
+LABELS = {"SUPPORTS", "REFUTES", "NOT_ENOUGH_INFO"}
+
+
+@pytest.fixture
+def scripted() -> ScriptedJudge:
+    return ScriptedJudge(
+        {"fossil": "supports", "El Nino": "refutes", "explode": "explode", "Thinner": "explode"}
+    )
+
+
+@pytest.fixture
+def scripted_client(
+    settings: ServerSettings, evidence_index: EvidenceIndex, scripted: ScriptedJudge
+) -> Iterator[TestClient]:
+    services = Services(settings=settings, index=evidence_index, judge=scripted)
+    with TestClient(create_app(settings, services=services)) as test_client:
+        yield test_client
+
+
+def _rerank_key(item: dict[str, Any]) -> tuple[tuple[bool, int], ...]:
+    keys = ("influential_citation_count", "citation_count", "year")
+    return tuple((item[k] is None, -(item[k] or 0)) for k in keys)
+
+
+# ------------------------------------------------------------------ schema
+
+
+def _resolve_name(schema: dict[str, Any]) -> str:
+    return str(schema["$ref"]).rsplit("/", 1)[-1]
+
+
+@pytest.mark.parametrize(
+    ("path", "method"),
+    [(path, method) for path, item in REFERENCE["paths"].items() for method in item],
+)
+def test_paths_match_the_reference(client: TestClient, path: str, method: str) -> None:
+    ours = client.get("/openapi.json").json()["paths"][path][method]
+    theirs = REFERENCE["paths"][path][method]
+    assert ours["operationId"] == theirs["operationId"]
+    assert ours["summary"] == theirs["summary"]
+    assert ours.get("description") == theirs.get("description") or "description" not in theirs
+    ours_params = [
+        (p["name"], p["in"], p["required"], p["schema"]) for p in ours.get("parameters", [])
+    ]
+    theirs_params = [
+        (p["name"], p["in"], p["required"], p["schema"]) for p in theirs.get("parameters", [])
+    ]
+    assert ours_params == theirs_params
+    if "requestBody" in theirs:
+        ours_body = ours["requestBody"]["content"]["application/json"]["schema"]
+        theirs_body = theirs["requestBody"]["content"]["application/json"]["schema"]
+        assert _resolve_name(ours_body) == _resolve_name(theirs_body)
+        assert ours["requestBody"]["required"] is True
+    ours_ok = ours["responses"]["200"]["content"]["application/json"]["schema"]
+    theirs_ok = theirs["responses"]["200"]["content"]["application/json"]["schema"]
+    assert ours_ok == theirs_ok
+    assert set(theirs["responses"]) <= set(ours["responses"])
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCE["components"]["schemas"]))
+def test_schemas_match_the_reference(client: TestClient, name: str) -> None:
+    ours = client.get("/openapi.json").json()["components"]["schemas"][name]
+    theirs = REFERENCE["components"]["schemas"][name]
+    assert ours["title"] == theirs["title"]
+    assert ours["type"] == theirs["type"]
+    assert ours["required"] == theirs["required"]
+    for prop, schema in theirs["properties"].items():
+        assert ours["properties"][prop] == schema, prop
+    # Extensions are optional extra keys only.
+    assert set(ours["properties"]) - set(theirs["properties"]) <= {"url", "error"}
+    if name in ("Claim", "Claims"):
+        assert ours["example"] == theirs["example"]
+
+
+# ------------------------------------------------------------------ evidence
+
+
+def test_evidence_items_have_the_reference_shape(client: TestClient) -> None:
+    response = client.post("/api/phrase/evidence", json={"claim": "CO2 drives global warming"})
+    assert response.status_code == 200
+    items = response.json()
+    assert len(items) == 10  # the default top_k
+    for item in items:
+        assert set(item) >= EVIDENCE_KEYS
+        assert isinstance(item["num"], int)
+        assert item["num"] >= 1
+        assert 0.0 <= item["similarity"] <= 1.0
+        assert isinstance(item["title"], str)
+        assert isinstance(item["text"], str)
+    assert max(item["num"] for item in items) <= 15  # ranks among top_k + 5 retrieved
+
+
+def test_without_re_rank_items_keep_retrieval_order(client: TestClient) -> None:
+    items = client.post(
+        "/api/phrase/evidence?re_rank=false", json={"claim": "sea level", "top_k": 6}
+    ).json()
+    assert [item["num"] for item in items] == [1, 2, 3, 4, 5, 6]
+    sims = [item["similarity"] for item in items]
+    assert sims == sorted(sims, reverse=True)
+
+
+def test_re_rank_orders_the_top_k_plus_5_by_citations(client: TestClient) -> None:
+    claim = {"claim": "climate change and ice", "top_k": 3}
+    retrieved = client.post("/api/phrase/evidence?re_rank=false", json={**claim, "top_k": 8}).json()
+    items = client.post("/api/phrase/evidence", json=claim).json()
+    expected = sorted(retrieved, key=_rerank_key)[:3]  # sorted() is stable, like the service
+    assert [(i["num"], i["text"]) for i in items] == [(i["num"], i["text"]) for i in expected]
+    assert [_rerank_key(i) for i in items] == sorted(_rerank_key(i) for i in items)
+
+
+def test_threshold_keeps_only_higher_similarity(client: TestClient) -> None:
+    everything = client.post(
+        "/api/phrase/evidence?re_rank=false", json={"claim": "sea level rise", "top_k": 12}
+    ).json()
+    cut = everything[3]["similarity"]
+    kept = client.post(
+        "/api/phrase/evidence?re_rank=false",
+        json={"claim": "sea level rise", "top_k": 12, "threshold": cut},
+    ).json()
+    assert [i["num"] for i in kept] == [1, 2, 3]  # strictly greater than the threshold
+    assert (
+        client.post(
+            "/api/phrase/evidence", json={"claim": "sea level rise", "threshold": 0.999}
+        ).json()
+        == []
+    )
+
+
+def test_abstract_evidence_returns_whole_abstracts(client: TestClient) -> None:
+    items = client.post("/api/abstract/evidence", json={"claim": "coral reefs", "top_k": 8}).json()
+    assert len(items) == 8  # the whole corpus, top_k + 5 > 8 records
+    coral = next(i for i in items if i["title"] == "Coral bleaching")
+    assert len(split_sentences(coral["text"])) == 2
+    # Records without citation data sort last, never crash.
+    assert items[-1]["influential_citation_count"] is None
+    assert items[-1]["citation_count"] is None
+
+
+def test_batch_answers_each_claim_like_the_single_endpoint(client: TestClient) -> None:
+    claims = ["honey bees", "", "arctic sea ice"]
+    path = "/api/abstract/evidence/batch?re_rank=false"
+    batch = client.post(path, json={"claims": claims, "top_k": 2, "threshold": 0.5}).json()
+    assert len(batch) == 3
+    assert batch[1] == []  # a blank claim gets no evidence
+    for claim, items in zip(claims, batch, strict=True):
+        if claim:
+            single = client.post(
+                "/api/abstract/evidence?re_rank=false",
+                json={"claim": claim, "top_k": 2, "threshold": 0.5},
+            ).json()
+            assert items == single
+    assert batch[0][0]["title"] == "Honey bees"
+
+
+# ------------------------------------------------------------------ verify
+
+
+def test_phrase_verify_maps_labels_and_filters_nei(
+    scripted_client: TestClient, scripted: ScriptedJudge
+) -> None:
+    body = {"claim": "fossil fuels warm the planet", "top_k": 15}
+    everything = scripted_client.post("/api/phrase/verify?filter_nei=false", json=body).json()
+    assert {i["label"] for i in everything} <= LABELS
+    by_text = {i["text"]: i for i in everything}
+    fossil = next(t for t in by_text if "fossil" in t)
+    nino = next(t for t in by_text if "El Nino" in t)
+    assert (by_text[fossil]["label"], by_text[fossil]["probability"]) == ("SUPPORTS", 0.9)
+    assert (by_text[nino]["label"], by_text[nino]["probability"]) == ("REFUTES", 0.8)
+    plain = [i for i in everything if i["error"] is None and i["label"] == "NOT_ENOUGH_INFO"]
+    assert plain
+    assert all(i["probability"] == 0.6 for i in plain)
+    evidence = scripted_client.post("/api/phrase/evidence", json=body).json()
+    assert [(i["num"], i["text"]) for i in everything] == [(i["num"], i["text"]) for i in evidence]
+    for item in everything:
+        assert EVIDENCE_KEYS | {"label", "probability"} <= set(item)
+
+    filtered = scripted_client.post("/api/phrase/verify", json=body).json()
+    assert {i["label"] for i in filtered if i["error"] is None} <= {"SUPPORTS", "REFUTES"}
+    assert len(filtered) == len(everything) - len(plain)
+
+
+def test_include_title_prefixes_the_judged_passage(
+    scripted_client: TestClient, scripted: ScriptedJudge
+) -> None:
+    body = {"claim": "honey", "top_k": 1}
+    item = scripted_client.post(
+        "/api/phrase/verify?filter_nei=false&re_rank=false", json=body
+    ).json()[0]
+    assert scripted.passages[-1] == f"{item['title']}. {item['text']}"
+    scripted_client.post(
+        "/api/phrase/verify?filter_nei=false&re_rank=false&include_title=false", json=body
+    )
+    assert scripted.passages[-1] == item["text"]
+
+
+def test_abstract_verify_judges_each_sentence(
+    scripted_client: TestClient, scripted: ScriptedJudge
+) -> None:
+    body = {"claim": "global warming causes", "top_k": 3}
+    abstracts = scripted_client.post("/api/abstract/evidence", json=body).json()
+    items = scripted_client.post("/api/abstract/verify?filter_nei=false", json=body).json()
+    expected = [(a["num"], s) for a in abstracts for s in split_sentences(a["text"])]
+    assert [(i["num"], i["text"]) for i in items] == expected
+    by_num = {a["num"]: a for a in abstracts}
+    for item in items:
+        assert item["similarity"] == by_num[item["num"]]["similarity"]
+        assert item["title"] == by_num[item["num"]]["title"]
+
+
+def test_a_judge_failure_answers_for_its_items_only(
+    scripted_client: TestClient,
+) -> None:
+    body = {"claims": ["arctic sea ice decline", "fossil fuel emissions"], "top_k": 16}
+    response = scripted_client.post("/api/phrase/verify/batch", json=body)
+    assert response.status_code == 200
+    ice, fossil = response.json()
+    failed = [i for i in ice if i["error"] is not None]
+    assert failed, "the 'Thinner ice' sentence makes the judge raise"
+    for item in failed:
+        assert item["label"] == "NOT_ENOUGH_INFO"
+        assert item["probability"] == 0.0
+        assert "exploded" in item["error"]
+    assert any(i["label"] == "SUPPORTS" for i in fossil)
+
+
+def test_verify_with_the_offline_judge(client: TestClient) -> None:
+    body = {"claims": ["Burning fossil fuels increases carbon dioxide"], "top_k": 5}
+    response = client.post("/api/phrase/verify/batch?filter_nei=false", json=body)
+    assert response.status_code == 200
+    (items,) = response.json()
+    assert len(items) == 5
+    for item in items:
+        assert item["label"] in LABELS
+        assert 0.0 <= item["probability"] <= 1.0
+
+
+# ------------------------------------------------------------------ split, health, bad bodies
+
+
+def test_split_and_healthcheck(client: TestClient) -> None:
+    text = "There is no climate emergency. OPINION: The science says otherwise. You would be wrong."
+    assert client.post("/api/split", json={"text": text}).json() == [
+        "There is no climate emergency.",
+        "OPINION: The science says otherwise.",
+        "You would be wrong.",
+    ]
+    response = client.get("/healthcheck")
+    assert response.status_code == 200
+    assert response.json() == "Seems to be running"
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/phrase/evidence", {}),
+        ("/api/phrase/evidence", {"claim": ["a list"]}),
+        ("/api/phrase/evidence", {"claim": "x", "top_k": "many"}),
+        ("/api/phrase/evidence", {"claim": "x", "threshold": "high"}),
+        ("/api/abstract/verify/batch", {"claims": "not a list"}),
+        ("/api/abstract/verify/batch", {"claim": "singular"}),
+        ("/api/split", {"texts": "x"}),
+    ],
+)
+def test_bad_bodies_get_fastapi_validation_errors(
+    client: TestClient, path: str, body: dict[str, Any]
+) -> None:
+    response = client.post(path, json=body)
+    assert response.status_code == 422
+    detail = response.json()["detail"]
+    assert isinstance(detail, list)
+    assert detail
+    assert {"loc", "msg", "type"} <= set(detail[0])
+
+
+def test_malformed_json_and_bad_query(client: TestClient) -> None:
+    response = client.post(
+        "/api/phrase/evidence", content=b"{not json", headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 422
+    response = client.post("/api/phrase/evidence?re_rank=maybe", json={"claim": "x"})
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["loc"] == ["query", "re_rank"]
+
+
+# ------------------------------------------------------------------ the pure selection step
+
+
+def _hit(n: int, similarity: float, **meta: int | None) -> EvidenceHit:
+    return EvidenceHit(
+        id=f"r{n}:abstract",
+        record_id=f"r{n}",
+        title=f"T{n}",
+        text=f"text {n}",
+        similarity=similarity,
+        granularity="abstract",
+        **meta,  # type: ignore[arg-type]
+    )
+
+
+def test_select_evidence_threshold_rerank_and_cut() -> None:
+    hits = [
+        _hit(1, 0.9),
+        _hit(2, 0.8, influential_citation_count=1),
+        _hit(3, 0.7, citation_count=500),
+        _hit(4, 0.6, influential_citation_count=1, citation_count=2),
+        _hit(5, 0.5, year=2024),
+        _hit(6, 0.4, influential_citation_count=1, citation_count=2, year=2000),
+    ]
+    plain = select_evidence(hits, threshold=None, top_k=3, re_rank=False)
+    assert [r.num for r in plain] == [1, 2, 3]
+    ranked = select_evidence(hits, threshold=None, top_k=6, re_rank=True)
+    assert [r.num for r in ranked] == [6, 4, 2, 3, 5, 1]
+    above = select_evidence(hits, threshold=0.6, top_k=6, re_rank=False)
+    assert [r.num for r in above] == [1, 2, 3]  # 0.6 itself is not above the threshold
+    assert select_evidence([], threshold=0.1, top_k=3, re_rank=True) == []

@@ -1,0 +1,366 @@
+"""The native endpoints over HTTP (TestClient): /v1/factcheck, /v1/article, /v1/answer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from langchain_references.demo.site import serve_pages
+from langchain_references.factcheck.result import FactCheckResult
+from langchain_references.factcheck.search import RecordedSearch
+from langchain_references.server.article import is_claim, split_with_offsets
+from tests.unit_tests.server._native_fixtures import (
+    make_app,
+    make_client,
+    native_index,
+    native_index_dir,
+    native_settings,
+    parse_sse,
+)
+from tests.unit_tests.server.conftest import ScriptedJudge
+
+__all__ = ["make_app", "make_client", "native_index", "native_index_dir", "native_settings"]
+
+SSE = {"Accept": "text/event-stream"}
+ClientFactory = Callable[..., TestClient]
+
+ARTICLE = (
+    "Landmarks\n"
+    "The Eiffel Tower is 330 metres tall. Is it in Paris?\n\n"
+    "The Statue of Liberty was a gift from France. Honey bees make honey from nectar."
+)
+
+
+# --------------------------------------------------------------------------- factcheck
+
+
+def test_factcheck_json_is_the_chain_result(make_client: ClientFactory) -> None:
+    client = make_client(use_judge=ScriptedJudge({"330 metres": "supports"}))
+    response = client.post(
+        "/v1/factcheck", json={"statement": "The Eiffel Tower is 330 metres tall.", "top_k": 3}
+    )
+    assert response.status_code == 200
+    result = FactCheckResult.model_validate(response.json())
+    assert result.verdict.value == "supported"
+    assert [e.url for e in result.supporting] == ["https://landmarks.example.org/eiffel-tower"]
+    assert result.supporting[0].text == "The tower is 330 metres tall."
+    assert result.counts.judged == 3
+    assert result.neutral_count == 2
+    assert list(result.timings) == ["search", "judge", "aggregate"]
+
+
+def test_factcheck_streams_progress_then_the_same_result(make_client: ClientFactory) -> None:
+    client = make_client(use_judge=ScriptedJudge({"Seattle": "supports"}))
+    body = {"statement": "The Space Needle is in Seattle.", "top_k": 2}
+    response = client.post("/v1/factcheck", json=body, headers=SSE)
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events = parse_sse(response.text)
+    names = [name for name, _, _ in events]
+    assert names == ["progress"] * 6 + ["result"]
+    stages = [(data["stage"], data["done"]) for _, data, _ in events[:-1]]
+    assert stages == [
+        ("search", False),
+        ("search", True),
+        ("judge", False),
+        ("judge", True),
+        ("aggregate", False),
+        ("aggregate", True),
+    ]
+    assert [event_id for _, _, event_id in events] == [str(i) for i in range(1, 8)]
+    streamed = events[-1][1]
+    plain = client.post("/v1/factcheck", json=body).json()
+    for key in ("verdict", "confidence", "score", "supporting", "contradicting", "counts"):
+        assert streamed[key] == plain[key]
+    assert streamed["verdict"] == "supported"
+
+
+def test_factcheck_judge_failure_is_an_error_verdict_not_a_500(
+    make_client: ClientFactory,
+) -> None:
+    client = make_client(use_judge=ScriptedJudge({"": "explode"}))
+    response = client.post("/v1/factcheck", json={"statement": "The Space Needle is in Seattle."})
+    assert response.status_code == 200
+    data = response.json()
+    assert data["verdict"] == "error"
+    assert data["error"].startswith("the judge failed on all")
+    assert all(f["stage"] == "judge" for f in data["failed_sources"])
+
+
+def test_factcheck_limits_answer_4xx_naming_the_limit(make_client: ClientFactory) -> None:
+    client = make_client(max_claim_chars=40, max_top_k=5, default_top_k=2)
+    too_long = client.post("/v1/factcheck", json={"statement": "The Eiffel Tower " * 5})
+    assert too_long.status_code == 413
+    assert too_long.json()["limit"] == "max_claim_chars"
+    too_many = client.post("/v1/factcheck", json={"statement": "Paris.", "top_k": 6}, headers=SSE)
+    assert too_many.status_code == 400
+    assert too_many.json() == {
+        "detail": "max_top_k is 5, the request has 6",
+        "limit": "max_top_k",
+        "maximum": 5,
+        "actual": 6,
+    }
+    blank = client.post("/v1/factcheck", json={"statement": "   "})
+    assert blank.status_code == 422
+
+
+WEB_PAGE = (
+    "<html><head><title>Tower facts</title></head><body><article>"
+    "<p>The Eiffel Tower in Paris is 330 metres tall according to the city of Paris, which "
+    "measured it again after the new antennas were added at the top.</p>"
+    "<p>It is the most visited paid monument in the world, with millions of visitors every "
+    "year climbing its stairs or taking its lifts.</p>"
+    "</article></body></html>"
+)
+
+
+def test_factcheck_joins_web_and_index_evidence_and_survives_a_dead_url(
+    make_client: ClientFactory,
+) -> None:
+    statement = "The Eiffel Tower is 330 metres tall."
+    with serve_pages({"/tower.html": WEB_PAGE}) as base:
+        search = RecordedSearch(
+            {
+                statement: [
+                    {"title": "Tower facts", "snippet": "", "link": base + "tower.html"},
+                    {"title": "Gone", "snippet": "", "link": base + "missing.html"},
+                ]
+            }
+        )
+        client = make_client(
+            use_judge=ScriptedJudge({"330 metres": "supports"}), search=search, allow_private=True
+        )
+        data = client.post("/v1/factcheck", json={"statement": statement, "top_k": 2}).json()
+    assert data["verdict"] == "supported"
+    urls = {e["url"] for e in data["supporting"]}
+    assert urls == {base + "tower.html", "https://landmarks.example.org/eiffel-tower"}
+    dead = [f for f in data["failed_sources"] if f["stage"] == "fetch"]
+    assert [f["url"] for f in dead] == [base + "missing.html"]
+    assert "404" in dead[0]["reason"]
+    assert data["counts"]["hits"] == 2 + 2  # two web hits, two index entries
+    assert data["counts"]["judged"] == 2 + 2  # two web passages, two index entries
+
+
+# --------------------------------------------------------------------------- article
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        ARTICLE,
+        "Same sentence here. Same sentence here.  Same sentence here.",
+        "  Leading blanks. Émile Zola wrote novels 📚 in Paris. Dr. Smith agreed.\r\nNext line",
+        "",
+        "\n\n  \n",
+    ],
+)
+def test_sentences_carry_exact_offsets(text: str) -> None:
+    sentences = split_with_offsets(text)
+    for i, sentence in enumerate(sentences):
+        assert sentence.index == i
+        assert text[sentence.start : sentence.end] == sentence.text
+        assert sentence.text == sentence.text.strip()
+        assert sentence.text
+    starts = [s.start for s in sentences]
+    assert starts == sorted(starts)
+    assert "".join(text.split()) == "".join("".join(s.text for s in sentences).split())
+
+
+def test_claims_are_the_check_worthy_sentences() -> None:
+    sentences = split_with_offsets(ARTICLE)
+    assert [(s.text, is_claim(s)) for s in sentences] == [
+        ("Landmarks", False),
+        ("The Eiffel Tower is 330 metres tall.", True),
+        ("Is it in Paris?", False),
+        ("The Statue of Liberty was a gift from France.", True),
+        ("Honey bees make honey from nectar.", True),
+    ]
+
+
+def test_article_json_numbers_passages_by_source(make_client: ClientFactory) -> None:
+    judge = ScriptedJudge({"Eiffel": "supports", "tower is 330": "supports", "184": "refutes"})
+    client = make_client(use_judge=judge)
+    response = client.post("/v1/article", json={"text": ARTICLE, "top_k": 3, "style": "text"})
+    assert response.status_code == 200
+    data = response.json()
+    assert data["text"] == ARTICLE
+    assert [s["claim"] for s in data["sentences"]] == [None, 0, None, 1, 2]
+    assert data["counts"]["claims"] == 3
+    eiffel = data["claims"][0]
+    assert ARTICLE[eiffel["start"] : eiffel["end"]] == eiffel["text"]
+    assert eiffel["verdict"] in {"supported", "refuted", "not_enough_evidence"}
+    numbers = {(p["url"], p["number"]) for p in eiffel["passages"]}
+    by_url: dict[str, set[int]] = {}
+    for url, number in numbers:
+        by_url.setdefault(url, set()).add(number)
+    assert all(len(n) == 1 for n in by_url.values())  # one number per source
+    assert sorted(n for (nums) in by_url.values() for n in nums) == list(range(1, len(by_url) + 1))
+    eiffel_number = by_url["https://landmarks.example.org/eiffel-tower"]
+    assert eiffel_number == {1}
+    assert [p["stance"] for p in eiffel["passages"]][:2] == ["supports", "supports"]
+    assert eiffel["references"][0] == {
+        "number": 1,
+        "source": "https://landmarks.example.org/eiffel-tower",
+        "title": "The Eiffel Tower",
+        "positions": [1, 2],
+    }
+    assert eiffel["references_text"].startswith(
+        "- [1] The Eiffel Tower (https://landmarks.example.org/eiffel-tower)"
+    )
+
+
+def test_article_streams_each_claim_as_it_ends(make_client: ClientFactory) -> None:
+    client = make_client(use_judge=ScriptedJudge({"honey": "supports"}))
+    response = client.post("/v1/article", json={"text": ARTICLE, "top_k": 2}, headers=SSE)
+    events = parse_sse(response.text)
+    names = [name for name, _, _ in events]
+    assert names[0] == "article"
+    assert names[-1] == "result"
+    assert set(names[1:-1]) == {"progress", "claim"}
+    head = events[0][1]
+    assert [c["text"] for c in head["claims"]] == [
+        "The Eiffel Tower is 330 metres tall.",
+        "The Statue of Liberty was a gift from France.",
+        "Honey bees make honey from nectar.",
+    ]
+    claims = [data for name, data, _ in events if name == "claim"]
+    assert sorted(c["id"] for c in claims) == [0, 1, 2]
+    for claim in claims:
+        progress = [d for n, d, _ in events if n == "progress" and d["claim"] == claim["id"]]
+        assert [p["stage"] for p in progress] == [
+            "search",
+            "search",
+            "judge",
+            "judge",
+            "aggregate",
+            "aggregate",
+        ]
+        position = next(i for i, (n, d, _) in enumerate(events) if n == "claim" and d is claim)
+        last_progress = max(
+            i for i, (n, d, _) in enumerate(events) if n == "progress" and d["claim"] == claim["id"]
+        )
+        assert last_progress < position
+    result = events[-1][1]
+    assert [c["id"] for c in result["claims"]] == [0, 1, 2]
+    assert result["claims"][2]["verdict"] == "supported"
+    assert result["counts"]["verdicts"]["supported"] >= 1
+
+
+def test_article_one_failing_claim_does_not_stop_the_others(make_client: ClientFactory) -> None:
+    judge = ScriptedJudge({"gift": "explode", "honey": "supports"})
+    client = make_client(use_judge=judge)
+    data = client.post("/v1/article", json={"text": ARTICLE, "top_k": 1}).json()
+    verdicts = {c["text"]: (c["verdict"], c["error"]) for c in data["claims"]}
+    liberty = verdicts["The Statue of Liberty was a gift from France."]
+    assert liberty[0] == "error"
+    assert "judge failed" in liberty[1]
+    assert verdicts["Honey bees make honey from nectar."] == ("supported", None)
+
+
+def test_article_limits(make_client: ClientFactory) -> None:
+    client = make_client(max_claims=2, max_article_chars=len(ARTICLE))
+    too_many = client.post("/v1/article", json={"text": ARTICLE})
+    assert too_many.status_code == 413
+    assert too_many.json()["limit"] == "max_claims"
+    assert too_many.json()["actual"] == 3
+    too_long = client.post("/v1/article", json={"text": ARTICLE + "!"}, headers=SSE)
+    assert too_long.status_code == 413
+    assert too_long.json()["limit"] == "max_article_chars"
+    both = client.post("/v1/article", json={"text": ARTICLE, "url": "https://a.example"})
+    assert both.status_code == 422
+
+
+ARTICLE_PAGE = (
+    "<html><head><title>Two towers</title></head><body><article>"
+    "<h1>Two towers</h1>"
+    "<p>The Space Needle is an observation tower in Seattle. It was built for the 1962 "
+    "World's Fair in Seattle, which drew millions of visitors to the city.</p>"
+    "</article></body></html>"
+)
+
+
+def test_article_from_url_through_the_guarded_fetcher(make_client: ClientFactory) -> None:
+    with serve_pages({"/towers.html": ARTICLE_PAGE}) as base:
+        allowed = make_client(use_judge=ScriptedJudge({"Seattle": "supports"}), allow_private=True)
+        data = allowed.post("/v1/article", json={"url": base + "towers.html", "top_k": 1}).json()
+        refused = make_client().post("/v1/article", json={"url": base + "towers.html"})
+        dead = allowed.post("/v1/article", json={"url": base + "gone.html"})
+    assert data["url"] == base + "towers.html"
+    assert data["title"] == "Two towers"
+    assert "The Space Needle is an observation tower in Seattle." in data["text"]
+    assert data["claims"][0]["verdict"] == "supported"
+    assert refused.status_code == 422
+    assert refused.json()["code"] == "fetch_failed"
+    assert "loopback" in refused.json()["detail"]
+    assert dead.status_code == 422
+    assert "404" in dead.json()["detail"]
+
+
+def test_article_never_links_unsafe_urls(make_client: ClientFactory) -> None:
+    client = make_client(use_judge=ScriptedJudge({"Markup": "supports"}))
+    text = "Markup such as script tags in an evidence passage must be shown as text."
+    data = client.post("/v1/article", json={"text": text, "top_k": 1, "style": "html"}).json()
+    (claim,) = data["claims"]
+    (passage,) = claim["passages"]
+    assert passage["url"] is None
+    assert passage["title"].startswith("<img src=x onerror=alert(1)>")
+    assert "javascript:" not in claim["references_text"]
+    assert "&lt;img" in claim["references_text"]
+
+
+# --------------------------------------------------------------------------- answer
+
+
+def test_answer_json_is_cited(make_client: ClientFactory) -> None:
+    client = make_client()
+    response = client.post(
+        "/v1/answer", json={"question": "How tall is the Space Needle?", "top_k": 3}
+    )
+    assert response.status_code == 200
+    data = response.json()
+    assert data["answer"].startswith("The Space Needle is 184 metres tall <sup>[[1](")
+    assert data["answer"].endswith(
+        "- **1** [The Space Needle](https://landmarks.example.org/space-needle)"
+    )
+    assert data["references"] == [
+        {
+            "number": 1,
+            "source": "https://landmarks.example.org/space-needle",
+            "title": "The Space Needle",
+            "positions": [1],
+        }
+    ]
+    assert next(d["record_id"] for d in data["documents"]) == "needle"
+    assert data["citation_check"] is None
+
+
+def test_answer_streams_tokens_that_join_to_the_answer(make_client: ClientFactory) -> None:
+    client = make_client()
+    body: dict[str, Any] = {
+        "question": "How tall is the Space Needle?",
+        "top_k": 3,
+        "style": "numbers",
+        "check_citations": True,
+    }
+    events = parse_sse(client.post("/v1/answer", json=body, headers=SSE).text)
+    names = [name for name, _, _ in events]
+    assert names[0] == "documents"
+    assert names[-2:] == ["references", "result"]
+    tokens = [data["text"] for name, data, _ in events if name == "token"]
+    assert len(tokens) > 3
+    result = events[-1][1]
+    assert "".join(tokens) == result["answer"] == "The Space Needle is 184 metres tall [1]."
+    check = events[-2][1]["citation_check"]
+    assert check["num_sentences"] == 1
+    assert check["citation_recall"] == result["citation_check"]["citation_recall"]
+
+
+def test_native_endpoints_are_in_the_openapi_docs(make_client: ClientFactory) -> None:
+    schema = make_client().get("/openapi.json").json()
+    for path in ("/v1/factcheck", "/v1/article", "/v1/answer"):
+        content = schema["paths"][path]["post"]["responses"]["200"]["content"]
+        assert "text/event-stream" in content
+    assert "/" not in schema["paths"]

@@ -1,0 +1,208 @@
+"""The web page: security headers, static files, and the page driven in headless Chromium.
+
+The browser tests start a real uvicorn on 127.0.0.1 and drive Debian's ``chromium`` through
+Playwright (Playwright cannot download its own browser here); they skip, with the install
+command, when Chromium is missing.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Callable, Iterator
+from importlib import resources
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from langchain_references.server.page import CONTENT_SECURITY_POLICY
+from tests.unit_tests.server._native_fixtures import (
+    LiveServer,
+    make_app,
+    make_client,
+    native_index,
+    native_index_dir,
+    native_settings,
+)
+from tests.unit_tests.server.conftest import ScriptedJudge
+
+__all__ = ["make_app", "make_client", "native_index", "native_index_dir", "native_settings"]
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+STATIC = resources.files("langchain_references.server") / "static"
+
+
+# --------------------------------------------------------------------------- headers and files
+
+
+@pytest.mark.parametrize("path", ["/", "/static/app.js", "/static/style.css", "/static/nope.js"])
+def test_every_page_response_has_the_csp(make_client: Callable[..., TestClient], path: str) -> None:
+    response = make_client().get(path)
+    assert response.status_code == (404 if "nope" in path else 200)
+    assert response.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert "script-src 'self'" in CONTENT_SECURITY_POLICY
+    assert "unsafe-inline" not in CONTENT_SECURITY_POLICY
+
+
+def test_static_files_have_their_media_types(make_client: Callable[..., TestClient]) -> None:
+    client = make_client()
+    assert client.get("/").headers["content-type"] == "text/html; charset=utf-8"
+    assert client.get("/static/app.js").headers["content-type"].startswith("text/javascript")
+    assert client.get("/static/style.css").headers["content-type"].startswith("text/css")
+    assert client.get("/static/../page.py").status_code == 404
+    assert client.get("/static/index.html").status_code == 404
+
+
+def test_the_page_has_no_inline_script_and_no_html_insertion() -> None:
+    html = (STATIC / "index.html").read_text()
+    scripts = re.findall(r"<script\b[^>]*>(.*?)</script>", html, re.S)
+    assert scripts == [""]  # one script, from a file
+    assert re.search(r"\son[a-z]+\s*=", html) is None  # no inline event handlers
+    script = (STATIC / "app.js").read_text()
+    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
+        assert sink not in script
+
+
+# --------------------------------------------------------------------------- in the browser
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    if shutil.which("chromium") is None and not shutil.which(CHROMIUM):
+        pytest.skip("Chromium is not installed: apt-get install -y chromium")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page_at(browser: object, make_app: Callable[..., FastAPI]) -> Iterator[Callable[..., object]]:
+    """``page_at(**make_app_kwargs)``: a new browser page on a live server of that app."""
+    servers: list[LiveServer] = []
+    pages: list[object] = []
+
+    def open_page(**kwargs: object) -> object:
+        server = LiveServer(make_app(**kwargs)).__enter__()
+        servers.append(server)
+        page = browser.new_page()  # type: ignore[attr-defined]
+        page.on("dialog", lambda dialog: pytest.fail(f"a dialog opened: {dialog.message}"))
+        page.goto(server.base_url + "/")
+        pages.append(page)
+        return page
+
+    yield open_page
+    for page in pages:
+        page.close()  # type: ignore[attr-defined]
+    for server in servers:
+        server.__exit__(None, None, None)
+
+
+def _set_top_k(page: object, k: int) -> None:
+    page.click("details.settings summary")  # type: ignore[attr-defined]
+    page.fill("#top-k", str(k))  # type: ignore[attr-defined]
+
+
+ARTICLE = (
+    "Tall towers\n"
+    "The Eiffel Tower is 330 metres tall. The Space Needle is 300 metres tall.\n"
+    "Honey bees make honey from the nectar of flowers."
+)
+
+
+@pytest.mark.slow
+def test_claims_turn_and_show_their_evidence(page_at: Callable[..., object]) -> None:
+    judge = ScriptedJudge({"tower is 330": "supports", "184 metres": "refutes"})
+    page = page_at(use_judge=judge)
+    _set_top_k(page, 2)
+    page.fill("#article-text", ARTICLE)  # type: ignore[attr-defined]
+    page.click("#article-submit")  # type: ignore[attr-defined]
+    page.wait_for_selector("#article-view[data-done='true']", timeout=60_000)  # type: ignore[attr-defined]
+    claims = page.locator("#article-view span.claim")  # type: ignore[attr-defined]
+    assert claims.count() == 3
+    verdicts = [claims.nth(i).get_attribute("data-verdict") for i in range(3)]
+    assert verdicts[0] == "supported"
+    assert verdicts[1] == "refuted"
+    assert verdicts[2] == "not_enough_evidence"
+    assert "Tall towers" in page.inner_text("#article-view")  # type: ignore[attr-defined]
+    assert page.inner_text("#article-status").startswith("Done: 3 claims")  # type: ignore[attr-defined]
+
+    claims.nth(0).click()
+    evidence = page.locator("#evidence")  # type: ignore[attr-defined]
+    assert evidence.locator("h3").inner_text() == "The Eiffel Tower is 330 metres tall."
+    assert evidence.locator(".verdict").inner_text().startswith("supported")
+    passage = evidence.locator("li.passage").first
+    assert passage.locator(".number").inner_text() == "[1]"
+    assert passage.locator("blockquote").inner_text() == "The tower is 330 metres tall."
+    source = passage.locator("a.source")
+    assert source.get_attribute("href") == "https://landmarks.example.org/eiffel-tower"
+    assert source.get_attribute("rel") == "noopener noreferrer"
+
+    claims.nth(1).click()
+    assert evidence.locator(".verdict").inner_text().startswith("contradicted")
+    assert "184 metres" in evidence.locator("li.passage.contradicts").first.inner_text()
+
+
+XSS_ARTICLE = (
+    'Markup such as <script>window.__pwned = "script"</script> must be shown as text.\n'
+    "An image tag <img src=x onerror=\"window.__pwned = 'img'\"> must never load in a page."
+)
+
+
+@pytest.mark.slow
+def test_markup_in_the_article_and_the_evidence_stays_text(
+    page_at: Callable[..., object],
+) -> None:
+    page = page_at(use_judge=ScriptedJudge({"Markup": "supports"}))
+    _set_top_k(page, 1)
+    page.fill("#article-text", XSS_ARTICLE)  # type: ignore[attr-defined]
+    page.click("#article-submit")  # type: ignore[attr-defined]
+    page.wait_for_selector("#article-view[data-done='true']", timeout=60_000)  # type: ignore[attr-defined]
+    view = page.locator("#article-view")  # type: ignore[attr-defined]
+    text = view.inner_text()
+    assert '<script>window.__pwned = "script"</script>' in text
+    assert "<img src=x onerror=\"window.__pwned = 'img'\">" in text
+    assert view.locator("script, img").count() == 0
+    assert page.evaluate("typeof window.__pwned") == "undefined"  # type: ignore[attr-defined]
+    page.locator("#article-view span.claim").first.click()  # type: ignore[attr-defined]
+    passage = page.locator("#evidence li.passage").first  # type: ignore[attr-defined]
+    assert "<script>alert('x')</script>" in passage.locator("blockquote").inner_text()
+    title = passage.locator(".source")
+    assert title.inner_text().startswith("<img src=x onerror=alert(1)>")
+    assert passage.locator("a").count() == 0  # a javascript: URL is never linked
+    assert page.locator("#evidence img").count() == 0  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+def test_a_question_streams_a_cited_answer(page_at: Callable[..., object]) -> None:
+    page = page_at()
+    _set_top_k(page, 3)
+    page.fill("#question", "How tall is the Space Needle?")  # type: ignore[attr-defined]
+    page.click("#answer-submit")  # type: ignore[attr-defined]
+    page.wait_for_selector("#answer[data-done='true']", timeout=60_000)  # type: ignore[attr-defined]
+    assert page.inner_text("#answer") == "The Space Needle is 184 metres tall [1]."  # type: ignore[attr-defined]
+    link = page.locator("#references li a")  # type: ignore[attr-defined]
+    assert link.count() == 1
+    assert link.inner_text() == "The Space Needle"
+    assert link.get_attribute("href") == "https://landmarks.example.org/space-needle"
+
+
+@pytest.mark.slow
+def test_a_limit_error_is_shown(page_at: Callable[..., object]) -> None:
+    page = page_at(max_claims=1)
+    page.fill("#article-text", ARTICLE)  # type: ignore[attr-defined]
+    page.click("#article-submit")  # type: ignore[attr-defined]
+    status = page.locator("#article-status.failed")  # type: ignore[attr-defined]
+    status.wait_for(timeout=30_000)
+    assert status.inner_text() == "max_claims is 1, the request has 3"
