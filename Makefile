@@ -67,6 +67,7 @@ bench: $(DEV_STAMP)
 	$(PY) benchmarks/calibrate_heuristic.py
 	$(PY) benchmarks/eval_factuality.py
 	$(PY) benchmarks/eval_citations.py
+	$(PY) benchmarks/bench_splitter.py
 	$(PY) benchmarks/bench_service.py
 
 clean:

@@ -24,7 +24,24 @@ cd/d (median of the per-round ratios, with their range), the peak memory of (c) 
 separate pass) and the scaling from the smallest to the largest size, for ``str`` and
 ``AIMessageChunk`` sources.
 
+Native-citation rows (``--native-sizes``, default 50k and 200k tokens) stream the chunk shapes
+``langchain-anthropic`` and ``langchain-openai`` (Responses API) yield for an answer citing web
+search results, a cited span about every 30 tokens, the sources cycling over 12 URLs:
+
+* ``anthropic-native``: one ``[{"type": "text", "text": ..., "index": i}]`` chunk per text
+  delta, uncited blocks alternating with short cited blocks each followed by one or two
+  ``citations_delta`` chunks (``web_search_result_location``), then the ``stop_reason`` chunk
+  (``chunk_position="last"``);
+* ``openai-native``: one output text part of text-delta chunks holding the model's inline links
+  ``([domain](url))``, each followed by its ``url_citation`` annotation chunk, then the
+  ``output_text.done`` chunk (the part's ``id``) and the ``response.completed`` one.
+
+The tokens column counts text-delta chunks only; the metadata, tool and citation chunks come on
+top. These rows measure (a), (b), (d) and (c) (``native="auto"``, the default); before timing,
+one pass of (c) is checked to render one ``<sup>`` marker per citation generated.
+
     python benchmarks/bench_streaming.py [--sizes 50000,100000,200000] [--repeat 9]
+        [--native-sizes 50000,200000] [--only all|text|native]
 """
 
 from __future__ import annotations
@@ -32,6 +49,7 @@ from __future__ import annotations
 import argparse
 import gc
 import itertools
+import json
 import random
 import statistics
 import subprocess
@@ -68,6 +86,264 @@ def make_tokens(n: int, seed: int = 0) -> list[str]:
         bounds = [0, *cuts, len(cite)]
         tokens.extend(cite[a:b] for a, b in itertools.pairwise(bounds))
     return tokens[:n]
+
+
+#: The sources native citations cycle over: (domain, title).
+NATIVE_SITES = [
+    ("en.wikipedia.org", "Space Needle - Wikipedia"),
+    ("www.spaceneedle.com", "History | Space Needle"),
+    ("www.britannica.com", "Space Needle | Britannica"),
+    ("www.seattletimes.com", "The Space Needle at 60 | The Seattle Times"),
+    ("www.historylink.org", "Century 21 Exposition | HistoryLink.org"),
+    ("www.nps.gov", "Seattle World's Fair | National Park Service"),
+    ("www.visitseattle.org", "Space Needle | Visit Seattle"),
+    ("www.seattle.gov", "Seattle Center history | seattle.gov"),
+    ("www.smithsonianmag.com", "How the Space Needle Got Built | Smithsonian"),
+    ("www.nytimes.com", "Seattle Opens a World's Fair | The New York Times"),
+    ("www.asce.org", "Space Needle | ASCE landmarks"),
+    ("www.king5.com", "Space Needle facts | KING 5"),
+]
+RUN_ID = "lc_run--0a1b2c3d-4e5f-6789-abcd-ef0123456789"
+
+
+def native_url(site: int, provider: str) -> str:
+    """The URL of source ``site`` as a provider cites it (with its ``utm_source``)."""
+    domain = NATIVE_SITES[site][0]
+    return f"https://{domain}/wiki/space-needle-{site}?utm_source={provider}"
+
+
+def _words(rng: random.Random, k: int) -> list[str]:
+    return [" " + rng.choice(WORDS.split(" ")) for _ in range(k)]
+
+
+def _cut(text: str, rng: random.Random) -> list[str]:
+    """``text`` cut into tokens of 1 to 5 characters."""
+    pieces: list[str] = []
+    i = 0
+    while i < len(text):
+        step = rng.randint(1, 5)
+        pieces.append(text[i : i + step])
+        i += step
+    return pieces
+
+
+def anthropic_chunks(n: int, seed: int = 0) -> tuple[list[AIMessageChunk], int]:
+    """The chunks ``ChatAnthropic.stream`` yields for an N-token answer citing web results.
+
+    Uncited text blocks of 18 to 28 tokens alternate with cited blocks of 4 to 10 tokens, each
+    followed by one (or, one time in four, two) ``citations_delta`` chunks; a new block index
+    closes the block before it, the ``stop_reason`` chunk the last one.
+
+    Returns:
+        The chunks and the number of citations in them.
+    """
+    rng = random.Random(seed)
+
+    def chunk(content: list[Any], **metadata: Any) -> AIMessageChunk:
+        return AIMessageChunk(
+            content=content,
+            response_metadata={**metadata, "model_provider": "anthropic"},
+            id=RUN_ID,
+        )
+
+    query = {"query": "space needle seattle world fair"}
+    results = [
+        {
+            "encrypted_content": "EqgfCioIARgBIiQ3YTAwMjY1Mi1",
+            "page_age": None,
+            "title": title,
+            "type": "web_search_result",
+            "url": native_url(site, "claude"),
+        }
+        for site, (_, title) in enumerate(NATIVE_SITES)
+    ]
+    tool_id = "srvtoolu_01WYG3ziw53XMcoyKL4XcZmE"
+    chunks = [
+        chunk([], model_name="claude-sonnet-5"),
+        chunk(
+            [
+                {
+                    "id": tool_id,
+                    "input": {},
+                    "name": "web_search",
+                    "type": "server_tool_use",
+                    "index": 0,
+                }
+            ]
+        ),
+        chunk([{"partial_json": json.dumps(query), "type": "input_json_delta", "index": 0}]),
+        chunk(
+            [
+                {
+                    "content": results,
+                    "tool_use_id": tool_id,
+                    "type": "web_search_tool_result",
+                    "index": 1,
+                }
+            ]
+        ),
+    ]
+    tokens = citations = 0
+    index = 2
+    site = 0
+    while tokens < n:
+        for cited, low, high in ((False, 18, 28), (True, 4, 10)):
+            k = min(rng.randint(low, high), n - tokens)
+            if k <= 0:
+                break
+            chunks.extend(
+                chunk([{"text": t, "type": "text", "index": index}]) for t in _words(rng, k)
+            )
+            tokens += k
+            for _ in range(2 if cited and rng.random() < 0.25 else 1 if cited else 0):
+                title = NATIVE_SITES[site][1]
+                raw = {
+                    "cited_text": f"The Space Needle was built for the 1962 World's Fair ({site}).",
+                    "encrypted_index": "EqoBCioIAhgB",
+                    "title": title,
+                    "type": "web_search_result_location",
+                    "url": native_url(site, "claude"),
+                }
+                chunks.append(chunk([{"type": "text", "index": index, "citations": [raw]}]))
+                citations += 1
+                site = (site + 1) % len(NATIVE_SITES)
+            index += 1
+    chunks.append(
+        AIMessageChunk(
+            content=[],
+            response_metadata={
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "model_provider": "anthropic",
+            },
+            id=RUN_ID,
+            chunk_position="last",
+        )
+    )
+    return chunks, citations
+
+
+def openai_chunks(n: int, seed: int = 0) -> tuple[list[AIMessageChunk], int]:
+    """The chunks ``ChatOpenAI(use_responses_api=True).stream`` yields for an N-token answer.
+
+    One output text part (content index 1, after the web search call): 25 to 35 word tokens,
+    then the model's inline link `` ([domain](url))`` and a ``.`` cut into tokens of 1 to 5
+    characters, its ``url_citation`` annotation (``start_index``/``end_index`` over the link)
+    in the chunk right after the link's last token; the part's ``output_text.done`` chunk and
+    the ``response.completed`` chunk end the stream.
+
+    Returns:
+        The chunks and the number of citations in them.
+    """
+    rng = random.Random(seed)
+
+    def chunk(content: list[Any], **metadata: Any) -> AIMessageChunk:
+        return AIMessageChunk(
+            content=content,
+            response_metadata={**metadata, "model_provider": "openai"},
+            id=RUN_ID,
+        )
+
+    response_id = "resp_68c1f2a3f1a881909e7f6d5c4b3a2918"
+    chunks = [
+        AIMessageChunk(
+            content=[],
+            response_metadata={"model_provider": "openai", "id": response_id},
+            id=response_id,
+        ),
+        chunk(
+            [
+                {
+                    "id": "ws_68c1f2a4b0d48190a3e1c2d4e5f60718",
+                    "action": {"type": "search", "query": "space needle seattle world fair"},
+                    "status": "completed",
+                    "type": "web_search_call",
+                    "index": 0,
+                }
+            ]
+        ),
+        chunk([]),
+    ]
+    tokens = citations = length = 0
+    site = 0
+
+    def text(t: str) -> None:
+        nonlocal length
+        chunks.append(chunk([{"type": "text", "text": t, "index": 1}]))
+        length += len(t)
+
+    while tokens < n:
+        words = _words(rng, rng.randint(25, 35))
+        url = native_url(site, "openai")
+        link = f"([{NATIVE_SITES[site][0]}]({url}))"
+        link_tokens = _cut(" " + link, rng)
+        if tokens + len(words) + len(link_tokens) + 1 > n:  # the rest: words only
+            for t in _words(rng, n - tokens):
+                text(t)
+            break
+        for t in words:
+            text(t)
+        start = length + 1
+        for t in link_tokens:
+            text(t)
+        annotation = {
+            "end_index": start + len(link),
+            "start_index": start,
+            "title": NATIVE_SITES[site][1],
+            "type": "url_citation",
+            "url": url,
+        }
+        chunks.append(chunk([{"type": "text", "annotations": [annotation], "index": 1}]))
+        text(".")
+        tokens += len(words) + len(link_tokens) + 1
+        citations += 1
+        site = (site + 1) % len(NATIVE_SITES)
+    chunks.append(
+        chunk(
+            [{"type": "text", "text": "", "id": "msg_68c1f2a7c5f08190b7e2d3c4a5b6c7d8", "index": 1}]
+        )
+    )
+    chunks.append(
+        AIMessageChunk(
+            content=[],
+            response_metadata={
+                "created_at": 1763884800.0,
+                "model": "gpt-5.1",
+                "object": "response",
+                "status": "completed",
+                "model_provider": "openai",
+                "model_name": "gpt-5.1",
+            },
+            id=RUN_ID,
+            chunk_position="last",
+        )
+    )
+    return chunks, citations
+
+
+def chunk_source(chunks: list[AIMessageChunk]) -> Runnable[Any, Any]:
+    """A runnable streaming the given (prebuilt) chunks."""
+
+    def gen(_: Iterator[Any]) -> Iterator[AIMessageChunk]:
+        yield from chunks
+
+    return RunnableGenerator(gen)
+
+
+def output_text(chunks: Iterator[Any]) -> str:
+    """The answer text of a stream of ``str`` or message chunks (text blocks joined)."""
+    parts: list[str] = []
+    for chunk in chunks:
+        content = chunk if isinstance(chunk, str) else chunk.content
+        if isinstance(content, str):
+            parts.append(content)
+            continue
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict) and block.get("type") == "text":
+                parts.append(str(block.get("text") or ""))
+    return "".join(parts)
 
 
 def source(tokens: list[str], kind: str) -> Runnable[Any, Any]:
@@ -249,65 +525,124 @@ def ratio(times: dict[str, list[float]], num: str, den: str) -> str:
     return f"{statistics.median(per_round):.2f} ({min(per_round):.2f}-{max(per_round):.2f})"
 
 
+def measure(
+    runnables: dict[str, Runnable[Any, Any]], inp: Any, repeat: int
+) -> dict[str, list[float]]:
+    """Seconds of each runnable's full stream, ``repeat`` interleaved rounds."""
+    runs = {k: (lambda r=r: r.stream(inp)) for k, r in runnables.items()}
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    for _ in range(repeat):  # interleaved: load on the machine hits all alike
+        for k, run in runs.items():
+            times[k].append(drain(run))
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="50000,100000,200000")
+    parser.add_argument("--native-sizes", default="50000,200000", help="sizes of native rows")
     parser.add_argument("--repeat", type=int, default=9, help="rounds of interleaved runs")
     parser.add_argument("--kinds", default="str,AIMessageChunk")
+    parser.add_argument(
+        "--only",
+        choices=("all", "text", "native"),
+        default="all",
+        help="text: the [n](id=k) rows only; native: the provider-citation rows only",
+    )
     parser.add_argument("--before", default=BEFORE, help="commit of the (c0) column")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    native_sizes = [int(s) for s in args.native_sizes.split(",")]
     docs = [Document(f"doc {i}", metadata={"source": f"https://e.org/{i % 12}"}) for i in range(20)]
     inp = {"documents": docs}
-    before = load_before(args.before)
-    if before is None:
+    text_rows = args.only in ("all", "text")
+    before = load_before(args.before) if text_rows else None
+    if text_rows and before is None:
         print(f"(c0) left out: commit {args.before} not readable with git")
 
-    cols = ["a", "b", "d", "c"] + (["c0"] if before is not None else []) + ["cd"]
+    cols = ["a", "b", "d", "c"] + (["c0"] if before is not None else [])
+    cols += ["cd"] if text_rows else []
+    ratios = [("c", "b"), ("c", "d")] + ([("c0", "d")] if before is not None else [])
+    ratios += [("cd", "d")] if text_rows else []
     header = (
-        f"{'source':<15}{'tokens':>7}"
+        f"{'source':<18}{'tokens':>7}"
         + "".join(f"{f'({k}) tok/s':>13}" for k in cols)
-        + f"{'c/b':>18}{'c/d':>18}"
-        + (f"{'c0/d':>18}" if before is not None else "")
-        + f"{'cd/d':>18}{'peak MiB c':>12}"
+        + "".join(f"{f'{num}/{den}':>18}" for num, den in ratios)
+        + f"{'peak MiB c':>12}"
     )
     print(f"median of {args.repeat} interleaved rounds; ratios: median (min-max) of the rounds")
     print(header)
     print("-" * len(header))
     scaling: dict[str, list[tuple[int, float]]] = {}
-    for kind in args.kinds.split(","):
-        for n in sizes:
-            src = source(make_tokens(n), kind)
-            runnables: dict[str, Runnable[Any, Any]] = {
-                "a": src,
-                "b": src | RunnableGenerator(identity),
-                "d": DoNothing(src),
-                "c": manage_references(src, style=MarkdownReferenceStyle(deep_links=False)),
-            }
-            if before is not None:
-                runnables["c0"] = before(src, style=MarkdownReferenceStyle(deep_links=False))
-            runnables["cd"] = manage_references(src)
-            runs = {k: (lambda r=r: r.stream(inp)) for k, r in runnables.items()}
-            times: dict[str, list[float]] = {k: [] for k in runs}
-            for _ in range(args.repeat):  # interleaved: load on the machine hits all alike
-                for k, run in runs.items():
-                    times[k].append(drain(run))
-            median = {k: statistics.median(t) for k, t in times.items()}
-            peak_c = peak_memory(runs["c"]) / 2**20
-            scaling.setdefault(kind, []).append((n, median["c"]))
-            print(
-                f"{kind:<15}{n:>7}"
-                + "".join(f"{n / median[k]:>13,.0f}" for k in cols)
-                + f"{ratio(times, 'c', 'b'):>18}{ratio(times, 'c', 'd'):>18}"
-                + (f"{ratio(times, 'c0', 'd'):>18}" if before is not None else "")
-                + f"{ratio(times, 'cd', 'd'):>18}{peak_c:>12.1f}"
+
+    def row(label: str, n: int, runnables: dict[str, Runnable[Any, Any]]) -> None:
+        times = measure(runnables, inp, args.repeat)
+        median = {k: statistics.median(t) for k, t in times.items()}
+        peak_c = peak_memory(lambda: runnables["c"].stream(inp)) / 2**20
+        scaling.setdefault(label, []).append((n, median["c"]))
+        print(
+            f"{label:<18}{n:>7}"
+            + "".join(f"{n / median[k]:>13,.0f}" if k in median else f"{'-':>13}" for k in cols)
+            + "".join(
+                f"{ratio(times, num, den):>18}" if num in times else f"{'-':>18}"
+                for num, den in ratios
             )
+            + f"{peak_c:>12.1f}"
+        )
+
+    if text_rows:
+        for kind in args.kinds.split(","):
+            for n in sizes:
+                src = source(make_tokens(n), kind)
+                runnables: dict[str, Runnable[Any, Any]] = {
+                    "a": src,
+                    "b": src | RunnableGenerator(identity),
+                    "d": DoNothing(src),
+                    "c": manage_references(src, style=MarkdownReferenceStyle(deep_links=False)),
+                }
+                if before is not None:
+                    runnables["c0"] = before(src, style=MarkdownReferenceStyle(deep_links=False))
+                runnables["cd"] = manage_references(src)
+                row(kind, n, runnables)
+    notes: list[str] = []
+    if args.only in ("all", "native"):
+        for label, build in (
+            ("anthropic-native", anthropic_chunks),
+            ("openai-native", openai_chunks),
+        ):
+            for n in native_sizes:
+                chunks, citations = build(n)  # built once, outside the timing
+                src = chunk_source(chunks)
+                wrapped = manage_references(
+                    src, style=MarkdownReferenceStyle(deep_links=False), native="auto"
+                )
+                rendered = output_text(wrapped.stream(inp)).count("<sup>")
+                if rendered != citations:  # a pass-through would measure nothing
+                    raise SystemExit(
+                        f"{label} {n}: {rendered} markers rendered for {citations} citations"
+                    )
+                notes.append(
+                    f"{label} {n}: {len(chunks):,} chunks, {citations:,} citations (one per "
+                    f"{n / citations:.0f} tokens), {rendered:,} <sup> markers in (c)'s output"
+                )
+                row(
+                    label,
+                    n,
+                    {
+                        "a": src,
+                        "b": src | RunnableGenerator(identity),
+                        "d": DoNothing(src),
+                        "c": wrapped,
+                    },
+                )
+    for note in notes:
+        print(f"  {note}")
     print()
     print("Scaling of (c): time per token relative to the smallest size (1.0 = linear)")
-    for kind, rows in scaling.items():
+    for label, rows in scaling.items():
         n0, t0 = rows[0]
         cells = ", ".join(f"{n}: {(t / n) / (t0 / n0):.2f}" for n, t in rows)
-        print(f"  {kind:<15} {cells}")
+        print(f"  {label:<18} {cells}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -287,4 +287,38 @@ def _strip(text: str) -> str:
     """Return ``text`` with every leaked marker dropped (as :func:`apply_cuts` drops them)."""
     return "".join(
         piece for piece in apply_cuts(text, find_marker_runs(text)) if isinstance(piece, str)
+    )
+
+
+def has_provider_citations(
+    message: BaseMessage, provider: str, field: str, types: Collection[str]
+) -> bool:
+    """Tell whether a message is ``provider``'s own output with its raw citation shapes.
+
+    LangChain v1 output (``output_version="v1"``) is never claimed (the v1 adapter reads it);
+    otherwise ``response_metadata["model_provider"] == provider`` or a text block whose
+    ``field`` list holds an item of one of ``types`` claims it.
+
+    Args:
+        message: A message or chunk.
+        provider: The ``model_provider`` value of the provider.
+        field: The text-block key of its citations (``"citations"``, ``"annotations"``).
+        types: The ``type`` values of its citation items.
+
+    Returns:
+        Whether the provider's adapter reads this message.
+    """
+    metadata = message.response_metadata
+    if metadata.get("output_version") == "v1":
+        return False
+    if metadata.get("model_provider") == provider:
+        return True
+    content = message.content
+    if isinstance(content, str):
+        return False
+    return any(
+        isinstance(block, dict)
+        and block.get("type") == "text"
+        and any(raw.get("type") in types for raw in as_dicts(block.get(field)))
+        for block in content
     )

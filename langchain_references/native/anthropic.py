@@ -48,6 +48,7 @@ from langchain_references.native._markers import (
     as_dicts,
     coalesce,
     content_items,
+    has_provider_citations,
     is_final_chunk,
     optional_int,
     optional_str,
@@ -188,20 +189,7 @@ class AnthropicAdapter:
             was converted to LangChain's standard ``v1`` content) or for a text block whose
             ``citations`` are Anthropic citation locations.
         """
-        metadata = message.response_metadata
-        if metadata.get("output_version") == "v1":
-            return False
-        if metadata.get("model_provider") == PROVIDER:
-            return True
-        content = message.content
-        if isinstance(content, str):
-            return False
-        return any(
-            isinstance(block, dict)
-            and block.get("type") == "text"
-            and any(raw.get("type") in CITATION_TYPES for raw in as_dicts(block.get("citations")))
-            for block in content
-        )
+        return has_provider_citations(message, PROVIDER, "citations", CITATION_TYPES)
 
     def feed(self, message: Any) -> list[Piece]:
         """Consume one chunk (or the whole message); return the pieces now certain.

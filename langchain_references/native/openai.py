@@ -47,6 +47,7 @@ from langchain_references.native._markers import (
     coalesce,
     content_items,
     find_marker_runs,
+    has_provider_citations,
     is_final_chunk,
     optional_int,
     optional_str,
@@ -184,20 +185,7 @@ class OpenAIAdapter:
             was converted to LangChain's standard ``v1`` content) or for a text block whose
             ``annotations`` include a Responses API citation.
         """
-        metadata = message.response_metadata
-        if metadata.get("output_version") == "v1":
-            return False
-        if metadata.get("model_provider") == PROVIDER:
-            return True
-        content = message.content
-        if isinstance(content, str):
-            return False
-        return any(
-            isinstance(block, dict)
-            and block.get("type") == "text"
-            and any(raw.get("type") in CITATION_TYPES for raw in as_dicts(block.get("annotations")))
-            for block in content
-        )
+        return has_provider_citations(message, PROVIDER, "annotations", CITATION_TYPES)
 
     def feed(self, message: Any) -> list[Piece]:
         """Consume one chunk (or the whole message); return the pieces now certain.

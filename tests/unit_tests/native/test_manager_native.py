@@ -24,6 +24,7 @@ from langchain_references.native import NativeCitation, Piece, UnknownAdapterErr
 from langchain_references.styles import HTMLReferenceStyle, TextReferenceStyle
 from tests.unit_tests.native import (
     _anthropic_streams,
+    _cohere_streams,
     _gemini_streams,
     _openai_streams,
     _perplexity_streams,
@@ -312,3 +313,31 @@ def test_hostile_titles_and_urls_in_html(make: Callable[[], tuple[Any, Any]]) ->
                 assert key == "href", (key, out)
                 assert value is not None
                 assert value.startswith(("http://", "https://")), value
+
+
+@pytest.mark.parametrize("answer", ["plain", "mixed"])
+def test_cohere_invoke_with_documents(answer: str) -> None:
+    """Cohere's document citations map to the run's documents (shared numbering)."""
+    docs = _cohere_streams.DOCUMENTS
+    chain = manage_references(
+        Recorded([], _cohere_streams.invoke_message(answer)), style=TextReferenceStyle()
+    )
+    out = chain.invoke({"documents": docs})
+    _check(text_of(out.content), out, _cohere_streams.expected_pieces(answer), docs)
+
+
+@pytest.mark.parametrize("mode", ["stream", "astream"])
+async def test_cohere_stream_has_no_citations_and_passes_through(mode: str) -> None:
+    """langchain-cohere drops citation events when streaming: the text passes unchanged."""
+    docs = _cohere_streams.DOCUMENTS
+    chain = manage_references(
+        Recorded(_cohere_streams.stream_chunks("plain"), AIMessage("")),
+        style=TextReferenceStyle(),
+        native="cohere",
+    )
+    if mode == "stream":
+        outs = list(chain.stream({"documents": docs}))
+    else:
+        outs = [out async for out in chain.astream({"documents": docs})]
+    text = "".join(text_of(out.content) for out in outs)
+    assert text == expected_text(_cohere_streams.expected_pieces("plain", streamed=True), docs)[0]
