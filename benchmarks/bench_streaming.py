@@ -24,7 +24,7 @@ cd/d (median of the per-round ratios, with their range), the peak memory of (c) 
 separate pass) and the scaling from the smallest to the largest size, for ``str`` and
 ``AIMessageChunk`` sources.
 
-Native-citation rows (``--native-sizes``, default 50k and 200k tokens) stream the chunk shapes
+Native-citation rows (``--native-sizes`` / ``--anthropic-sizes``) stream the chunk shapes
 ``langchain-anthropic`` and ``langchain-openai`` (Responses API) yield for an answer citing web
 search results, a cited span about every 30 tokens, the sources cycling over 12 URLs:
 
@@ -37,11 +37,18 @@ search results, a cited span about every 30 tokens, the sources cycling over 12 
   ``output_text.done`` chunk (the part's ``id``) and the ``response.completed`` one.
 
 The tokens column counts text-delta chunks only; the metadata, tool and citation chunks come on
-top. These rows measure (a), (b), (d) and (c) (``native="auto"``, the default); before timing,
+top. The Anthropic rows default to small sizes (``--anthropic-sizes``): every traced layer of
+``langchain-core`` (1.7) adds each output chunk to the run's output, and adding an
+``AIMessageChunk`` merges and re-validates its whole content list, one block per content index,
+so a stream with a new block every ~15 tokens costs O(blocks) per chunk in every layer, the bare
+source (a) included (about 9 minutes for one pass of (a) at 200k tokens).
+
+The native rows measure (a), (b), (d) and (c) (``native="auto"``, the default); before timing,
 one pass of (c) is checked to render one ``<sup>`` marker per citation generated.
 
     python benchmarks/bench_streaming.py [--sizes 50000,100000,200000] [--repeat 9]
-        [--native-sizes 50000,200000] [--only all|text|native]
+        [--native-sizes 50000,200000] [--anthropic-sizes 4000,8000,16000]
+        [--only all|text|native]
 """
 
 from __future__ import annotations
@@ -540,7 +547,13 @@ def measure(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="50000,100000,200000")
-    parser.add_argument("--native-sizes", default="50000,200000", help="sizes of native rows")
+    parser.add_argument("--native-sizes", default="50000,200000", help="openai-native sizes")
+    parser.add_argument(
+        "--anthropic-sizes",
+        default="4000,8000,16000",
+        help="anthropic-native sizes (every traced layer, the bare source's too, is quadratic "
+        "in the number of content blocks there: see the module docstring)",
+    )
     parser.add_argument("--repeat", type=int, default=9, help="rounds of interleaved runs")
     parser.add_argument("--kinds", default="str,AIMessageChunk")
     parser.add_argument(
@@ -552,7 +565,10 @@ def main() -> None:
     parser.add_argument("--before", default=BEFORE, help="commit of the (c0) column")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    native_sizes = [int(s) for s in args.native_sizes.split(",")]
+    native_sizes = {
+        "anthropic-native": [int(s) for s in args.anthropic_sizes.split(",")],
+        "openai-native": [int(s) for s in args.native_sizes.split(",")],
+    }
     docs = [Document(f"doc {i}", metadata={"source": f"https://e.org/{i % 12}"}) for i in range(20)]
     inp = {"documents": docs}
     text_rows = args.only in ("all", "text")
@@ -610,7 +626,7 @@ def main() -> None:
             ("anthropic-native", anthropic_chunks),
             ("openai-native", openai_chunks),
         ):
-            for n in native_sizes:
+            for n in native_sizes[label]:
                 chunks, citations = build(n)  # built once, outside the timing
                 src = chunk_source(chunks)
                 wrapped = manage_references(
