@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from langchain_references import manage_references
-from langchain_references.native import NativeCitation, Piece, UnknownAdapterError
+from langchain_references.native import Piece, UnknownAdapterError
 from langchain_references.styles import HTMLReferenceStyle, TextReferenceStyle
 from tests.unit_tests.native import (
     _anthropic_streams,
@@ -173,11 +173,13 @@ def _check(
     text, keys = expected_text(pieces, docs)
     body, listing = _split(output)
     assert body == text
-    assert listing.count("\n- [") == len(keys) - 1 + listing.count("\n- [") - (len(keys) - 1)
     assert len(re.findall(r"^- \[\d+\] ", listing.strip(), re.M)) == len(keys)
     if final is not None:
         refs = final.response_metadata["references"]
         assert [ref["number"] for ref in refs] == list(range(1, len(keys) + 1))
+        assert [ref["source"] for ref in refs] == [
+            key if isinstance(key, str) else None for key in keys
+        ]
 
 
 @pytest.mark.parametrize(("name", "chunks", "message", "pieces", "docs"), CASES, ids=IDS)
@@ -213,24 +215,50 @@ async def test_astream(
 
 
 def test_one_number_per_source_across_native_and_own_citations() -> None:
-    """A provider citation of documents[1] and a ``[n](id=2)`` share the number of doc 1."""
-    pieces: list[Piece] = [
-        "A",
-        NativeCitation(provider="anthropic", document_index=1, cited_text="Passage 1."),
-        " B [9](id=2) C [9](id=1) D",
-        NativeCitation(
-            provider="openai",
-            source="https://docs.example/0",
-            url="https://docs.example/0?utm_source=x",
-        ),
+    """Provider citations of documents[1] and of doc 0's URL share numbers with [n](id=k)."""
+    message = AIMessage(
+        content=[
+            {
+                "type": "text",
+                "text": "A",
+                "citations": [
+                    {
+                        "type": "char_location",
+                        "document_index": 1,
+                        "cited_text": "Passage 1.",
+                        "start_char_index": 0,
+                        "end_char_index": 10,
+                        "document_title": "Doc 1",
+                    }
+                ],
+            },
+            {"type": "text", "text": " B [9](id=2) C [9](id=1) D"},
+            {
+                "type": "text",
+                "text": " E",
+                "citations": [
+                    {
+                        "type": "web_search_result_location",
+                        "title": "Doc 0",
+                        "url": "https://docs.example/0?utm_source=x",
+                        "cited_text": "Passage 0.",
+                        "encrypted_index": "x",
+                    }
+                ],
+            },
+        ],
+        response_metadata={"model_provider": "anthropic"},
+    )
+    out = manage_references(Recorded([], message), style=TextReferenceStyle()).invoke(
+        {"documents": DOCS}
+    )
+    body, _listing = _split(out.text)
+    assert body == "A[1] B [1] C [2] D E[2]"
+    assert [ref["source"] for ref in out.response_metadata["references"]] == [
+        "https://docs.example/1",
+        "https://docs.example/0",
     ]
-    text, keys = expected_text(pieces, DOCS)
-    assert text == "A[1] B [1] C [2] D[2]"
-    assert keys == ["https://docs.example/1", "https://docs.example/0"]
-
-
-class Bare(Runnable[Any, Any]):
-    """Not a model: takes any input (a bare model's stand-in for the input contract)."""
+    assert [ref["positions"] for ref in out.response_metadata["references"]] == [[2], [1]]
 
 
 @pytest.mark.parametrize("answer", ["plain"])
