@@ -11,6 +11,10 @@ tokens), measured in one run, the runs interleaved:
   / ``_call_with_config`` callback and tracing path, same input merging) that passes the
   chunks through untouched: one traced layer more than (a), like (c). It is the floor of any
   wrapper of this shape;
+* (t) the source wrapped by :class:`TestOnly`: (d) plus the one test the wrapper runs on
+  every chunk (``chunk.__class__ is str and "[" not in chunk``), every chunk passed through
+  unchanged whatever the answer: the ceiling of any wrapper that must look at each chunk's
+  text, whatever it then does with a citation;
 * (c) the source wrapped by ``manage_references`` with ``MarkdownReferenceStyle(
   deep_links=False)``;
 * (c0) the same, with ``manage_references`` as it was at commit ``--before`` (the rewriter,
@@ -19,10 +23,10 @@ tokens), measured in one run, the runs interleaved:
 * (cd) the source wrapped by ``manage_references`` with its default style, Markdown with deep
   links: each citation then quotes the cited chunk's sentence closest to the citing one.
 
-Prints the median tokens/s of each run over ``--repeat`` rounds and the ratios c/b, c/d, c0/d,
-cd/d (median of the per-round ratios, with their range), the peak memory of (c) (tracemalloc, a
-separate pass) and the scaling from the smallest to the largest size, for ``str`` and
-``AIMessageChunk`` sources.
+Prints the median tokens/s of each run over ``--repeat`` rounds and the ratios c/b, t/d, c/d,
+c0/d, cd/d (median of the per-round ratios, with their range), the peak memory of (c)
+(tracemalloc, a separate pass) and the scaling from the smallest to the largest size, for
+``str`` and ``AIMessageChunk`` sources.
 
 Native-citation rows (``--native-sizes`` / ``--anthropic-sizes``) stream the chunk shapes
 ``langchain-anthropic`` and ``langchain-openai`` (Responses API) yield for an answer citing web
@@ -424,7 +428,11 @@ class DoNothing(Runnable[Mapping[str, Any], Any]):
         input = None
         for item in inputs:
             input = _merge(input, item)
-        yield from self.bound.stream(input, config)
+        yield from self._through(self.bound.stream(input, config))
+
+    def _through(self, chunks: Iterator[Any]) -> Iterator[Any]:
+        """What the wrapper does to the chunks: nothing (the stream itself, no extra layer)."""
+        return chunks
 
     async def _atransform(
         self,
@@ -473,6 +481,22 @@ class DoNothing(Runnable[Mapping[str, Any], Any]):
         self, input: Mapping[str, Any], config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
         return self.atransform(_once(input), config, **kwargs)
+
+
+class TestOnly(DoNothing):
+    """:class:`DoNothing` plus the wrapper's per-chunk test, acting on nothing (column t).
+
+    ``manage_references`` must look at every ``str`` chunk for a ``[`` before it can pass it
+    through; this probe runs exactly that test on each chunk and yields every chunk
+    unchanged, so t/d bounds c/d from above for any implementation of the rewriting.
+    """
+
+    def _through(self, chunks: Iterator[Any]) -> Iterator[Any]:
+        for chunk in chunks:
+            if chunk.__class__ is str and "[" not in chunk:
+                yield chunk
+                continue
+            yield chunk
 
 
 def load_before(rev: str) -> Callable[..., Runnable[Any, Any]] | None:
@@ -576,9 +600,11 @@ def main() -> None:
     if text_rows and before is None:
         print(f"(c0) left out: commit {args.before} not readable with git")
 
-    cols = ["a", "b", "d", "c"] + (["c0"] if before is not None else [])
+    cols = ["a", "b", "d"] + (["t"] if text_rows else []) + ["c"]
+    cols += ["c0"] if before is not None else []
     cols += ["cd"] if text_rows else []
-    ratios = [("c", "b"), ("c", "d")] + ([("c0", "d")] if before is not None else [])
+    ratios = [("c", "b")] + ([("t", "d")] if text_rows else []) + [("c", "d")]
+    ratios += [("c0", "d")] if before is not None else []
     ratios += [("cd", "d")] if text_rows else []
     header = (
         f"{'source':<18}{'tokens':>7}"
@@ -614,6 +640,7 @@ def main() -> None:
                     "a": src,
                     "b": src | RunnableGenerator(identity),
                     "d": DoNothing(src),
+                    "t": TestOnly(src),
                     "c": manage_references(src, style=MarkdownReferenceStyle(deep_links=False)),
                 }
                 if before is not None:

@@ -465,7 +465,8 @@ class InferenceSummary:
     Attributes:
         method: The least exact method any component needed: ``isolated``, ``tree``,
             ``brute``, ``junction_tree``, ``conditioned`` (exact, after enumerating hub
-            variables) or ``loopy_bp``.
+            variables), ``loopy_bp`` or ``gibbs`` (loopy BP, then Gibbs sampling where
+            BP gave no error estimate).
         exact: Whether every posterior is exact.
         estimated_error: Largest estimated absolute error of an atom posterior (``0.0``
             when exact, ``None`` when some atom's error could not be estimated).
@@ -475,6 +476,7 @@ class InferenceSummary:
             did not run).
         atom_errors: Estimated absolute error of each atom posterior, by atom id
             (``None`` where not estimated).
+        sampling_sweeps: Gibbs sampling sweeps (``None`` when it did not run).
     """
 
     method: str
@@ -484,6 +486,7 @@ class InferenceSummary:
     sweeps: int | None = None
     residual: float | None = None
     atom_errors: dict[str, float | None] = field(default_factory=dict)
+    sampling_sweeps: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields: ``inference_method``, ``inference_exact``, ... (see below).
@@ -491,7 +494,7 @@ class InferenceSummary:
         Returns:
             ``{"inference_method", "inference_exact", "inference_estimated_error",
             "inference_converged", "inference_sweeps", "inference_residual",
-            "atom_errors"}``.
+            "inference_sampling_sweeps", "atom_errors"}``.
         """
         return {
             "inference_method": self.method,
@@ -500,6 +503,7 @@ class InferenceSummary:
             "inference_converged": self.converged,
             "inference_sweeps": self.sweeps,
             "inference_residual": self.residual,
+            "inference_sampling_sweeps": self.sampling_sweeps,
             "atom_errors": dict(self.atom_errors),
         }
 

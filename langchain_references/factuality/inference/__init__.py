@@ -25,17 +25,30 @@ fits the budgets, else loopy BP with an error estimate:
   fixed point, and the two Bethe free energies give ``P_clamp(atom)``. The reported
   marginal is ``P_clamp`` and the *estimated error* is ``2 |P_clamp - P_BP|``; contexts
   keep their BP marginals, with no estimate;
+* ``gibbs``: where BP left an atom of a component without an estimate (BP or a clamped
+  run did not converge, or the clamping budget ran out), the component is sampled:
+  chromatic Gibbs sampling with parallel tempering (16 chains of 12 replicas, inverse
+  temperatures 1 to 0.02), Rao-Blackwellised, until every estimated error is below 0.01
+  or ``sampling_budget`` multiply-adds (at most 4,000 sweeps) are spent; the estimated
+  error of a sampled marginal is the larger of 4 standard errors between the chains and
+  the drift between the two quarters of the kept sweeps. The sampled marginals and
+  estimates replace BP's for the whole component (where BP failed somewhere, its small
+  clamped estimates were measured to be wrong elsewhere in the same component). A run whose replicas
+  do not exchange (below 5 % between two neighbouring temperatures) or whose hottest
+  replicas barely move (below 5 % of their variables per sweep) did not mix: it changes
+  nothing, and BP's answer stands without an estimate;
 * ``brute``: enumeration of all joint states (the tests' reference).
 
 How far the estimate can be trusted is measured, not proven: on the FR-shaped graphs of
 ``benchmarks/bench_inference.py`` where exact inference is affordable, the clamped
 marginal's actual error stayed below the estimate (see the benchmark's tables and the
 README). It is an estimate, not a bound: BP and clamping can both be wrong in the same
-way on strongly frustrated graphs.
+way on strongly frustrated graphs, and sampling chains can all miss the same mode.
 
 Method ``"auto"`` picks per component as above; ``"exact"`` never falls back to loopy BP
 (it raises if a component fits neither budget); ``"bp"`` runs loopy BP (with clamping)
-everywhere; ``"brute"`` enumerates. :class:`InferenceResult` reports the method of each
+everywhere, with no sampling fallback; ``"gibbs"`` samples every component with factors;
+``"brute"`` enumerates. :class:`InferenceResult` reports the method of each
 component, BP convergence (sweeps, residual) and the estimated error of each marginal;
 :meth:`InferenceResult.summary` is the per-graph record for result writers.
 """
@@ -49,6 +62,7 @@ from langchain_references.factuality.inference._result import (
     BPReport,
     ComponentMethod,
     ComponentReport,
+    GibbsReport,
     InferenceResult,
 )
 from langchain_references.factuality.inference._run import (
@@ -62,6 +76,7 @@ __all__ = [
     "BPReport",
     "ComponentMethod",
     "ComponentReport",
+    "GibbsReport",
     "InferenceError",
     "InferenceOptions",
     "InferenceResult",
@@ -81,13 +96,16 @@ def run_inference(
     exact_budget: int = 2**22,
     conditioning_budget: int = 2**24,
     clamp_budget: int = 2**26,
+    sampling_budget: int = 2**38,
+    seed: int = 0,
     brute_max_vars: int = 20,
 ) -> InferenceResult:
     """Compute ``P(v = 1)`` for every variable and report how.
 
     Args:
         graph: The network.
-        method: ``"auto"``, ``"exact"``, ``"bp"`` or ``"brute"`` (see module docstring).
+        method: ``"auto"``, ``"exact"``, ``"bp"``, ``"gibbs"`` or ``"brute"`` (see module
+            docstring).
         damping: Loopy BP damping ``a``: ``m <- (1 - a) * m_new + a * m_old``.
         tolerance: Loopy BP stops when no message log-odds moves more than this.
         max_iterations: Sweep cap of each BP run (non-convergence is logged and
@@ -98,6 +116,10 @@ def run_inference(
             ``k`` hubs.
         clamp_budget: Message updates (sweeps x directed edges) that clamped BP may
             spend on error estimates; ``0`` clamps only the most uncertain atom.
+        sampling_budget: Multiply-adds Gibbs sampling may spend (``2^38``: about 500
+            sweeps of a 1,200-variable network, some 20 s here); ``0`` turns the
+            sampling fallback off.
+        seed: Seed of Gibbs sampling: the same graph and options give the same result.
         brute_max_vars: Largest component ``"brute"`` will enumerate.
 
     Returns:
@@ -105,8 +127,9 @@ def run_inference(
 
     Raises:
         ValueError: On bad options.
-        InferenceError: If ``"exact"`` meets a component beyond both budgets or
-            ``"brute"`` one larger than ``brute_max_vars``.
+        InferenceError: If ``"exact"`` meets a component beyond both budgets,
+            ``"brute"`` one larger than ``brute_max_vars`` or ``"gibbs"`` a network
+            beyond ``sampling_budget``.
     """
     options: InferenceOptions = {
         "damping": damping,
@@ -115,6 +138,8 @@ def run_inference(
         "exact_budget": exact_budget,
         "conditioning_budget": conditioning_budget,
         "clamp_budget": clamp_budget,
+        "sampling_budget": sampling_budget,
+        "seed": seed,
         "brute_max_vars": brute_max_vars,
     }
     return solve(graph, method, options)

@@ -7,7 +7,9 @@ from typing import Literal
 
 from langchain_references.factuality.model import InferenceSummary
 
-ComponentMethod = Literal["isolated", "tree", "junction_tree", "conditioned", "loopy_bp", "brute"]
+ComponentMethod = Literal[
+    "isolated", "tree", "junction_tree", "conditioned", "loopy_bp", "gibbs", "brute"
+]
 _RANK: dict[str, int] = {
     "isolated": 0,
     "tree": 1,
@@ -15,6 +17,7 @@ _RANK: dict[str, int] = {
     "junction_tree": 3,
     "conditioned": 4,
     "loopy_bp": 5,
+    "gibbs": 6,
 }
 
 
@@ -26,12 +29,14 @@ class ComponentReport:
         size: Number of variables.
         num_pairwise: Number of pairwise factors (after merging parallel ones).
         method: ``isolated``, ``tree``, ``junction_tree``, ``conditioned`` (junction tree
-            after fixing ``hubs`` variables), ``loopy_bp`` or ``brute``.
+            after fixing ``hubs`` variables), ``loopy_bp``, ``gibbs`` (loopy BP left some
+            atom without an error estimate: parallel-tempered Gibbs sampling of the
+            whole component) or ``brute``.
         max_clique: Largest junction-tree clique (``junction_tree`` / ``conditioned``).
         hubs: Variables enumerated by ``conditioned``.
         estimated_error: ``0.0`` for exact methods; for ``loopy_bp`` the largest
             estimated error of the component's atoms (see :class:`InferenceResult`),
-            ``None`` if some were not estimated.
+            ``None`` if some were not estimated; for ``gibbs`` likewise.
     """
 
     size: int
@@ -64,6 +69,33 @@ class BPReport:
 
 
 @dataclass(frozen=True, slots=True)
+class GibbsReport:
+    """Outcome of the Gibbs sampling fallback (one run covers all its components).
+
+    Attributes:
+        sweeps: Sweeps run.
+        chains: Independent chains.
+        levels: Replicas per chain (parallel tempering).
+        converged: Whether every sampled marginal's estimated error fell below the
+            sampling tolerance within the budget.
+        max_error: Largest estimated error of a sampled marginal.
+        swap_rate: Lowest acceptance rate of replica exchanges between neighbouring
+            temperatures.
+        mixed: Whether that rate reached the minimum (5 %); if not, the sampled
+            marginals carry no estimate and, unless sampling was forced, BP's answer
+            stands.
+    """
+
+    sweeps: int
+    chains: int
+    levels: int
+    converged: bool
+    max_error: float
+    swap_rate: float = 1.0
+    mixed: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class InferenceResult:
     """Marginals plus a report of how they were obtained.
 
@@ -73,8 +105,10 @@ class InferenceResult:
         bp: Loopy BP outcome, or ``None`` when no component needed it.
         errors: Estimated absolute error of each marginal: ``0.0`` when exact,
             ``2 |P_clamp - P_BP|`` for a variable of a BP component that was clamped (its
-            marginal is ``P_clamp``), ``None`` when not estimated (contexts of BP
-            components, or atoms beyond the clamping budget).
+            marginal is ``P_clamp``), the sampling estimate for a variable taken from
+            Gibbs sampling, ``None`` when not estimated (contexts of BP components that
+            needed no sampling; variables beyond every budget).
+        gibbs: Gibbs sampling outcome, or ``None`` when no component needed it.
         atom_ids: Ids of the atom variables (the claims), in graph order.
     """
 
@@ -83,11 +117,12 @@ class InferenceResult:
     bp: BPReport | None
     errors: dict[str, float | None]
     atom_ids: tuple[str, ...] = ()
+    gibbs: GibbsReport | None = None
 
     @property
     def exact(self) -> bool:
-        """Whether every marginal is exact (no loopy BP was involved)."""
-        return self.bp is None
+        """Whether every marginal is exact (no loopy BP or sampling was involved)."""
+        return self.bp is None and self.gibbs is None
 
     @property
     def method(self) -> ComponentMethod:
@@ -120,4 +155,5 @@ class InferenceResult:
             sweeps=None if self.bp is None else self.bp.iterations,
             residual=None if self.bp is None else self.bp.max_residual,
             atom_errors={a: self.errors[a] for a in self.atom_ids},
+            sampling_sweeps=None if self.gibbs is None else self.gibbs.sweeps,
         )

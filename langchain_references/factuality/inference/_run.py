@@ -12,6 +12,7 @@ from langchain_references.factuality.inference._brute import brute_beliefs
 from langchain_references.factuality.inference._clamp import clamp_estimate
 from langchain_references.factuality.inference._cutset import plan_cutset, run_cutset
 from langchain_references.factuality.inference._errors import InferenceError
+from langchain_references.factuality.inference._gibbs import run_gibbs
 from langchain_references.factuality.inference._junction import (
     plan_junction_tree,
     run_junction_tree,
@@ -26,7 +27,9 @@ from langchain_references.factuality.inference._network import (
 )
 from langchain_references.factuality.inference._result import (
     BPReport,
+    ComponentMethod,
     ComponentReport,
+    GibbsReport,
     InferenceResult,
 )
 from langchain_references.factuality.inference._tree import tree_beliefs
@@ -34,11 +37,17 @@ from langchain_references.factuality.model import FactGraph
 
 logger = logging.getLogger("langchain_references.factuality.inference")
 
-Method = Literal["auto", "exact", "bp", "brute"]
+Method = Literal["auto", "exact", "bp", "gibbs", "brute"]
 _METHODS: frozenset[str] = frozenset(get_args(Method))
 _BRUTE_HARD_LIMIT = 26
 # restarts when BP does not converge: (damping, Anderson memory); 0 = plain damped BP
 _RETRIES = ((None, 0), (0.8, 5), (0.95, 0))
+# Gibbs sampling fallback: chains, replicas per chain (parallel tempering), the hottest
+# replica's inverse temperature, the target estimated error, and the largest network
+# (its dense coupling matrix: 8 n^2 bytes)
+_CHAINS, _LEVELS, _HOTTEST, _SAMPLING_TOLERANCE = 16, 12, 0.02, 0.01
+_GIBBS_MAX_VARS = 3000
+_GIBBS_MIN_SWEEPS, _GIBBS_MAX_SWEEPS = 200, 4000
 
 
 class InferenceOptions(TypedDict, total=False):
@@ -51,6 +60,8 @@ class InferenceOptions(TypedDict, total=False):
         exact_budget: Largest clique-table sum of one junction tree.
         conditioning_budget: Largest total clique-table sum of cutset conditioning.
         clamp_budget: Largest number of message updates spent on clamped BP runs.
+        sampling_budget: Largest number of multiply-adds Gibbs sampling may spend.
+        seed: Seed of Gibbs sampling (results are reproducible).
         brute_max_vars: Largest component ``"brute"`` will enumerate.
     """
 
@@ -60,6 +71,8 @@ class InferenceOptions(TypedDict, total=False):
     exact_budget: int
     conditioning_budget: int
     clamp_budget: int
+    sampling_budget: int
+    seed: int
     brute_max_vars: int
 
 
@@ -79,8 +92,13 @@ def _check_options(method: str, options: InferenceOptions) -> None:
     ):
         if value < 4:
             raise ValueError(f"{name} must be >= 4, got {value!r}")
-    if options["clamp_budget"] < 0:
-        raise ValueError(f"clamp_budget must be >= 0, got {options['clamp_budget']!r}")
+    for name, value in (
+        ("clamp_budget", options["clamp_budget"]),
+        ("sampling_budget", options["sampling_budget"]),
+        ("seed", options["seed"]),
+    ):
+        if value < 0:
+            raise ValueError(f"{name} must be >= 0, got {value!r}")
     if not 1 <= options["brute_max_vars"] <= _BRUTE_HARD_LIMIT:
         raise ValueError(f"brute_max_vars must be in [1, {_BRUTE_HARD_LIMIT}]")
 
@@ -99,6 +117,7 @@ def solve(graph: FactGraph, method: Method, options: InferenceOptions) -> Infere
     reports: list[ComponentReport] = []
     tree_roots: list[int] = []
     bp_roots: list[int] = []
+    gibbs_roots: list[int] = []
     exact_budget = options["exact_budget"]
     for root in roots.tolist():
         size, m = int(sizes[root]), int(edge_counts[root])
@@ -116,6 +135,8 @@ def solve(graph: FactGraph, method: Method, options: InferenceOptions) -> Infere
             reports.append(ComponentReport(size, m, "brute"))
         elif method == "bp":
             bp_roots.append(root)
+        elif method == "gibbs":
+            gibbs_roots.append(root)
         elif m == size - 1:
             tree_roots.append(root)
         else:
@@ -158,18 +179,33 @@ def solve(graph: FactGraph, method: Method, options: InferenceOptions) -> Infere
     if bp_roots:
         nodes = np.flatnonzero(np.isin(labels, bp_roots))
         bp_report = _run_bp(graph, net.subnetwork(nodes), nodes, labels, marginal, errors, options)
-        for r in bp_roots:
-            members = np.flatnonzero(labels == r)
-            targets = _targets(graph, members)
-            estimates = [errors[int(v)] for v in targets]
-            worst = (
-                None
-                if any(e is None for e in estimates)
-                else max((e for e in estimates if e is not None), default=0.0)
-            )
-            reports.append(
-                ComponentReport(int(sizes[r]), int(edge_counts[r]), "loopy_bp", None, 0, worst)
-            )
+        if method == "auto":  # BP left an atom without an estimate: sample the component
+            unsure = [r for r in bp_roots if _worst(graph, labels, r, errors, None) is None]
+            gibbs_roots.extend(unsure)
+            bp_roots = [r for r in bp_roots if r not in unsure]
+    gibbs_report: GibbsReport | None = None
+    if gibbs_roots:
+        nodes = np.flatnonzero(np.isin(labels, gibbs_roots))
+        if method == "gibbs":
+            for v in nodes.tolist():
+                errors[v] = None
+        gibbs_report = _run_gibbs(
+            net.subnetwork(nodes), nodes, marginal, errors, options, forced=method == "gibbs"
+        )
+        if gibbs_report is not None and not gibbs_report.mixed and method == "auto":
+            bp_roots, gibbs_roots = bp_roots + gibbs_roots, []
+        elif gibbs_report is None:
+            if method == "gibbs":
+                raise InferenceError(
+                    f"Gibbs sampling of {nodes.size} variables does not fit "
+                    f"sampling_budget={options['sampling_budget']} (or the "
+                    f"{_GIBBS_MAX_VARS}-variable limit)"
+                )
+            bp_roots, gibbs_roots = bp_roots + gibbs_roots, []
+    for r in bp_roots:
+        reports.append(_approximate(graph, labels, sizes, edge_counts, r, errors, "loopy_bp"))
+    for r in gibbs_roots:
+        reports.append(_approximate(graph, labels, sizes, edge_counts, r, errors, "gibbs"))
 
     ids = [v.id for v in graph.variables]
     return InferenceResult(
@@ -178,7 +214,36 @@ def solve(graph: FactGraph, method: Method, options: InferenceOptions) -> Infere
         bp=bp_report,
         errors=dict(zip(ids, errors, strict=True)),
         atom_ids=graph.atom_ids,
+        gibbs=gibbs_report,
     )
+
+
+def _worst(
+    graph: FactGraph,
+    labels: IntArray,
+    root: int,
+    errors: list[float | None],
+    default: float | None,
+) -> float | None:
+    """Largest estimated error of a component's targets; None if one has none."""
+    estimates = [errors[int(v)] for v in _targets(graph, np.flatnonzero(labels == root))]
+    if any(e is None for e in estimates):
+        return None
+    return max((e for e in estimates if e is not None), default=default)
+
+
+def _approximate(
+    graph: FactGraph,
+    labels: IntArray,
+    sizes: IntArray,
+    edge_counts: IntArray,
+    root: int,
+    errors: list[float | None],
+    method: ComponentMethod,
+) -> ComponentReport:
+    """The report of a component solved by loopy BP or sampling."""
+    worst = _worst(graph, labels, root, errors, 0.0)
+    return ComponentReport(int(sizes[root]), int(edge_counts[root]), method, None, 0, worst)
 
 
 def _targets(graph: FactGraph, members: IntArray) -> IntArray:
@@ -259,3 +324,73 @@ def _run_bp(
         clamp_sweeps=estimate.sweeps,
         clamp_converged=estimate.converged,
     )
+
+
+def _run_gibbs(
+    sub: Network,
+    nodes: IntArray,
+    marginal: FloatArray,
+    errors: list[float | None],
+    options: InferenceOptions,
+    *,
+    forced: bool,
+) -> GibbsReport | None:
+    """Gibbs sampling of ``sub``: its marginals and estimates replace BP's.
+
+    BP's own estimates are dropped too: sampling runs only where BP already failed on the
+    component, and on such (hard, frustrated) components clamping's small estimates were
+    measured to be wrong (``benchmarks/bench_inference.py``, table 2). Nothing runs (the
+    estimates stay as they are, a warning is logged) when the network is too large for
+    the dense couplings or the budget does not cover the minimum sweeps. A run that did
+    not mix changes nothing unless sampling was ``forced`` (``method="gibbs"``), when its
+    marginals are kept without an estimate.
+    """
+    columns = _CHAINS * _LEVELS
+    per_sweep = 2 * sub.n * sub.n * columns  # block products + replica energies
+    max_sweeps = min(options["sampling_budget"] // max(per_sweep, 1), _GIBBS_MAX_SWEEPS)
+    if sub.n > _GIBBS_MAX_VARS or max_sweeps < _GIBBS_MIN_SWEEPS:
+        logger.warning(
+            "Gibbs sampling skipped: %d variables (limit %d), budget for %d sweeps (minimum "
+            "%d); raise sampling_budget",
+            sub.n,
+            _GIBBS_MAX_VARS,
+            max_sweeps,
+            _GIBBS_MIN_SWEEPS,
+        )
+        return None
+    run = run_gibbs(
+        sub,
+        chains=_CHAINS,
+        max_sweeps=int(max_sweeps),
+        tolerance=_SAMPLING_TOLERANCE,
+        seed=options["seed"],
+        levels=_LEVELS,
+        hottest=_HOTTEST,
+    )
+    report = GibbsReport(
+        sweeps=run.sweeps,
+        chains=run.chains,
+        levels=_LEVELS,
+        converged=run.converged,
+        max_error=float(run.errors.max(initial=0.0)),
+        swap_rate=run.swap_rate,
+        mixed=run.mixed,
+    )
+    if not run.mixed:
+        logger.warning(
+            "Gibbs sampling did not mix (lowest replica-exchange rate %.3g): its "
+            "marginals get no error estimate",
+            run.swap_rate,
+        )
+        if not forced:
+            return report  # BP's answer stands, without an estimate
+    for local, v in enumerate(nodes.tolist()):
+        marginal[v] = run.marginals[local]
+        errors[v] = float(run.errors[local]) if run.mixed else None
+    if run.mixed and not run.converged:
+        logger.warning(
+            "Gibbs sampling reached its budget (%d sweeps) with an estimated error of %.3g",
+            run.sweeps,
+            float(run.errors.max(initial=0.0)),
+        )
+    return report

@@ -261,7 +261,7 @@ def test_bp_non_convergence_is_reported(caplog: pytest.LogCaptureFixture) -> Non
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"method": "gibbs"}, "method"),
+        ({"method": "mcmc"}, "method"),
         ({"damping": 1.0}, "damping"),
         ({"tolerance": 0.0}, "tolerance"),
         ({"max_iterations": 0}, "max_iterations"),
@@ -269,6 +269,8 @@ def test_bp_non_convergence_is_reported(caplog: pytest.LogCaptureFixture) -> Non
         ({"exact_budget": 2}, "exact_budget"),
         ({"conditioning_budget": 3}, "conditioning_budget"),
         ({"clamp_budget": -1}, "clamp_budget"),
+        ({"sampling_budget": -1}, "sampling_budget"),
+        ({"seed": -1}, "seed"),
     ],
 )
 def test_bad_options(kwargs: dict[str, object], message: str) -> None:

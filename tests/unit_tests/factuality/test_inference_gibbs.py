@@ -1,0 +1,159 @@
+"""Gibbs sampling with parallel tempering: the fallback where loopy BP gives no estimate."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+from langchain_references.factuality import Atom, Context, Relation, build_fact_graph
+from langchain_references.factuality.inference import InferenceError, run_inference
+from langchain_references.factuality.inference._gibbs import colour_classes, ising, run_gibbs
+from langchain_references.factuality.inference._network import prepare
+from langchain_references.factuality.model import FactGraph, RelationKind
+
+from .conftest import fact_graphs
+
+
+def _hard_graph(seed: int, n_atoms: int, n_contexts: int, version: str) -> FactGraph:
+    """Confident, partly wrong judges: probability 1.0 (0.0 for 10 %), 10 % labels flipped.
+
+    The graphs where loopy BP and its clamped runs fail to converge (see the benchmark).
+    """
+    rng = np.random.default_rng(seed)
+    atoms = [Atom(f"a{i}") for i in range(n_atoms)]
+    contexts = [Context(f"c{j}", text=str(j)) for j in range(n_contexts)]
+    pairs = [(c.id, a.id) for a in atoms for c in contexts]
+    if version == "FR3":
+        pairs += [
+            (f"c{i}", f"c{j}")
+            for i in range(n_contexts)
+            for j in range(i + 1, n_contexts)
+            if rng.uniform() < 0.05
+        ]
+    relations: list[Relation] = []
+    for source, target in pairs:
+        u = rng.uniform()
+        if u >= 0.45:
+            continue
+        kind: RelationKind = "entailment" if u < 0.30 else "contradiction"
+        if rng.uniform() < 0.10:
+            kind = "contradiction" if kind == "entailment" else "entailment"
+        relations.append(Relation(source, target, kind, 0.0 if rng.uniform() < 0.1 else 1.0))
+    return build_fact_graph(atoms, contexts, relations, version=version)  # type: ignore[arg-type]
+
+
+@settings(max_examples=60, deadline=None)
+@given(fact_graphs(max_atoms=4, max_contexts=5))
+def test_ising_form_matches_the_factor_tables(graph: FactGraph) -> None:
+    net = prepare(graph)
+    h, w = ising(net)
+    assert np.allclose(w, w.T)
+    assert np.all(np.diag(w) == 0.0)
+    states = np.array(list(itertools.product((0, 1), repeat=net.n)), dtype=np.float64)
+    tables = net.log_unary[np.arange(net.n), states.astype(int)].sum(axis=1)
+    x = states.astype(int)
+    tables += net.log_pair[np.arange(net.m), x[:, net.ei], x[:, net.ej]].sum(axis=1)
+    quadratic = states @ h + 0.5 * np.einsum("sv,vu,su->s", states, w, states)
+    assert np.allclose(tables - quadratic, tables[0] - quadratic[0])  # equal up to a constant
+
+
+@settings(max_examples=60, deadline=None)
+@given(fact_graphs(max_atoms=5, max_contexts=6))
+def test_colouring_is_proper_and_complete(graph: FactGraph) -> None:
+    net = prepare(graph)
+    blocks = colour_classes(net)
+    colour = np.full(net.n, -1)
+    for c, block in enumerate(blocks):
+        assert block.size > 0
+        colour[block] = c
+    assert np.all(colour >= 0)
+    assert np.all(colour[net.ei] != colour[net.ej])
+
+
+@pytest.mark.parametrize(("seed", "version"), [(s, v) for s in range(3) for v in ("FR2", "FR3")])
+def test_sampled_marginals_are_within_their_estimate_on_hard_graphs(
+    seed: int, version: str
+) -> None:
+    graph = _hard_graph(seed, 6, 12, version)
+    exact = run_inference(graph, "exact")
+    sampled = run_inference(graph, "gibbs")
+    assert sampled.gibbs is not None
+    assert {c.method for c in sampled.components} <= {"gibbs", "isolated"}
+    estimate = sampled.estimated_error
+    assert estimate is not None
+    actual = max(abs(sampled.marginals[a] - exact.marginals[a]) for a in graph.atom_ids)
+    assert actual <= max(estimate, 0.01)  # the tolerance the sampler stops at
+    assert actual < 0.06
+
+
+def test_plain_gibbs_without_tempering_gets_stuck_on_hard_graphs() -> None:
+    """Why the sampler tempers: single-temperature chains do not cross near-hard factors."""
+    worst_plain, worst_tempered = 0.0, 0.0
+    for seed in range(4):
+        graph = _hard_graph(seed, 6, 12, "FR2")
+        exact = run_inference(graph, "exact").marginals
+        ids = [v.id for v in graph.variables]
+        net = prepare(graph)
+        for levels, worst in ((1, "plain"), (12, "tempered")):
+            run = run_gibbs(net, chains=16, max_sweeps=1000, tolerance=0.01, seed=0, levels=levels)
+            error = max(abs(run.marginals[ids.index(a)] - exact[a]) for a in graph.atom_ids)
+            if worst == "plain":
+                worst_plain = max(worst_plain, error)
+            else:
+                worst_tempered = max(worst_tempered, error)
+    assert worst_tempered < 0.06
+    assert worst_plain > 2 * worst_tempered
+
+
+def test_auto_samples_where_bp_leaves_no_estimate(caplog: pytest.LogCaptureFixture) -> None:
+    atoms = [Atom(f"a{i}") for i in range(6)]
+    contexts = [Context(f"c{j}", text=str(j)) for j in range(6)]
+    relations = [Relation(c.id, a.id, "entailment", 0.99) for a in atoms for c in contexts]
+    graph = build_fact_graph(atoms, contexts, relations)
+    budgets = {"exact_budget": 2**4, "conditioning_budget": 2**4, "max_iterations": 2}
+    with caplog.at_level(logging.WARNING):
+        result = run_inference(graph, **budgets)
+    assert result.bp is not None
+    assert not result.bp.converged
+    assert [c.method for c in result.components] == ["gibbs"]  # ... so the graph was sampled
+    assert result.gibbs is not None
+    assert result.gibbs.converged
+    assert result.method == "gibbs"
+    assert not result.exact
+    estimate = result.estimated_error
+    assert estimate is not None
+    assert estimate < 0.01
+    assert all(result.errors[v.id] is not None for v in graph.variables)  # contexts too
+    exact = run_inference(graph, "exact").marginals
+    assert max(abs(result.marginals[a] - exact[a]) for a in graph.atom_ids) <= 0.01
+    summary = result.summary().to_dict()
+    assert summary["inference_method"] == "gibbs"
+    assert summary["inference_sampling_sweeps"] == result.gibbs.sweeps
+    # sampling off: BP's answer stands, reported without an estimate
+    off = run_inference(graph, sampling_budget=0, **budgets)
+    assert [c.method for c in off.components] == ["loopy_bp"]
+    assert off.gibbs is None
+    assert off.estimated_error is None
+    assert "Gibbs sampling skipped" in caplog.text
+
+
+def test_forced_gibbs_beyond_the_budget_raises() -> None:
+    graph = _hard_graph(0, 6, 12, "FR2")
+    with pytest.raises(InferenceError, match="sampling_budget=1000"):
+        run_inference(graph, "gibbs", sampling_budget=1000)
+
+
+def test_sampling_is_reproducible_and_thread_safe() -> None:
+    graphs = [_hard_graph(seed, 5, 10, "FR3") for seed in range(4)]
+    alone = [run_inference(g, "gibbs").marginals for g in graphs]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda g: run_inference(g, "gibbs").marginals, graphs * 2))
+    assert together == alone * 2
+    other = run_inference(graphs[0], "gibbs", seed=1)
+    assert other.marginals != alone[0]
+    assert max(abs(other.marginals[k] - alone[0][k]) for k in alone[0]) < 0.06
