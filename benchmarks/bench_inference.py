@@ -267,6 +267,7 @@ def estimate_validation() -> None:
     )
     print(header)
     print("-" * len(header))
+    worst: dict[tuple[str, str], tuple[float, float]] = {}  # (mode, method) -> (actual, est)
     for version in ("FR2", "FR3"):
         for mode in MODES:
             for n_atoms, n_contexts in ((8, 20), (14, 35), (20, 50)):
@@ -295,6 +296,11 @@ def estimate_validation() -> None:
                     else:
                         auto_covered += actual <= max(auto.estimated_error, 0.01)
                         auto_estimates.append(auto.estimated_error)
+                        old_actual, old_est = worst.get((mode, auto.method), (0.0, 0.0))
+                        worst[(mode, auto.method)] = (
+                            max(old_actual, actual),
+                            max(old_est, auto.estimated_error),
+                        )
                     result = run_inference(graph, "bp")
                     old, _, _, _ = legacy_inference_bp(graph)
                     actual = max(abs(result.marginals[a] - reference[a]) for a in graph.atom_ids)
@@ -321,6 +327,9 @@ def estimate_validation() -> None:
                     f"{auto_covered:>4}/{n - auto_missing:<3} {max(auto_errors):>7.3f} "
                     f"{fmt(max(auto_estimates, default=None)):>7} {auto_time / n:>5.2f}"
                 )
+    print("\nthe dispatch, worst actual error / worst estimate by judges and method:")
+    for (mode, method), (actual, estimate) in sorted(worst.items()):
+        print(f"  {mode:<5} {method:<10} {actual:.3f} / {estimate:.3f}")
 
 
 def legacy_inference_bp(graph: FactGraph) -> tuple[dict[str, float], str, int, bool]:

@@ -21,7 +21,8 @@ tokens), measured in one run, the runs interleaved:
   parser and manager modules of that commit, loaded from git as separate modules; the
   column is left out when git or the commit is not available);
 * (cd) the source wrapped by ``manage_references`` with its default style, Markdown with deep
-  links: each citation then quotes the cited chunk's sentence closest to the citing one.
+  links: each citation then quotes the cited chunk's sentence closest to the citing one (the
+  20 documents hold six sentences each, from a pool of 12 about the Space Needle).
 
 Prints the median tokens/s of each run over ``--repeat`` rounds and the ratios c/b, t/d, c/d,
 c0/d, cd/d (median of the per-round ratios, with their range), the peak memory of (c)
@@ -84,6 +85,21 @@ REPO = Path(__file__).resolve().parents[1]
 #: The last commit before the per-chunk path was reworked (issue 11).
 BEFORE = "0fbb6db037daa020b9eee8e4c4503ea0a48bd2d7"
 WORDS = "the space needle is in seattle and it was built for the world fair of 1962"
+#: The sentences the benchmark's documents are made of (six each), for deep links to quote.
+SENTENCES = [
+    "The Space Needle is an observation tower in Seattle, Washington.",
+    "It was built in the Seattle Center for the 1962 World's Fair.",
+    "The tower is 605 feet high and 138 feet wide at its widest point.",
+    "Its observation deck is at 520 feet and has a rotating glass floor.",
+    "The needle was designed by Edward E. Carlson and John Graham Jr.",
+    "Construction took 400 days and the tower opened on April 21, 1962.",
+    "The fair drew almost 10 million visitors over six months.",
+    "It was declared a city landmark by Seattle in 1999.",
+    "The SkyCity restaurant at the top was replaced by a glass floor in 2018.",
+    "Elevators reach the top house in 41 seconds.",
+    "The tower can withstand winds of up to 200 miles per hour.",
+    "It is a symbol of the city and of the Pacific Northwest.",
+]
 
 
 def make_tokens(n: int, seed: int = 0) -> list[str]:
@@ -593,7 +609,13 @@ def main() -> None:
         "anthropic-native": [int(s) for s in args.anthropic_sizes.split(",")],
         "openai-native": [int(s) for s in args.native_sizes.split(",")],
     }
-    docs = [Document(f"doc {i}", metadata={"source": f"https://e.org/{i % 12}"}) for i in range(20)]
+    docs = [
+        Document(
+            " ".join(SENTENCES[(i + k) % len(SENTENCES)] for k in range(6)),
+            metadata={"source": f"https://e.org/{i % 12}"},
+        )
+        for i in range(20)
+    ]
     inp = {"documents": docs}
     text_rows = args.only in ("all", "text")
     before = load_before(args.before) if text_rows else None

@@ -39,6 +39,7 @@ EDGE_WORDS: Final = 4
 MAX_QUOTE_CHARS: Final = 600
 
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
+_LONG_WORD_RE = re.compile(r"\w{3,}", re.UNICODE)  # the words quotes are matched on
 # Citation markup that must not end up in a quote: ``[1](id=2)``, ``[3]``, ``<sup>..</sup>``.
 _MARKUP_RE = re.compile(r"\[\d+\](?:\(id=\d+\))?|<sup>.*?</sup>|【[^】]*】|[\ue200-\ue2ff]")
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
@@ -158,7 +159,7 @@ def _sentences(text: str) -> list[str]:
 
 
 def _words(text: str) -> set[str]:
-    return {word.lower() for word in _WORD_RE.findall(text) if len(word) > 2}
+    return set(_LONG_WORD_RE.findall(text.lower()))
 
 
 class QuoteFinder:

@@ -86,6 +86,7 @@ class ReferenceRewriter:
         "_documents",
         "_finished",
         "_parser",
+        "_quoted",
         "_quotes",
         "_recent",
         "_references",
@@ -107,6 +108,7 @@ class ReferenceRewriter:
         self._deep = bool(style.deep_links)
         self._recent: list[str] = []
         self._quotes: dict[int, QuoteFinder] = {}
+        self._quoted: dict[tuple[int, str | None], str] = {}
 
     @property
     def references(self) -> list[UsedReference]:
@@ -176,12 +178,8 @@ class ReferenceRewriter:
     def _citing_sentence(self) -> str:
         """The answer's sentence being written (the text since the last sentence end)."""
         recent = self._recent
-        size, start = 0, len(recent)
-        while start > 0 and size < _CITING_CHARS:
-            start -= 1
-            size += len(recent[start])
-        tail = "".join(recent[start:])[-_CITING_CHARS:]
-        del recent[:start]
+        tail = "".join(recent)[-_CITING_CHARS:]
+        recent[:] = (tail,)  # what the next citation looks back on: this tail, then new text
         end = 0
         for match in _SENTENCE_END_RE.finditer(tail):
             end = match.end()
@@ -262,6 +260,13 @@ class ReferenceRewriter:
             if finder is None:
                 finder = self._quotes[position] = QuoteFinder(document.page_content)
             quote = finder.best(self._citing_sentence())
+            key = (position, quote)
+            text = self._quoted.get(key)
+            if text is None:  # same chunk, same quote: same number, same marker
+                text = self._number(document, position, quote)
+                if text:
+                    self._quoted[key] = text
+            return text
         return self._number(document, position, quote)
 
     def _number(self, document: Document, position: int | None, quote: str | None) -> str:

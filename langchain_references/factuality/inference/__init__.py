@@ -27,23 +27,24 @@ fits the budgets, else loopy BP with an error estimate:
   keep their BP marginals, with no estimate;
 * ``gibbs``: where BP left an atom of a component without an estimate (BP or a clamped
   run did not converge, or the clamping budget ran out), the component is sampled:
-  chromatic Gibbs sampling with parallel tempering (16 chains of 12 replicas, inverse
-  temperatures 1 to 0.02), Rao-Blackwellised, until every estimated error is below 0.01
-  or ``sampling_budget`` multiply-adds (at most 4,000 sweeps) are spent; the estimated
-  error of a sampled marginal is the larger of 4 standard errors between the chains and
-  the drift between the two quarters of the kept sweeps. The sampled marginals and
-  estimates replace BP's for the whole component (where BP failed somewhere, its small
-  clamped estimates were measured to be wrong elsewhere in the same component). A run whose replicas
-  do not exchange (below 5 % between two neighbouring temperatures) or whose hottest
-  replicas barely move (below 5 % of their variables per sweep) did not mix: it changes
-  nothing, and BP's answer stands without an estimate;
+  chromatic Gibbs sampling with parallel tempering (16 chains of ``max(12, 1.5 sqrt(n))``
+  replicas, inverse temperatures 1 to 0.02), Rao-Blackwellised, until every estimated
+  error is below 0.01 or ``sampling_budget`` multiply-adds (at most 4,000 sweeps) are
+  spent; the estimated error of a sampled marginal is the larger of 4 standard errors
+  between the chains and the drift between the two quarters of the kept sweeps. The
+  sampled marginals and estimates replace BP's for the whole component (where BP failed
+  somewhere, its small clamped estimates were measured to be wrong elsewhere in the same
+  component). A run whose replicas do not exchange (below 5 % between two neighbouring
+  temperatures) or whose hottest replicas barely move (below 5 % of their variables per
+  sweep) did not mix: it changes nothing, and BP's answer stands without an estimate;
 * ``brute``: enumeration of all joint states (the tests' reference).
 
 How far the estimate can be trusted is measured, not proven: on the FR-shaped graphs of
 ``benchmarks/bench_inference.py`` where exact inference is affordable, the clamped
 marginal's actual error stayed below the estimate (see the benchmark's tables and the
-README). It is an estimate, not a bound: BP and clamping can both be wrong in the same
-way on strongly frustrated graphs, and sampling chains can all miss the same mode.
+README), and so did the sampled marginal's. It is an estimate, not a bound: BP and
+clamping can both be wrong in the same way on strongly frustrated graphs, and sampling
+chains can all miss the same mode.
 
 Method ``"auto"`` picks per component as above; ``"exact"`` never falls back to loopy BP
 (it raises if a component fits neither budget); ``"bp"`` runs loopy BP (with clamping)
@@ -116,9 +117,10 @@ def run_inference(
             ``k`` hubs.
         clamp_budget: Message updates (sweeps x directed edges) that clamped BP may
             spend on error estimates; ``0`` clamps only the most uncertain atom.
-        sampling_budget: Multiply-adds Gibbs sampling may spend (``2^38``: about 500
-            sweeps of a 1,200-variable network, some 20 s here); ``0`` turns the
-            sampling fallback off.
+        sampling_budget: Multiply-adds Gibbs sampling may spend (``2 n^2`` per replica
+            and sweep; the default ``2^38`` covers 4,000 sweeps up to about 300
+            variables, and is short of the 200-sweep minimum at 1,200: sampling is then
+            skipped with a warning); ``0`` turns the sampling fallback off.
         seed: Seed of Gibbs sampling: the same graph and options give the same result.
         brute_max_vars: Largest component ``"brute"`` will enumerate.
 

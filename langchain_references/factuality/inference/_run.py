@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Literal, TypedDict, get_args
 
 import numpy as np
@@ -42,10 +43,11 @@ _METHODS: frozenset[str] = frozenset(get_args(Method))
 _BRUTE_HARD_LIMIT = 26
 # restarts when BP does not converge: (damping, Anderson memory); 0 = plain damped BP
 _RETRIES = ((None, 0), (0.8, 5), (0.95, 0))
-# Gibbs sampling fallback: chains, replicas per chain (parallel tempering), the hottest
-# replica's inverse temperature, the target estimated error, and the largest network
-# (its dense coupling matrix: 8 n^2 bytes)
-_CHAINS, _LEVELS, _HOTTEST, _SAMPLING_TOLERANCE = 16, 12, 0.02, 0.01
+# Gibbs sampling fallback: chains, replicas per chain (parallel tempering: at least 12,
+# 1.5 sqrt(n) for larger networks, since the energy gaps between temperatures grow as
+# sqrt(n)), the hottest replica's inverse temperature, the target estimated error, and the
+# largest network (its dense coupling matrix: 8 n^2 bytes)
+_CHAINS, _LEVELS, _LEVELS_PER_ROOT_N, _HOTTEST, _SAMPLING_TOLERANCE = 16, 12, 1.5, 0.02, 0.01
 _GIBBS_MAX_VARS = 3000
 _GIBBS_MIN_SWEEPS, _GIBBS_MAX_SWEEPS = 200, 4000
 
@@ -345,15 +347,17 @@ def _run_gibbs(
     not mix changes nothing unless sampling was ``forced`` (``method="gibbs"``), when its
     marginals are kept without an estimate.
     """
-    columns = _CHAINS * _LEVELS
+    levels = max(_LEVELS, round(_LEVELS_PER_ROOT_N * math.sqrt(sub.n)))
+    columns = _CHAINS * levels
     per_sweep = 2 * sub.n * sub.n * columns  # block products + replica energies
     max_sweeps = min(options["sampling_budget"] // max(per_sweep, 1), _GIBBS_MAX_SWEEPS)
     if sub.n > _GIBBS_MAX_VARS or max_sweeps < _GIBBS_MIN_SWEEPS:
         logger.warning(
-            "Gibbs sampling skipped: %d variables (limit %d), budget for %d sweeps (minimum "
-            "%d); raise sampling_budget",
+            "Gibbs sampling skipped: %d variables (limit %d), %d replicas, budget for %d "
+            "sweeps (minimum %d); raise sampling_budget",
             sub.n,
             _GIBBS_MAX_VARS,
+            columns,
             max_sweeps,
             _GIBBS_MIN_SWEEPS,
         )
@@ -364,13 +368,13 @@ def _run_gibbs(
         max_sweeps=int(max_sweeps),
         tolerance=_SAMPLING_TOLERANCE,
         seed=options["seed"],
-        levels=_LEVELS,
+        levels=levels,
         hottest=_HOTTEST,
     )
     report = GibbsReport(
         sweeps=run.sweeps,
         chains=run.chains,
-        levels=_LEVELS,
+        levels=levels,
         converged=run.converged,
         max_error=float(run.errors.max(initial=0.0)),
         swap_rate=run.swap_rate,

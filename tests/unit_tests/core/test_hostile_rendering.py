@@ -136,10 +136,11 @@ def hostile_urls(draw: st.DrawFn) -> tuple[str, bool | None]:
     if kind == "safe":
         return draw(st.sampled_from(SAFE_PREFIXES)) + tail, True
     if kind == "dangerous":
-        # A digit right after an entity without ";" ("&#58" + "1.") would change the entity
-        # (to "&#581", not a colon): such a URL is not dangerous, so keep the digit apart.
+        # A digit (or, after a hex entity, a letter a-f) right after an entity without ";"
+        # ("&#58" + "1.", "&#X3A" + "a") would change the entity (to "&#581", "&#x3AA": not a
+        # colon): such a URL is not dangerous, so keep any letter or digit apart.
         return draw(st.sampled_from(DANGEROUS_PREFIXES)) + (
-            " " + tail if tail[:1].isdigit() else tail
+            " " + tail if tail[:1].isalnum() else tail
         ), False
     return tail or "a", None
 

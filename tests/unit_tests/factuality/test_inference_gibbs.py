@@ -157,3 +157,15 @@ def test_sampling_is_reproducible_and_thread_safe() -> None:
     other = run_inference(graphs[0], "gibbs", seed=1)
     assert other.marginals != alone[0]
     assert max(abs(other.marginals[k] - alone[0][k]) for k in alone[0]) < 0.06
+
+
+def test_the_ladder_grows_with_the_network() -> None:
+    """Energy gaps between temperatures grow as sqrt(n): max(12, 1.5 sqrt(n)) replicas."""
+    small = run_inference(_hard_graph(0, 6, 12, "FR2"), "gibbs")
+    assert small.gibbs is not None
+    assert small.gibbs.levels == 12
+    graph = _hard_graph(1, 20, 80, "FR2")  # 100 variables: 15 replicas per chain
+    result = run_inference(graph, "gibbs", sampling_budget=2**30)
+    assert result.gibbs is not None
+    assert result.gibbs.levels == 15
+    assert 200 <= result.gibbs.sweeps <= 2**30 // (2 * 100**2 * 16 * 15) + 50
