@@ -86,7 +86,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-k", type=positive_int, help="contexts per atom (default: all given)")
     parser.add_argument(
         "--method",
-        choices=("auto", "exact", "bp"),
+        choices=("auto", "exact", "bp", "gibbs"),
         default="auto",
         help="inference method (default: auto)",
     )

@@ -408,7 +408,7 @@ class FactualityPipeline:
         atom_prior: Prior probability of an atom being true.
         context_prior: Prior probability of a context being true.
         use_priors: FactReasoner's "with priors" factor tables.
-        inference_method: ``"auto"``, ``"exact"``, ``"bp"`` or ``"brute"``.
+        inference_method: ``"auto"``, ``"exact"``, ``"bp"``, ``"gibbs"`` or ``"brute"``.
         max_concurrency: Default limit of parallel judge / model calls (a config's
             ``max_concurrency`` wins).
 

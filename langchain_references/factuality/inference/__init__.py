@@ -97,7 +97,7 @@ def run_inference(
     exact_budget: int = 2**22,
     conditioning_budget: int = 2**24,
     clamp_budget: int = 2**26,
-    sampling_budget: int = 2**38,
+    sampling_budget: int = 2**40,
     seed: int = 0,
     brute_max_vars: int = 20,
 ) -> InferenceResult:
@@ -118,9 +118,10 @@ def run_inference(
         clamp_budget: Message updates (sweeps x directed edges) that clamped BP may
             spend on error estimates; ``0`` clamps only the most uncertain atom.
         sampling_budget: Multiply-adds Gibbs sampling may spend (``2 n^2`` per replica
-            and sweep; the default ``2^38`` covers 4,000 sweeps up to about 300
-            variables, and is short of the 200-sweep minimum at 1,200: sampling is then
-            skipped with a warning); ``0`` turns the sampling fallback off.
+            and sweep; the default ``2^40`` covers the 4,000-sweep cap up to about 500
+            variables and some 450 sweeps at 1,200, about 25 s here; a budget that
+            cannot pay for 200 sweeps skips sampling, with a warning); ``0`` turns the
+            sampling fallback off.
         seed: Seed of Gibbs sampling: the same graph and options give the same result.
         brute_max_vars: Largest component ``"brute"`` will enumerate.
 
