@@ -15,12 +15,12 @@ drift between the first and second quarter of the kept sweeps (a chain still mov
 Sweeps go on in rounds until every estimated error is below ``tolerance`` (checked from
 the eighth round on) or the sweep budget is spent. With parallel tempering, the run also
 reports the lowest acceptance rate of exchanges between neighbouring temperatures and how
-often the hottest replicas change their variables: below :data:`MIN_SWAP_RATE` or
-:data:`MIN_HOT_RATE` the cold chains are on their own (on large networks the energy gaps
-between temperatures grow with the size; near-hard factors can freeze even the hot end),
-and the run says it did not mix. Chains stuck in different modes disagree, so a hard, frustrated
-network gets a large estimate rather than a confident wrong answer; chains all stuck in
-the same wrong mode are not detected, which is why the estimate is validated on graphs
+often the hottest replicas change their variables: below :data:`MIN_RATE` the cold chains
+are on their own (on large networks the energy gaps between temperatures grow with the
+size; near-hard factors can freeze even the hot end), and the run stops and says it did
+not mix. Chains stuck in different modes disagree, so a hard, frustrated network gets a
+large estimate rather than a confident wrong answer; chains all stuck in the same wrong
+mode are not detected, which is why the estimate is validated on graphs
 where exact inference is affordable (``benchmarks/bench_inference.py``), not proven.
 """
 
@@ -35,8 +35,7 @@ from langchain_references.factuality.inference._network import FloatArray, IntAr
 _Z = 4.0  # standard errors in the estimated error
 _ROUND = 50  # sweeps between convergence checks
 _MIN_ROUNDS = 8  # rounds before the first convergence check
-MIN_SWAP_RATE = 0.05
-MIN_HOT_RATE = 0.05
+MIN_RATE = 0.05  # of replica exchanges, and of variables the hottest replicas change
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,13 +47,14 @@ class GibbsRun:
         errors: Estimated absolute error of every marginal.
         sweeps: Sweeps run (each resamples every variable of every chain once).
         chains: Independent chains.
-        colours: Colour classes (blocks resampled together).
         converged: Whether every estimated error fell below the tolerance.
         swap_rate: Lowest acceptance rate of replica exchanges between two neighbouring
-            levels (``1.0`` without tempering).
+            levels (``1.0`` without tempering, which has no ladder to check).
+        hot_rate: Share of their variables the hottest replicas changed per sweep
+            (``1.0`` without tempering).
         mixed: Whether the ladder of replicas works: ``swap_rate`` of at least
-            :data:`MIN_SWAP_RATE` and the hottest replicas changing at least
-            :data:`MIN_HOT_RATE` of their variables per sweep. Otherwise the cold chains
+            :data:`MIN_RATE` and the hottest replicas changing at least that share of
+            their variables per sweep. Otherwise the cold chains
             explore alone, a network of near-hard factors can freeze them all, and their
             agreement says nothing: the errors are then not to be trusted.
     """
@@ -63,9 +63,9 @@ class GibbsRun:
     errors: FloatArray
     sweeps: int
     chains: int
-    colours: int
     converged: bool
     swap_rate: float = 1.0
+    hot_rate: float = 1.0
     mixed: bool = True
 
 
@@ -107,11 +107,11 @@ def _sigmoid(x: FloatArray) -> FloatArray:
     return out
 
 
-def _temperatures(levels: int, coldest_hot: float) -> FloatArray:
-    """Inverse temperatures from ``1`` down to ``coldest_hot``, geometric."""
+def _temperatures(levels: int, hottest: float) -> FloatArray:
+    """Inverse temperatures from ``1`` down to ``hottest``, geometric."""
     if levels == 1:
         return np.ones(1)
-    out: FloatArray = np.geomspace(1.0, coldest_hot, levels)
+    out: FloatArray = np.geomspace(1.0, hottest, levels)
     return out
 
 
@@ -155,39 +155,35 @@ def run_gibbs(
     # per round: the sum over its sweeps of P(x_v = 1 | rest), for every beta = 1 chain
     sums: list[FloatArray] = []
     sweeps = 0
-    errors = np.full(net.n, np.inf)
-    marginals = np.full(net.n, 0.5)
-    accepted = np.zeros(max(levels - 1, 0))
-    swap_rate = 1.0
+    accepted = np.zeros(levels - 1)  # exchanges accepted between each level and the next
     hot = slice(columns - chains, columns)
-    hot_moves = 0.0  # variables the hottest replicas changed, summed over sweeps and chains
+    hot_moves = 0  # variables the hottest replicas changed, summed over sweeps and chains
     while True:
         total = np.zeros((net.n, chains))
         for _ in range(_ROUND):
-            before = state[:, hot].copy()
+            before = state[:, hot].copy() if levels > 1 else None
             for block, row in zip(blocks, rows, strict=True):
                 p = _sigmoid(beta * (h[block, None] + row @ state))
                 total[block] += p[:, :chains]
                 state[block] = rng.random(p.shape) < p
-            if levels > 1:
+            if before is not None:
                 accepted += _swap(state, h, w, chains, levels, beta, rng)
-            hot_moves += float(np.count_nonzero(state[:, hot] != before))
+                hot_moves += int(np.count_nonzero(state[:, hot] != before))
         sums.append(total)
         sweeps += _ROUND
-        if len(sums) >= _MIN_ROUNDS or sweeps >= max_sweeps:
-            marginals, errors = _estimate(sums)
-            swap_rate = float(accepted.min(initial=sweeps * chains)) / (sweeps * chains)
-            if (
-                swap_rate < MIN_SWAP_RATE  # the ladder is broken: more sweeps won't help
-                or hot_moves < MIN_HOT_RATE * sweeps * chains * net.n  # the hot end is stuck
-                or float(errors.max(initial=0.0)) < tolerance
-                or sweeps >= max_sweeps
-            ):
-                break
-    hot_rate = hot_moves / (sweeps * chains * max(net.n, 1)) if levels > 1 else 1.0
-    mixed = swap_rate >= MIN_SWAP_RATE and hot_rate >= MIN_HOT_RATE
-    converged = mixed and bool(float(errors.max(initial=0.0)) < tolerance)
-    return GibbsRun(marginals, errors, sweeps, chains, len(blocks), converged, swap_rate, mixed)
+        if len(sums) < _MIN_ROUNDS and sweeps < max_sweeps:
+            continue
+        marginals, errors = _estimate(sums)
+        swap_rate, hot_rate = 1.0, 1.0  # without tempering there is no ladder to break
+        if levels > 1:
+            swap_rate = float(accepted.min()) / (sweeps * chains)
+            hot_rate = hot_moves / (sweeps * chains * max(net.n, 1))
+        mixed = min(swap_rate, hot_rate) >= MIN_RATE
+        below = float(errors.max(initial=0.0)) < tolerance
+        if not mixed or below or sweeps >= max_sweeps:  # a broken ladder: more sweeps won't help
+            return GibbsRun(
+                marginals, errors, sweeps, chains, mixed and below, swap_rate, hot_rate, mixed
+            )
 
 
 def _swap(

@@ -81,9 +81,11 @@ class GibbsReport:
         max_error: Largest estimated error of a sampled marginal.
         swap_rate: Lowest acceptance rate of replica exchanges between neighbouring
             temperatures.
-        mixed: Whether that rate reached the minimum (5 %); if not, the sampled
-            marginals carry no estimate and, unless sampling was forced, BP's answer
-            stands.
+        hot_rate: Share of their variables the hottest replicas changed per sweep.
+        mixed: Whether the ladder worked: that rate at 5 % or more, and the hottest
+            replicas changing 5 % or more of their variables per sweep; if not, the
+            sampled marginals carry no estimate and, unless sampling was forced, BP's
+            answer stands.
     """
 
     sweeps: int
@@ -92,6 +94,7 @@ class GibbsReport:
     converged: bool
     max_error: float
     swap_rate: float = 1.0
+    hot_rate: float = 1.0
     mixed: bool = True
 
 

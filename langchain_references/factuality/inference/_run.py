@@ -13,7 +13,7 @@ from langchain_references.factuality.inference._brute import brute_beliefs
 from langchain_references.factuality.inference._clamp import clamp_estimate
 from langchain_references.factuality.inference._cutset import plan_cutset, run_cutset
 from langchain_references.factuality.inference._errors import InferenceError
-from langchain_references.factuality.inference._gibbs import run_gibbs
+from langchain_references.factuality.inference._gibbs import MIN_RATE, run_gibbs
 from langchain_references.factuality.inference._junction import (
     plan_junction_tree,
     run_junction_tree,
@@ -194,16 +194,14 @@ def solve(graph: FactGraph, method: Method, options: InferenceOptions) -> Infere
         gibbs_report = _run_gibbs(
             net.subnetwork(nodes), nodes, marginal, errors, options, forced=method == "gibbs"
         )
-        if gibbs_report is not None and not gibbs_report.mixed and method == "auto":
-            bp_roots, gibbs_roots = bp_roots + gibbs_roots, []
-        elif gibbs_report is None:
-            if method == "gibbs":
-                raise InferenceError(
-                    f"Gibbs sampling of {nodes.size} variables does not fit "
-                    f"sampling_budget={options['sampling_budget']} (or the "
-                    f"{_GIBBS_MAX_VARS}-variable limit)"
-                )
-            bp_roots, gibbs_roots = bp_roots + gibbs_roots, []
+        if gibbs_report is None and method == "gibbs":
+            raise InferenceError(
+                f"Gibbs sampling of {nodes.size} variables does not fit "
+                f"sampling_budget={options['sampling_budget']} (or the "
+                f"{_GIBBS_MAX_VARS}-variable limit)"
+            )
+        if method == "auto" and (gibbs_report is None or not gibbs_report.mixed):
+            bp_roots, gibbs_roots = bp_roots + gibbs_roots, []  # BP's answer stands
     for r in bp_roots:
         reports.append(_approximate(graph, labels, sizes, edge_counts, r, errors, "loopy_bp"))
     for r in gibbs_roots:
@@ -378,13 +376,17 @@ def _run_gibbs(
         converged=run.converged,
         max_error=float(run.errors.max(initial=0.0)),
         swap_rate=run.swap_rate,
+        hot_rate=run.hot_rate,
         mixed=run.mixed,
     )
     if not run.mixed:
         logger.warning(
-            "Gibbs sampling did not mix (lowest replica-exchange rate %.3g): its "
+            "Gibbs sampling did not mix (lowest replica-exchange rate %.3g, hottest "
+            "replicas changing %.3g of their variables per sweep; both need %.2g): its "
             "marginals get no error estimate",
             run.swap_rate,
+            run.hot_rate,
+            MIN_RATE,
         )
         if not forced:
             return report  # BP's answer stands, without an estimate

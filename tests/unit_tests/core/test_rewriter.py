@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 from langchain_core.documents import Document
 
-from langchain_references import TextReferenceStyle
+from langchain_references import MarkdownReferenceStyle, TextReferenceStyle
 from langchain_references.rewriter import ReferenceRewriter
 from langchain_references.styles import ReferenceStyle
 
@@ -76,3 +77,24 @@ def test_feed_after_finish_is_an_error() -> None:
         rewriter.feed("[1](id=1)")
     with pytest.raises(RuntimeError):
         rewriter.finish()
+
+
+def test_deep_links_quote_per_citing_sentence_under_one_number() -> None:
+    """The same chunk cited from two sentences: two quotes, one number, one list entry."""
+    chunk = Document(
+        "The tower opened in 1962. Its deck turns once every 47 minutes.",
+        metadata={"source": "https://t.org"},
+    )
+    rewriter = ReferenceRewriter([chunk], MarkdownReferenceStyle())
+    answer = (
+        "It turns every 47 minutes [1](id=1). It opened in 1962 [2](id=1). "
+        "Again, 47 minutes [3](id=1)."
+    )
+    pieces = re.split(r"(?<= )", answer)  # streamed word by word, spaces kept
+    out = "".join(rewriter.feed(piece) for piece in pieces) + rewriter.finish()
+    links = re.findall(r"\[\[(\d)\]\(([^)]*)\)\]", out)
+    assert [number for number, _ in links] == ["1", "1", "1"]
+    assert "text=Its%20deck" in links[0][1]
+    assert "text=The%20tower" in links[1][1]
+    assert links[2][1] == links[0][1]  # the same quote again: the same marker
+    assert len(rewriter.references) == 1

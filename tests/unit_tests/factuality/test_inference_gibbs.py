@@ -11,8 +11,18 @@ import pytest
 from hypothesis import given, settings
 
 from langchain_references.factuality import Atom, Context, Relation, build_fact_graph
-from langchain_references.factuality.inference import InferenceError, run_inference
-from langchain_references.factuality.inference._gibbs import colour_classes, ising, run_gibbs
+from langchain_references.factuality.inference import (
+    InferenceError,
+    InferenceOptions,
+    _run,
+    run_inference,
+)
+from langchain_references.factuality.inference._gibbs import (
+    MIN_RATE,
+    colour_classes,
+    ising,
+    run_gibbs,
+)
 from langchain_references.factuality.inference._network import prepare
 from langchain_references.factuality.model import FactGraph, RelationKind
 
@@ -45,6 +55,25 @@ def _hard_graph(seed: int, n_atoms: int, n_contexts: int, version: str) -> FactG
             kind = "contradiction" if kind == "entailment" else "entailment"
         relations.append(Relation(source, target, kind, 0.0 if rng.uniform() < 0.1 else 1.0))
     return build_fact_graph(atoms, contexts, relations, version=version)  # type: ignore[arg-type]
+
+
+def _dense_graph() -> FactGraph:
+    atoms = [Atom(f"a{i}") for i in range(6)]
+    contexts = [Context(f"c{j}", text=str(j)) for j in range(6)]
+    relations = [Relation(c.id, a.id, "entailment", 0.99) for a in atoms for c in contexts]
+    return build_fact_graph(atoms, contexts, relations)
+
+
+#: Options under which the dispatch gives :func:`_dense_graph` to BP, which does not converge.
+_BP_THAT_FAILS: InferenceOptions = {
+    "exact_budget": 2**4,
+    "conditioning_budget": 2**4,
+    "max_iterations": 2,
+}
+
+
+def _without_sampling(options: InferenceOptions) -> InferenceOptions:
+    return {**options, "sampling_budget": 0}
 
 
 @settings(max_examples=60, deadline=None)
@@ -93,29 +122,58 @@ def test_sampled_marginals_are_within_their_estimate_on_hard_graphs(
 
 def test_plain_gibbs_without_tempering_gets_stuck_on_hard_graphs() -> None:
     """Why the sampler tempers: single-temperature chains do not cross near-hard factors."""
-    worst_plain, worst_tempered = 0.0, 0.0
+    worst = {1: 0.0, 12: 0.0}  # by replicas per chain
     for seed in range(4):
         graph = _hard_graph(seed, 6, 12, "FR2")
         exact = run_inference(graph, "exact").marginals
         ids = [v.id for v in graph.variables]
         net = prepare(graph)
-        for levels, worst in ((1, "plain"), (12, "tempered")):
+        for levels in worst:
             run = run_gibbs(net, chains=16, max_sweeps=1000, tolerance=0.01, seed=0, levels=levels)
             error = max(abs(run.marginals[ids.index(a)] - exact[a]) for a in graph.atom_ids)
-            if worst == "plain":
-                worst_plain = max(worst_plain, error)
-            else:
-                worst_tempered = max(worst_tempered, error)
-    assert worst_tempered < 0.06
-    assert worst_plain > 2 * worst_tempered
+            worst[levels] = max(worst[levels], error)
+    assert worst[12] < 0.06
+    assert worst[1] > 2 * worst[12]
+
+
+def test_a_broken_ladder_is_reported_and_leaves_bp_standing(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    graph = _hard_graph(0, 6, 12, "FR2")
+    net = prepare(graph)
+    # two replicas far apart in temperature: exchanges between them are (almost) never accepted
+    broken = run_gibbs(
+        net, chains=16, max_sweeps=4000, tolerance=0.01, seed=0, levels=2, hottest=1e-4
+    )
+    assert broken.swap_rate < MIN_RATE
+    assert not broken.mixed
+    assert not broken.converged
+    assert broken.sweeps == 8 * 50  # stopped at the first check: more sweeps would not help
+    # in the dispatch, such a run changes nothing: BP's answer stands, without an estimate
+    graph = _dense_graph()
+    budgets = _BP_THAT_FAILS
+    bp_only = run_inference(graph, **_without_sampling(budgets))
+    monkeypatch.setattr(_run, "_HOTTEST", 1e-4)
+    monkeypatch.setattr(_run, "_LEVELS", 2)
+    monkeypatch.setattr(_run, "_LEVELS_PER_ROOT_N", 0.0)
+    with caplog.at_level(logging.WARNING):
+        result = run_inference(graph, **budgets)
+    assert result.gibbs is not None
+    assert not result.gibbs.mixed
+    assert [c.method for c in result.components if c.method != "isolated"] == ["loopy_bp"]
+    assert result.marginals == bp_only.marginals
+    assert result.estimated_error is None
+    assert "did not mix" in caplog.text
+    forced = run_inference(graph, "gibbs")  # forced: the sampled marginals, unestimated
+    assert forced.gibbs is not None
+    assert not forced.gibbs.mixed
+    assert [c.method for c in forced.components if c.method != "isolated"] == ["gibbs"]
+    assert forced.estimated_error is None
 
 
 def test_auto_samples_where_bp_leaves_no_estimate(caplog: pytest.LogCaptureFixture) -> None:
-    atoms = [Atom(f"a{i}") for i in range(6)]
-    contexts = [Context(f"c{j}", text=str(j)) for j in range(6)]
-    relations = [Relation(c.id, a.id, "entailment", 0.99) for a in atoms for c in contexts]
-    graph = build_fact_graph(atoms, contexts, relations)
-    budgets = {"exact_budget": 2**4, "conditioning_budget": 2**4, "max_iterations": 2}
+    graph = _dense_graph()
+    budgets = _BP_THAT_FAILS
     with caplog.at_level(logging.WARNING):
         result = run_inference(graph, **budgets)
     assert result.bp is not None
@@ -135,7 +193,7 @@ def test_auto_samples_where_bp_leaves_no_estimate(caplog: pytest.LogCaptureFixtu
     assert summary["inference_method"] == "gibbs"
     assert summary["inference_sampling_sweeps"] == result.gibbs.sweeps
     # sampling off: BP's answer stands, reported without an estimate
-    off = run_inference(graph, sampling_budget=0, **budgets)
+    off = run_inference(graph, **_without_sampling(budgets))
     assert [c.method for c in off.components] == ["loopy_bp"]
     assert off.gibbs is None
     assert off.estimated_error is None
@@ -169,3 +227,25 @@ def test_the_ladder_grows_with_the_network() -> None:
     assert result.gibbs is not None
     assert result.gibbs.levels == 15
     assert 200 <= result.gibbs.sweeps <= 2**30 // (2 * 100**2 * 16 * 15) + 50
+
+
+def test_sampling_replaces_bp_for_the_whole_component() -> None:
+    """BP's clamped estimates are not kept next to the sample (they were wrong on hard graphs).
+
+    With ``clamp_budget=0`` BP estimates only its most uncertain atom, so the component is
+    sampled: every marginal and estimate is then the sampler's, the clamped atom's too.
+    """
+    graph = _dense_graph()
+    budgets: InferenceOptions = {
+        "exact_budget": 2**4,
+        "conditioning_budget": 2**4,
+        "clamp_budget": 0,
+    }
+    bp = run_inference(graph, **_without_sampling(budgets))
+    assert bp.bp is not None
+    assert bp.bp.clamped == 1
+    result = run_inference(graph, **budgets)
+    sampled = run_inference(graph, "gibbs")
+    assert [c.method for c in result.components] == ["gibbs"]
+    assert result.marginals == sampled.marginals
+    assert result.errors == sampled.errors
