@@ -12,9 +12,10 @@ tokens), measured in one run, the runs interleaved:
   chunks through untouched: one traced layer more than (a), like (c). It is the floor of any
   wrapper of this shape;
 * (t) the source wrapped by :class:`TestOnly`: (d) plus the one test the wrapper runs on
-  every chunk (``chunk.__class__ is str and "[" not in chunk``), every chunk passed through
-  unchanged whatever the answer: the ceiling of any wrapper that must look at each chunk's
-  text, whatever it then does with a citation;
+  every chunk (``chunk.__class__ is str and "[" not in chunk``) in a loop of the drivers'
+  shape, every chunk passed through unchanged whatever the answer: the ceiling of any
+  wrapper of this shape that must look at each chunk's text, whatever it then does with a
+  citation;
 * (c) the source wrapped by ``manage_references`` with ``MarkdownReferenceStyle(
   deep_links=False)``;
 * (c0) the same, with ``manage_references`` as it was at commit ``--before`` (the rewriter,
@@ -24,10 +25,17 @@ tokens), measured in one run, the runs interleaved:
   links: each citation then quotes the cited chunk's sentence closest to the citing one (the
   20 documents hold six sentences each, from a pool of 12 about the Space Needle).
 
-Prints the median tokens/s of each run over ``--repeat`` rounds and the ratios c/b, t/d, c/d,
-c0/d, cd/d (median of the per-round ratios, with their range), the peak memory of (c)
-(tracemalloc, a separate pass) and the scaling from the smallest to the largest size, for
-``str`` and ``AIMessageChunk`` sources.
+Prints the langchain-core version, the median tokens/s of each run over ``--repeat`` rounds
+(each timing covers about 100k tokens: a short stream is passed several times) and the ratios
+c/b, t/d, c/d, c0/d, cd/d (median of the per-round ratios, with their range), the peak memory
+of (c) (tracemalloc, a separate pass) and the scaling of (a), (d) and (c) from the smallest to
+the largest size, for ``str`` and ``AIMessageChunk`` sources.
+
+The floor is langchain-core's own per-chunk cost, which depends on its version: from 1.7.7 on,
+each traced layer adds every output chunk to the run's output with ``self._value + chunk``,
+a copy of the whole text so far for ``str`` chunks (quadratic in the answer's length: see the
+(a) scaling line), where 1.7.3 and earlier extended a local string in place.
+``bench_core_versions.py`` runs this script against several langchain-core versions.
 
 Native-citation rows (``--native-sizes`` / ``--anthropic-sizes``) stream the chunk shapes
 ``langchain-anthropic`` and ``langchain-openai`` (Responses API) yield for an answer citing web
@@ -60,8 +68,10 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.metadata
 import itertools
 import json
+import platform
 import random
 import statistics
 import subprocess
@@ -80,6 +90,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableGenerator
 from langchain_core.runnables.config import ensure_config
 
 from langchain_references import MarkdownReferenceStyle, manage_references
+from langchain_references.manager import _merge_input
 
 REPO = Path(__file__).resolve().parents[1]
 #: The last commit before the per-chunk path was reworked (issue 11).
@@ -398,13 +409,12 @@ async def _once(value: Any) -> AsyncIterator[Any]:
     yield value
 
 
-def _merge(final: Any, chunk: Any) -> Any:
-    if final is None:
-        return chunk
-    try:
-        return final + chunk
-    except TypeError:
-        return chunk
+def _merged(inputs: Iterator[Any]) -> Any:
+    """The input of a run, its chunks merged as ``ReferencedRunnable`` merges them."""
+    input = None
+    for item in inputs:
+        input = _merge_input(input, item)
+    return input
 
 
 class DoNothing(Runnable[Mapping[str, Any], Any]):
@@ -441,14 +451,7 @@ class DoNothing(Runnable[Mapping[str, Any], Any]):
         run_manager: CallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> Iterator[Any]:
-        input = None
-        for item in inputs:
-            input = _merge(input, item)
-        yield from self._through(self.bound.stream(input, config))
-
-    def _through(self, chunks: Iterator[Any]) -> Iterator[Any]:
-        """What the wrapper does to the chunks: nothing (the stream itself, no extra layer)."""
-        return chunks
+        yield from self.bound.stream(_merged(inputs), config)
 
     async def _atransform(
         self,
@@ -458,7 +461,7 @@ class DoNothing(Runnable[Mapping[str, Any], Any]):
     ) -> AsyncIterator[Any]:
         input = None
         async for item in inputs:
-            input = _merge(input, item)
+            input = _merge_input(input, item)
         async for chunk in self.bound.astream(input, config):
             yield chunk
 
@@ -503,12 +506,22 @@ class TestOnly(DoNothing):
     """:class:`DoNothing` plus the wrapper's per-chunk test, acting on nothing (column t).
 
     ``manage_references`` must look at every ``str`` chunk for a ``[`` before it can pass it
-    through; this probe runs exactly that test on each chunk and yields every chunk
-    unchanged, so t/d bounds c/d from above for any implementation of the rewriting.
+    through; this probe runs that test on each chunk, in a loop of the drivers' shape (one
+    generator: the loop is the ``_transform`` itself, as ``ReferencedRunnable._run`` is), and
+    yields every chunk unchanged. t/d bounds c/d from above for any wrapper of this shape
+    that must look at each chunk, whatever it then does with a citation.
+
+    (Until this round the test ran in a generator of its own under ``_transform``'s
+    ``yield from``: one generator hop per chunk more than ``manage_references`` has.)
     """
 
-    def _through(self, chunks: Iterator[Any]) -> Iterator[Any]:
-        for chunk in chunks:
+    def _transform(
+        self,
+        inputs: Iterator[Mapping[str, Any]],
+        run_manager: CallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> Iterator[Any]:
+        for chunk in self.bound.stream(_merged(inputs), config):
             if chunk.__class__ is str and "[" not in chunk:
                 yield chunk
                 continue
@@ -546,13 +559,14 @@ def load_before(rev: str) -> Callable[..., Runnable[Any, Any]] | None:
     return None if module is None else module.manage_references
 
 
-def drain(run: Callable[[], Iterator[Any]]) -> float:
-    """Time one full pass over a stream."""
+def drain(run: Callable[[], Iterator[Any]], passes: int = 1) -> float:
+    """Time ``passes`` full passes over a stream (seconds per pass)."""
     gc.collect()
     start = time.perf_counter()
-    for _ in run():
-        pass
-    return time.perf_counter() - start
+    for _ in range(passes):
+        for _ in run():
+            pass
+    return (time.perf_counter() - start) / passes
 
 
 def peak_memory(run: Callable[[], Iterator[Any]]) -> int:
@@ -573,20 +587,29 @@ def ratio(times: dict[str, list[float]], num: str, den: str) -> str:
 
 
 def measure(
-    runnables: dict[str, Runnable[Any, Any]], inp: Any, repeat: int
+    runnables: dict[str, Runnable[Any, Any]], inp: Any, repeat: int, passes: int = 1
 ) -> dict[str, list[float]]:
-    """Seconds of each runnable's full stream, ``repeat`` interleaved rounds."""
+    """Seconds of each runnable's full stream, ``repeat`` interleaved rounds.
+
+    Each timing is the mean of ``passes`` passes, so that short streams are timed over more
+    than a few milliseconds.
+    """
     runs = {k: (lambda r=r: r.stream(inp)) for k, r in runnables.items()}
     times: dict[str, list[float]] = {k: [] for k in runs}
     for _ in range(repeat):  # interleaved: load on the machine hits all alike
         for k, run in runs.items():
-            times[k].append(drain(run))
+            times[k].append(drain(run, passes))
     return times
+
+
+def passes_for(n: int) -> int:
+    """Passes per timing for an ``n``-token stream: about 100,000 tokens per timing."""
+    return max(1, 100_000 // n)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="50000,100000,200000")
+    parser.add_argument("--sizes", default="1000,5000,50000,200000")
     parser.add_argument("--native-sizes", default="50000,200000", help="openai-native sizes")
     parser.add_argument(
         "--anthropic-sizes",
@@ -634,16 +657,20 @@ def main() -> None:
         + "".join(f"{f'{num}/{den}':>18}" for num, den in ratios)
         + f"{'peak MiB c':>12}"
     )
-    print(f"median of {args.repeat} interleaved rounds; ratios: median (min-max) of the rounds")
+    print(
+        f"langchain-core {importlib.metadata.version('langchain-core')}, Python "
+        f"{platform.python_version()}; median of {args.repeat} interleaved rounds (each timing "
+        "about 100k tokens: several passes of a short stream); ratios: median (min-max)"
+    )
     print(header)
     print("-" * len(header))
-    scaling: dict[str, list[tuple[int, float]]] = {}
+    scaling: dict[str, list[tuple[int, dict[str, float]]]] = {}
 
     def row(label: str, n: int, runnables: dict[str, Runnable[Any, Any]]) -> None:
-        times = measure(runnables, inp, args.repeat)
+        times = measure(runnables, inp, args.repeat, passes_for(n))
         median = {k: statistics.median(t) for k, t in times.items()}
         peak_c = peak_memory(lambda: runnables["c"].stream(inp)) / 2**20
-        scaling.setdefault(label, []).append((n, median["c"]))
+        scaling.setdefault(label, []).append((n, median))
         print(
             f"{label:<18}{n:>7}"
             + "".join(f"{n / median[k]:>13,.0f}" if k in median else f"{'-':>13}" for k in cols)
@@ -703,11 +730,15 @@ def main() -> None:
     for note in notes:
         print(f"  {note}")
     print()
-    print("Scaling of (c): time per token relative to the smallest size (1.0 = linear)")
+    print(
+        "Scaling: time per token relative to the smallest size (1.0 = linear), of the bare "
+        "source (a), the do-nothing wrapper (d) and manage_references (c)"
+    )
     for label, rows in scaling.items():
-        n0, t0 = rows[0]
-        cells = ", ".join(f"{n}: {(t / n) / (t0 / n0):.2f}" for n, t in rows)
-        print(f"  {label:<18} {cells}")
+        n0, m0 = rows[0]
+        for k in ("a", "d", "c"):
+            cells = ", ".join(f"{n}: {(m[k] / n) / (m0[k] / n0):.2f}" for n, m in rows)
+            print(f"  {label:<18} ({k}) {cells}")
 
 
 if __name__ == "__main__":

@@ -168,6 +168,10 @@ class _Session:
         inline this ``str`` case, the hot path of string streams, for exact ``str`` chunks
         (see :meth:`ReferencedRunnable._run`); the step takes every other chunk.
 
+        An ``AIMessageChunk`` whose content is such text passes through the same way (the
+        hot path of chat streams), once the run is known to read no provider citations;
+        every other chunk goes to :meth:`rewrite`.
+
         Returns:
             The step function.
         """
@@ -175,12 +179,31 @@ class _Session:
         checked = self.check is not None  # then every chunk also goes to the citation check
         feed = self.text_feed()
         rewrite = self.rewrite
+        record = self.rewriter.record if self.rewriter.deep else None
+        native = self.native
 
         def step(chunk: Any) -> Any:
             if isinstance(chunk, str):
                 if not checked and not parser.pending and "[" not in chunk:
+                    if record is not None:
+                        record(chunk)
                     return chunk
                 return feed(chunk) or None
+            if (
+                chunk.__class__ is AIMessageChunk
+                and (content := chunk.content).__class__ is str
+                and not checked
+                and not parser.pending
+                and "[" not in content
+                and (native is None or native.inactive)
+            ):
+                # rewrite(chunk), for plain text: the chunk as it is, its id remembered.
+                self.saw_chunks = True
+                if chunk.id:
+                    self.last_id = chunk.id
+                if record is not None:
+                    record(content)
+                return chunk
             return rewrite(chunk)
 
         return step

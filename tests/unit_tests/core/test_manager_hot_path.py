@@ -155,3 +155,73 @@ def test_a_refused_citation_is_asked_again() -> None:
     assert isinstance(style, Refusing)
     assert style.calls == 2
     assert rewriter.references == []
+
+
+#: Documents of several sentences, so that a deep link's quote depends on the citing sentence.
+DEEP_DOCS = [
+    Document(
+        "The tower is in Seattle. It opened for the fair in 1962. Its deck turns slowly.",
+        metadata={"source": f"https://e.org/deep/{i % 2}"},
+    )
+    for i in range(3)
+]
+MESSAGE_PIECES = st.sampled_from(
+    [
+        *(" the tower", " opened", " for the fair", " its deck", " turns", ". ", ""),
+        *("[", "[1", "](id=", "2)", "[2](id=3)", "[1](id=1)", " [x]", "id=9)"),
+    ]
+)
+
+
+@st.composite
+def message_streams(draw: st.DrawFn) -> list[Any]:
+    """Message chunks of str content (ids present or not), now and then a list-content one."""
+    chunks: list[Any] = []
+    for i, piece in enumerate(draw(st.lists(MESSAGE_PIECES, max_size=30))):
+        chunk_id = draw(st.sampled_from([None, "run-1", "run-2"]))
+        if draw(st.integers(0, 9)) == 0:
+            content: Any = [{"type": "text", "text": piece, "index": 0}]
+        else:
+            content = piece
+        chunks.append(AIMessageChunk(content=content, id=chunk_id) if i % 7 else piece)
+    return chunks
+
+
+def session_for(deep: bool, native: str | None) -> _Session:
+    from langchain_references import MarkdownReferenceStyle
+    from langchain_references.native.stream import NativeRun
+
+    session = _Session(ReferenceRewriter(DEEP_DOCS, MarkdownReferenceStyle(deep_links=deep)))
+    if native is not None:
+        session.native = NativeRun(native, session.rewriter, DEEP_DOCS, session.text_feed())
+    return session
+
+
+@settings(max_examples=200, deadline=None)
+@given(message_streams(), st.booleans(), st.sampled_from([None, "auto"]))
+def test_the_step_passes_plain_message_chunks_as_rewrite_would(
+    chunks: list[Any], deep: bool, native: str | None
+) -> None:
+    """The step's message-chunk shortcut yields, remembers and quotes what rewrite() does."""
+    fast, slow = session_for(deep, native), session_for(deep, native)
+    step = fast.stepper()
+    slow_step = slow.text_feed()
+
+    def reference(chunk: Any) -> Any:  # every chunk the general way: feed() or rewrite()
+        return (slow_step(chunk) or None) if isinstance(chunk, str) else slow.rewrite(chunk)
+
+    got = [o for o in map(step, chunks) if o is not None and o != ""]  # "" passed or not
+    want = [o for o in map(reference, chunks) if o is not None]
+    assert comparable(got) == comparable(want)
+    inputs = {id(c) for c in chunks if not isinstance(c, str)}
+    assert [id(g) in inputs for g in got] == [id(w) in inputs for w in want]  # same passed as-is
+    assert fast.last_id == slow.last_id
+    assert fast.saw_chunks == slow.saw_chunks
+    assert comparable(fast.closing()) == comparable(slow.closing())
+    assert fast.event_payload()["references"] == slow.event_payload()["references"]
+
+
+def test_plain_message_chunks_are_yielded_as_they_are() -> None:
+    chunks = [AIMessageChunk(content=t, id="run-1") for t in (" a", " b", " [1](id=1)", " c")]
+    out = list(manage_references(generator_of(chunks)).stream({"documents": DOCS}))
+    assert [o is c for o, c in zip(out, chunks, strict=False)] == [True, True, False, True]
