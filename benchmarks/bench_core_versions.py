@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,9 +37,10 @@ def interpreter(version: str, root: Path) -> Path:
     """The Python of a venv holding ``langchain-core==version`` (created on first use)."""
     env_dir = root / f"langchain-core-{version}"
     python = env_dir / "bin" / "python"
-    if not python.exists():
+    stamp = env_dir / ".installed"  # written once the install succeeded
+    if not stamp.exists():
         print(f"== creating {env_dir} with langchain-core=={version}", flush=True)
-        venv.create(env_dir, with_pip=True)
+        venv.create(env_dir, with_pip=True, clear=True)
         pip = subprocess.run(
             [
                 str(python),
@@ -54,7 +56,9 @@ def interpreter(version: str, root: Path) -> Path:
             text=True,
         )
         if pip.returncode != 0:
+            shutil.rmtree(env_dir, ignore_errors=True)
             raise SystemExit(f"pip could not install langchain-core=={version}:\n{pip.stderr}")
+        stamp.touch()
     return python
 
 

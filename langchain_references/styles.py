@@ -87,6 +87,8 @@ def clean_text(text: str) -> str:
     Returns:
         The text on one line, without leading or trailing blanks.
     """
+    if text.isascii() and text.isprintable():  # " " to "~": nothing to remove, only to fold
+        return " ".join(text.split())
     return " ".join(_UNSAFE_TEXT_RE.sub("", _ESCAPE_SEQ_RE.sub("", text)).split())
 
 
@@ -179,14 +181,22 @@ def _markdown_url(url: str) -> str:
     return url.replace("&", "&amp;")
 
 
-_MD_TEXT_SPECIAL = re.compile(r"([\\`*_\[\]])")
 # What opens a block (heading, list item) at the start of a line: ``#``, ``-``, ``+``, ``1.``.
 _MD_BLOCK_START = re.compile(r"^(\d{1,9}(?=[.)])|)([#+\-.)])")
 
 
+#: One pass of ``str.translate`` for ``html.escape(text, quote=False)`` and a backslash before
+#: each Markdown special character (``\\`*_[]``); the entities hold none of them.
+_MD_TEXT_TABLE = str.maketrans(
+    {"&": "&amp;", "<": "&lt;", ">": "&gt;", **{c: "\\" + c for c in "\\`*_[]"}}
+)
+
+
 def _markdown_text(text: str) -> str:
     """Escape text shown inside Markdown (and the HTML a Markdown renderer lets through)."""
-    escaped = _MD_TEXT_SPECIAL.sub(r"\\\1", html.escape(clean_text(text), quote=False))
+    escaped = clean_text(text).translate(_MD_TEXT_TABLE)
+    if _MD_BLOCK_START.match(escaped) is None:  # the common case, without sub()'s template
+        return escaped
     return _MD_BLOCK_START.sub(r"\1\\\2", escaped)
 
 
