@@ -277,7 +277,9 @@ class ReferenceStyle:
         Raises:
             TypeError: If ``source_id_key`` is neither a string nor a callable.
         """
-        key = self._raw_source_id_key()
+        key = self.source_id_key  # a metadata key reads as itself, bound or not
+        if not isinstance(key, str):
+            key = self._raw_source_id_key()  # a function, unbound as set
         if isinstance(key, str):
             value = document.metadata.get(key)
         elif callable(key):

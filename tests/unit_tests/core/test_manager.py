@@ -254,6 +254,48 @@ def test_references_event_in_astream_events() -> None:
     assert [r["source"] for r in data["references"]] == ["https://s.org", "https://h.org"]
 
 
+def test_references_event_reaches_bound_and_enclosing_handlers() -> None:
+    """Handlers bound with with_config or given to an enclosing chain get the event too."""
+    answer = RunnableLambda(lambda _: ANSWER)
+    bound, outer = EventCatcher(), EventCatcher()
+    wrapped = manage_references(answer, style=TextReferenceStyle()).with_config(callbacks=[bound])
+    "".join(wrapped.stream({"documents": DOCS}))
+    chain = RunnableLambda(lambda x: x) | manage_references(answer, style=TextReferenceStyle())
+    chain.invoke({"documents": DOCS}, {"callbacks": [outer]})
+
+    async def astream() -> None:
+        async for _ in wrapped.astream({"documents": DOCS}):
+            pass
+
+    asyncio.run(astream())
+    assert [name for name, _ in bound.events] == [REFERENCES_EVENT] * 2
+    assert [name for name, _ in outer.events] == [REFERENCES_EVENT]
+
+
+def test_references_event_is_not_dispatched_to_nobody(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a handler the event is not built nor dispatched; with one it is."""
+    import langchain_references.manager as manager
+
+    calls: list[str] = []
+
+    def dispatch(name: str, data: Any, *, config: Any) -> None:
+        calls.append(name)
+
+    async def adispatch(name: str, data: Any, *, config: Any) -> None:
+        calls.append("a" + name)
+
+    monkeypatch.setattr(manager, "dispatch_custom_event", dispatch)
+    monkeypatch.setattr(manager, "adispatch_custom_event", adispatch)
+    wrapped = manage_references(RunnableLambda(lambda _: ANSWER), style=TextReferenceStyle())
+    assert wrapped.invoke({"documents": DOCS}) == EXPECTED
+    "".join(wrapped.stream({"documents": DOCS}))
+    assert asyncio.run(wrapped.ainvoke({"documents": DOCS})) == EXPECTED
+    assert calls == []
+    wrapped.invoke({"documents": DOCS}, {"callbacks": [EventCatcher()]})
+    asyncio.run(wrapped.ainvoke({"documents": DOCS}, {"callbacks": [EventCatcher()]}))
+    assert calls == [REFERENCES_EVENT, "a" + REFERENCES_EVENT]
+
+
 def test_async_path_uses_async_model_and_does_not_block_the_loop() -> None:
     trace: list[tuple[str, int]] = []
     pieces = [ANSWER[i : i + 4] for i in range(0, len(ANSWER), 4)]
