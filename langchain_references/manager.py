@@ -249,6 +249,8 @@ class _Session:
                 content = self.rewrite_content(chunk.content)
             if content is chunk.content:
                 return chunk
+            if content == "" and _bare(chunk):
+                return None  # text held back, and nothing else in the chunk: yield nothing
             return chunk.model_copy(update={"content": content})
         if isinstance(chunk, BaseMessage):  # a non-streaming runnable: the whole output
             whole = self._native_content(chunk)
@@ -361,6 +363,24 @@ class _Session:
                 AIMessageChunk(content=blocks, id=self.last_id, response_metadata=self.metadata())
             ]
         return [tail] if tail else []
+
+
+def _bare(chunk: BaseMessageChunk) -> bool:
+    """Whether an ``AIMessageChunk`` carries nothing but its content and id.
+
+    Such a chunk whose text is all held back is not yielded (as a held-back ``str`` chunk is
+    not): its id is kept for the closing chunk; a chunk with tool calls, usage, metadata, a
+    name or a position is yielded, with empty content.
+    """
+    return (
+        chunk.__class__ is AIMessageChunk
+        and not chunk.tool_call_chunks
+        and chunk.usage_metadata is None
+        and not chunk.response_metadata
+        and not chunk.additional_kwargs
+        and chunk.chunk_position is None
+        and chunk.name is None
+    )
 
 
 def _append(content: str | list[Any], tail: str) -> str | list[Any]:

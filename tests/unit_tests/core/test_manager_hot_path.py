@@ -225,3 +225,25 @@ def test_plain_message_chunks_are_yielded_as_they_are() -> None:
     chunks = [AIMessageChunk(content=t, id="run-1") for t in (" a", " b", " [1](id=1)", " c")]
     out = list(manage_references(generator_of(chunks)).stream({"documents": DOCS}))
     assert [o is c for o, c in zip(out, chunks, strict=False)] == [True, True, False, True]
+
+
+def test_a_held_back_message_chunk_is_yielded_only_if_it_carries_more_than_text() -> None:
+    usage = {"input_tokens": 3, "output_tokens": 1, "total_tokens": 4}
+    chunks = [
+        AIMessageChunk(content=" a [1", id="run-1"),  # yields " a", holds "[1"
+        AIMessageChunk(content="](id", id="run-1"),  # all held, nothing else: not yielded
+        AIMessageChunk(content="=2", id="run-1", usage_metadata=usage),  # held, but usage
+        AIMessageChunk(content=")", id="run-1"),  # completes the citation
+    ]
+    out = list(
+        manage_references(generator_of(chunks), style=TextReferenceStyle()).stream(
+            {"documents": DOCS}
+        )
+    )
+    assert [o.content for o in out[:-1]] == [" a ", "", "[1]"]
+    assert out[1].usage_metadata == usage
+    assert all(o.id == "run-1" for o in out)
+    whole = out[0]
+    for o in out[1:]:
+        whole = whole + o
+    assert whole.content == " a [1]\n\n- [1] https://e.org/1"
