@@ -27,7 +27,8 @@ tokens), measured in one run, the runs interleaved:
 
 Prints the langchain-core version, the median tokens/s of each run over ``--repeat`` rounds
 (each timing covers about 100k tokens: a short stream is passed several times) and the ratios
-c/b, t/d, c/d, c0/d, cd/d (median of the per-round ratios, with their range), the peak memory
+c/b, t/d, c/d, c0/d, cd/d (median of the per-round ratios, with their range), the wrapper's own
+time (c) - (d) in microseconds per 1,000 tokens (median of the rounds), the peak memory
 of (c) (tracemalloc, a separate pass) and the scaling of (a), (d) and (c) from the smallest to
 the largest size, for ``str`` and ``AIMessageChunk`` sources.
 
@@ -587,6 +588,12 @@ def ratio(times: dict[str, list[float]], num: str, den: str) -> str:
     return f"{statistics.median(per_round):.2f} ({min(per_round):.2f}-{max(per_round):.2f})"
 
 
+def own_cost(times: dict[str, list[float]], n: int) -> str:
+    """The wrapper's own time, (c) - (d), in microseconds per 1,000 tokens (median of rounds)."""
+    per_round = [(c - d) / n * 1e9 for c, d in zip(times["c"], times["d"], strict=True)]
+    return f"{statistics.median(per_round):.0f}"
+
+
 def measure(
     runnables: dict[str, Runnable[Any, Any]], inp: Any, repeat: int, passes: int = 1
 ) -> dict[str, list[float]]:
@@ -656,6 +663,7 @@ def main() -> None:
         f"{'source':<18}{'tokens':>7}"
         + "".join(f"{f'({k}) tok/s':>13}" for k in cols)
         + "".join(f"{f'{num}/{den}':>18}" for num, den in ratios)
+        + f"{'c-d us/1k tok':>15}"
         + f"{'peak MiB c':>12}"
     )
     print(
@@ -679,6 +687,7 @@ def main() -> None:
                 f"{ratio(times, num, den):>18}" if num in times else f"{'-':>18}"
                 for num, den in ratios
             )
+            + f"{own_cost(times, n):>15}"
             + f"{peak_c:>12.1f}"
         )
 

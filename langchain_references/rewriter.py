@@ -137,15 +137,9 @@ class ReferenceRewriter:
         events = parser.feed(text)
         if not events:
             return ""  # a citation is forming
-        if (
-            len(events) == 1 and not self._deep
-        ):  # the text before a citation, or a citation completed
+        if len(events) == 1 and not self._deep:  # text before a citation, or a citation
             event = events[0]
-            if isinstance(event, str):
-                return event
-            cited = self._cited.get(event.doc_id)
-            if cited is not None:
-                return cited
+            return event if isinstance(event, str) else self._cited_text(event)
         return self._render(events)
 
     def finish(self) -> str:
@@ -222,26 +216,30 @@ class ReferenceRewriter:
         return self._parser
 
     def _render(self, events: list[str | Citation]) -> str:
-        # A document cited again gets the text of its first citation: same number, same
-        # document, so the style's answer is the same (citations by position carry no quote).
-        cited = self._cited
         parts = []
         for event in events:
             if isinstance(event, str):
                 parts.append(event)
                 if self._deep:
                     self.record(event)
-                continue
-            if self._deep:  # each citation quotes its own sentence: no cache
+            elif self._deep:  # each citation quotes its own sentence: no cache
                 parts.append(self._cite(event))
-                continue
-            text = cited.get(event.doc_id)
-            if text is None:
-                text = self._cite(event)
-                if text:
-                    cited[event.doc_id] = text
-            parts.append(text)
+            else:
+                parts.append(self._cited_text(event))
         return "".join(parts)
+
+    def _cited_text(self, citation: Citation) -> str:
+        """The text of a citation without deep links, the same for every citation of a document.
+
+        A document cited again gets the text of its first citation: same number, same document,
+        so the style's answer is the same (citations by position carry no quote).
+        """
+        text = self._cited.get(citation.doc_id)
+        if text is None:
+            text = self._cite(citation)
+            if text:
+                self._cited[citation.doc_id] = text
+        return text
 
     def _cite(self, citation: Citation) -> str:
         position = citation.doc_id
@@ -292,9 +290,9 @@ class ReferenceRewriter:
         if text is None:
             return ""
         if used is None:
-            used = UsedReference(number, source, document)
+            used = UsedReference(number, source, document, [] if position is None else [position])
             self._by_key[key] = used
             self._references.append(used)
-        if position is not None and position not in used.positions:
+        elif position is not None and position not in used.positions:
             used.positions.append(position)
         return text

@@ -183,6 +183,8 @@ def _markdown_url(url: str) -> str:
 
 # What opens a block (heading, list item) at the start of a line: ``#``, ``-``, ``+``, ``1.``.
 _MD_BLOCK_START = re.compile(r"^(\d{1,9}(?=[.)])|)([#+\-.)])")
+#: The characters such a block opener starts with (a cheaper test than the regex).
+_MD_BLOCK_FIRST = frozenset("0123456789#+-.)")
 
 
 #: One pass of ``str.translate`` for ``html.escape(text, quote=False)`` and a backslash before
@@ -194,9 +196,14 @@ _MD_TEXT_TABLE = str.maketrans(
 
 def _markdown_text(text: str) -> str:
     """Escape text shown inside Markdown (and the HTML a Markdown renderer lets through)."""
-    escaped = clean_text(text).translate(_MD_TEXT_TABLE)
-    if _MD_BLOCK_START.match(escaped) is None:  # the common case, without sub()'s template
-        return escaped
+    return _markdown_escape(clean_text(text))
+
+
+def _markdown_escape(clean: str) -> str:
+    """:func:`_markdown_text` of text that :func:`clean_text` returned already."""
+    escaped = clean.translate(_MD_TEXT_TABLE)
+    if escaped[:1] not in _MD_BLOCK_FIRST or _MD_BLOCK_START.match(escaped) is None:
+        return escaped  # the common case, without sub()'s template
     return _MD_BLOCK_START.sub(r"\1\\\2", escaped)
 
 
@@ -290,7 +297,7 @@ class ReferenceStyle:
             )
         if value is None or value == "":
             return None
-        return str(value)
+        return value if value.__class__ is str else str(value)
 
     def get_title(self, document: Document) -> str | None:
         """Return the document title shown in the reference list, or None.
@@ -352,25 +359,24 @@ class ReferenceStyle:
 
     def _links(self, refs: Sequence[tuple[int, Document]]) -> list[tuple[int, str | None, str]]:
         """Return ``(number, safe URL or None, clean label)`` for each reference."""
-        rows = []
+        rows: list[tuple[int, str | None, str]] = []
         for ref, doc in refs:
             source = self.get_source_id(doc)
-            url = None if source is None else safe_url(source)
-            shown = None if source is None else clean_text(source)
-            rows.append((ref, url, self.get_title(doc) or shown or f"Document {ref}"))
+            label = self.get_title(doc)
+            if source is None:
+                rows.append((ref, None, label or f"Document {ref}"))
+            else:
+                label = label or clean_text(source) or f"Document {ref}"
+                rows.append((ref, safe_url(source), label))
         return rows
-
-    def _safe_source(self, media: Document) -> str | None:
-        source = self.get_source_id(media)
-        return None if source is None else safe_url(source)
 
     def _inline_url(self, media: Document) -> str | None:
         """The link target of an inline citation: the safe source URL, deep when asked."""
-        if not self.deep_links:
-            return self._safe_source(media)
         source = self.get_source_id(media)
         if source is None:
             return None
+        if not self.deep_links:
+            return safe_url(source)
         quote = media.metadata.get(QUOTE_KEY)
         deep = deep_link(
             source, quote=quote if isinstance(quote, str) else None, metadata=media.metadata
@@ -443,7 +449,7 @@ class MarkdownReferenceStyle(ReferenceStyle):
             return ""
         lines = []
         for ref, url, label in self._links(refs):
-            text = _markdown_text(label)
+            text = _markdown_escape(label)  # a label of _links() is clean text
             lines.append(
                 f"- **{ref}** [{text}]({_markdown_url(url)})" if url else f"- **{ref}** {text}"
             )

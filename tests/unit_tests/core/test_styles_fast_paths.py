@@ -12,13 +12,17 @@ import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from langchain_core.documents import Document
 
 from langchain_references.styles import (
     _ESCAPE_SEQ_RE,
     _MD_BLOCK_START,
     _UNSAFE_TEXT_RE,
+    MarkdownReferenceStyle,
     _markdown_text,
+    _markdown_url,
     clean_text,
+    safe_url,
 )
 
 _MD_TEXT_SPECIAL = re.compile(r"([\\`*_\[\]])")
@@ -71,3 +75,30 @@ def test_every_ascii_character_and_pair_takes_either_path_alike() -> None:
         for b in ascii_chars:
             assert clean_text(a + b) == general_clean_text(a + b), repr(a + b)
             assert _markdown_text(a + b) == general_markdown_text(a + b), repr(a + b)
+
+
+@settings(max_examples=500, deadline=None)
+@given(TEXTS)
+def test_clean_text_is_idempotent(text: str) -> None:
+    # The reference lists escape their labels, clean already, without cleaning them again.
+    assert clean_text(clean_text(text)) == clean_text(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.none(), TEXTS), st.one_of(st.none(), TEXTS)), max_size=6))
+def test_markdown_list_is_the_general_formula(
+    sources_and_titles: list[tuple[str | None, str | None]],
+) -> None:
+    style = MarkdownReferenceStyle()
+    refs = [
+        (n, Document("x", metadata={"source": source, "title": title}))
+        for n, (source, title) in enumerate(sources_and_titles, start=1)
+    ]
+    lines = []
+    for n, doc in refs:  # the list as it was written before _links() returned clean labels
+        source = style.get_source_id(doc)
+        url = None if source is None else safe_url(source)
+        shown = None if source is None else clean_text(source)
+        text = general_markdown_text(style.get_title(doc) or shown or f"Document {n}")
+        lines.append(f"- **{n}** [{text}]({_markdown_url(url)})" if url else f"- **{n}** {text}")
+    assert style.format_all_references(refs) == ("\n\n" + "\n".join(lines) if refs else "")
