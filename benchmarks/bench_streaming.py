@@ -18,9 +18,9 @@ tokens), measured in one run, the runs interleaved:
   citation;
 * (c) the source wrapped by ``manage_references`` with ``MarkdownReferenceStyle(
   deep_links=False)``;
-* (c0) the same, with ``manage_references`` as it was at commit ``--before`` (the rewriter,
-  parser and manager modules of that commit, loaded from git as separate modules; the
-  column is left out when git or the commit is not available);
+* (c0) the same, with ``manage_references`` and the style as they were at commit ``--before``
+  (the parser, styles, rewriter and manager modules of that commit, loaded from git as
+  separate modules; the column is left out when git or the commit is not available);
 * (cd) the source wrapped by ``manage_references`` with its default style, Markdown with deep
   links: each citation then quotes the cited chunk's sentence closest to the citing one (the
   20 documents hold six sentences each, from a pool of 12 about the Space Needle).
@@ -530,13 +530,17 @@ class TestOnly(DoNothing):
             yield chunk
 
 
-def load_before(rev: str) -> Callable[..., Runnable[Any, Any]] | None:
-    """``manage_references`` as of commit ``rev`` (its parser, rewriter and manager), or None.
+def load_before(rev: str) -> Callable[[Runnable[Any, Any]], Runnable[Any, Any]] | None:
+    """(c) as of commit ``rev``: its parser, styles, rewriter and manager; None if unreadable.
 
-    The three modules are read with ``git show`` and executed as ``_before_*`` modules, each
+    The four modules are read with ``git show`` and executed as ``_before_*`` modules, each
     importing the others' old versions; every other module is today's.
+
+    Returns:
+        A function wrapping a source as (c) did at ``rev``: ``manage_references`` with that
+        commit's ``MarkdownReferenceStyle(deep_links=False)``.
     """
-    names = ("_parser", "rewriter", "manager")
+    names = ("_parser", "styles", "rewriter", "manager")
     loaded: list[str] = []
     module = None
     for short in names:
@@ -558,7 +562,12 @@ def load_before(rev: str) -> Callable[..., Runnable[Any, Any]] | None:
         sys.modules[module.__name__] = module
         exec(compile(code, f"{rev[:7]}:{short}.py", "exec"), module.__dict__)
         loaded.append(short)
-    return None if module is None else module.manage_references
+    if module is None:
+        return None
+    manage, style = module.manage_references, sys.modules["_before_styles"].MarkdownReferenceStyle
+    if "deep_links" not in vars(style):  # a commit before deep links: its style had none
+        return lambda src: manage(src, style=style())
+    return lambda src: manage(src, style=style(deep_links=False))
 
 
 def drain(run: Callable[[], Iterator[Any]], passes: int = 1) -> float:
@@ -703,7 +712,7 @@ def main() -> None:
                     "c": manage_references(src, style=MarkdownReferenceStyle(deep_links=False)),
                 }
                 if before is not None:
-                    runnables["c0"] = before(src, style=MarkdownReferenceStyle(deep_links=False))
+                    runnables["c0"] = before(src)
                 runnables["cd"] = manage_references(src)
                 row(kind, n, runnables)
     notes: list[str] = []
