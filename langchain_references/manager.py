@@ -203,8 +203,12 @@ class _Session:
         rewrite = self.rewrite
         record = self.rewriter.record if self.rewriter.deep else None
         native = self.native
+        # Whether the run reads no provider citations: once known, it stays so (an adapter is
+        # only picked before any text went by without one), so it is latched here.
+        no_native = native is None
 
         def step(chunk: Any) -> Any:
+            nonlocal no_native
             if isinstance(chunk, str):
                 if not checked and not parser.pending and "[" not in chunk:
                     if record is not None:
@@ -217,7 +221,7 @@ class _Session:
                 and not checked
                 and not parser.pending
                 and "[" not in content
-                and (native is None or native.inactive)
+                and (no_native or (no_native := native is not None and native.inactive))
             ):
                 # rewrite(chunk), for plain text: the chunk as it is, its id remembered.
                 self.saw_chunks = True
