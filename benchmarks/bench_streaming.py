@@ -626,9 +626,9 @@ def measure(
     return times
 
 
-def passes_for(n: int) -> int:
-    """Passes per timing for an ``n``-token stream: about 100,000 tokens per timing."""
-    return max(1, 100_000 // n)
+def passes_for(n: int, budget: int = 100_000) -> int:
+    """Passes per timing for an ``n``-token stream: about ``budget`` tokens per timing."""
+    return max(1, budget // n)
 
 
 def main() -> None:
@@ -650,6 +650,12 @@ def main() -> None:
         help="text: the [n](id=k) rows only; native: the provider-citation rows only",
     )
     parser.add_argument("--before", default=BEFORE, help="commit of the (c0) column")
+    parser.add_argument(
+        "--budget",
+        type=int,
+        default=100_000,
+        help="tokens per timing (a short stream is passed several times to reach it)",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     native_sizes = {
@@ -685,15 +691,15 @@ def main() -> None:
     print(
         f"langchain-core {importlib.metadata.version('langchain-core')}, Python "
         f"{platform.python_version()}; median of {args.repeat} rounds, the runs interleaved "
-        "pass by pass (each timing about 100k tokens: several passes of a short stream); "
-        "ratios: median (min-max)"
+        f"pass by pass (each timing about {args.budget:,} tokens: several passes of a short "
+        "stream); ratios: median (min-max)"
     )
     print(header)
     print("-" * len(header))
     scaling: dict[str, list[tuple[int, dict[str, float]]]] = {}
 
     def row(label: str, n: int, runnables: dict[str, Runnable[Any, Any]]) -> None:
-        times = measure(runnables, inp, args.repeat, passes_for(n))
+        times = measure(runnables, inp, args.repeat, passes_for(n, args.budget))
         median = {k: statistics.median(t) for k, t in times.items()}
         peak_c = peak_memory(lambda: runnables["c"].stream(inp)) / 2**20
         scaling.setdefault(label, []).append((n, median))

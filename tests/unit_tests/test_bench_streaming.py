@@ -1,0 +1,47 @@
+"""``benchmarks/bench_streaming.py`` runs end to end on tiny sizes and prints every row.
+
+The figures themselves are not checked (performance is measured, never asserted); what is
+checked is that the script still runs against today's code, that each kind of source gets its
+row with parseable ratios, and that the native rows' own check (one marker rendered per
+citation generated) passed.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_streaming.py"
+ARGS = ["--sizes", "200,400", "--repeat", "2", "--budget", "2000"]
+NATIVE_ARGS = ["--native-sizes", "500", "--anthropic-sizes", "200"]
+RATIO = r"\d+\.\d\d \(\d+\.\d\d-\d+\.\d\d\)"
+
+
+def test_bench_streaming_prints_every_row() -> None:
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), *ARGS, *NATIVE_ARGS],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    assert out.startswith("langchain-core ")
+    for label, sizes in (
+        ("str", (200, 400)),
+        ("AIMessageChunk", (200, 400)),
+        ("anthropic-native", (200,)),
+        ("openai-native", (500,)),
+    ):
+        for n in sizes:
+            row = re.search(rf"^{label} +{n} .*$", out, re.MULTILINE)
+            assert row is not None, f"no {label} {n} row in:\n{out}"
+            assert re.search(RATIO, row.group(0)), row.group(0)
+    for label, n in (("anthropic-native", 200), ("openai-native", 500)):
+        note = re.search(rf"{label} {n}: .* (\d+) citations .* (\d+) <sup> markers", out)
+        assert note is not None, out
+        assert note.group(1) == note.group(2), note.group(0)
+    assert "Scaling: time per token" in out
