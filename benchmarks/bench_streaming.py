@@ -26,11 +26,11 @@ tokens), measured in one run, the runs interleaved pass by pass:
   20 documents hold six sentences each, from a pool of 12 about the Space Needle).
 
 Prints the langchain-core version, the median tokens/s of each run over ``--repeat`` rounds
-(each timing covers about 100k tokens: a short stream is passed several times) and the ratios
-c/b, t/d, c/d, c0/d, cd/d (median of the per-round ratios, with their range), the wrapper's own
-time (c) - (d) in microseconds per 1,000 tokens (median of the rounds), the peak memory
-of (c) (tracemalloc, a separate pass) and the scaling of (a), (d) and (c) from the smallest to
-the largest size, for ``str`` and ``AIMessageChunk`` sources.
+(each timing covers about 100k tokens, ``--budget``: a short stream is passed several times)
+and the ratios c/b, t/d, c/d, c0/d, cd/d (median of the per-round ratios, with their range), the
+wrapper's own time (c) - (d) in microseconds per 1,000 tokens (median of the rounds), the peak
+memory of (c) (tracemalloc, a separate pass) and the scaling of (a), (d) and (c) from the
+smallest to the largest size, for ``str`` and ``AIMessageChunk`` sources.
 
 The floor is langchain-core's own per-chunk cost, which depends on its version: from 1.7.7 on,
 each traced layer adds every output chunk to the run's output with ``self._value + chunk``,
@@ -63,7 +63,7 @@ one pass of (c) is checked to render one ``<sup>`` marker per citation generated
 
     python benchmarks/bench_streaming.py [--sizes 1000,5000,50000] [--repeat 9]
         [--native-sizes 50000,200000] [--anthropic-sizes 4000,8000,16000]
-        [--only all|text|native]
+        [--only all|text|native] [--budget 100000]
 """
 
 from __future__ import annotations
