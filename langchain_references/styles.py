@@ -183,8 +183,6 @@ def _markdown_url(url: str) -> str:
 
 # What opens a block (heading, list item) at the start of a line: ``#``, ``-``, ``+``, ``1.``.
 _MD_BLOCK_START = re.compile(r"^(\d{1,9}(?=[.)])|)([#+\-.)])")
-#: The characters such a block opener starts with (a cheaper test than the regex).
-_MD_BLOCK_FIRST = frozenset("0123456789#+-.)")
 
 
 #: One pass of ``str.translate`` for ``html.escape(text, quote=False)`` and a backslash before
@@ -202,8 +200,8 @@ def _markdown_text(text: str) -> str:
 def _markdown_escape(clean: str) -> str:
     """:func:`_markdown_text` of text that :func:`clean_text` returned already."""
     escaped = clean.translate(_MD_TEXT_TABLE)
-    if escaped[:1] not in _MD_BLOCK_FIRST or _MD_BLOCK_START.match(escaped) is None:
-        return escaped  # the common case, without sub()'s template
+    if _MD_BLOCK_START.match(escaped) is None:  # the common case, without sub()'s template
+        return escaped
     return _MD_BLOCK_START.sub(r"\1\\\2", escaped)
 
 
@@ -297,7 +295,7 @@ class ReferenceStyle:
             )
         if value is None or value == "":
             return None
-        return value if value.__class__ is str else str(value)
+        return str(value)
 
     def get_title(self, document: Document) -> str | None:
         """Return the document title shown in the reference list, or None.
@@ -359,15 +357,12 @@ class ReferenceStyle:
 
     def _links(self, refs: Sequence[tuple[int, Document]]) -> list[tuple[int, str | None, str]]:
         """Return ``(number, safe URL or None, clean label)`` for each reference."""
-        rows: list[tuple[int, str | None, str]] = []
+        rows = []
         for ref, doc in refs:
             source = self.get_source_id(doc)
-            label = self.get_title(doc)
-            if source is None:
-                rows.append((ref, None, label or f"Document {ref}"))
-            else:
-                label = label or clean_text(source) or f"Document {ref}"
-                rows.append((ref, safe_url(source), label))
+            url = None if source is None else safe_url(source)
+            shown = None if source is None else clean_text(source)
+            rows.append((ref, url, self.get_title(doc) or shown or f"Document {ref}"))
         return rows
 
     def _inline_url(self, media: Document) -> str | None:
