@@ -30,7 +30,8 @@ Prints the langchain-core version, the median tokens/s of each run over ``--repe
 and the ratios c/b, t/d, c/d, c0/d, cd/d (median of the per-round ratios, with their range), the
 wrapper's own time (c) - (d) in microseconds per 1,000 tokens (median of the rounds), the peak
 memory of (c) (tracemalloc, a separate pass) and the scaling of (a), (d) and (c) from the
-smallest to the largest size, for ``str`` and ``AIMessageChunk`` sources.
+smallest to the largest size, for ``str`` and ``AIMessageChunk`` sources. With ``--ablate`` it
+also prints what the wrapper's own time is made of (see :func:`ablation`).
 
 The floor is langchain-core's own per-chunk cost, which depends on its version: from 1.7.7 on,
 each traced layer adds every output chunk to the run's output with ``self._value + chunk``,
@@ -530,6 +531,53 @@ class TestOnly(DoNothing):
             yield chunk
 
 
+class NoListStyle(MarkdownReferenceStyle):
+    """(c)'s style without its reference list (the ablation's "no list" column)."""
+
+    def format_all_references(self, refs: list[tuple[int, Document]]) -> str:
+        """Append nothing."""
+        return ""
+
+
+def ablation(
+    tokens: list[str],
+    kind: str,
+    inp: Any,
+    repeat: int,
+    passes: int,
+    before: Callable[[Runnable[Any, Any]], Runnable[Any, Any]] | None,
+) -> dict[str, str]:
+    """The wrapper's own time, (x) - (d), in µs per 1,000 tokens, for what it is made of.
+
+    Columns: (t), the per-chunk test alone; (c); (c) with :class:`NoListStyle`; (c) and
+    (c0) on the same answer with every ``[`` made a ``<`` (same tokens, no citation), each
+    against (d) on that answer. All runs of one row take turns pass by pass.
+    """
+    plain = [token.replace("[", "<") for token in tokens]
+    src, src_plain = source(tokens, kind), source(plain, kind)
+    style = MarkdownReferenceStyle(deep_links=False)
+    runnables: dict[str, Runnable[Any, Any]] = {
+        "d": DoNothing(src),
+        "t": TestOnly(src),
+        "c": manage_references(src, style=style),
+        "no list": manage_references(src, style=NoListStyle(deep_links=False)),
+        "d plain": DoNothing(src_plain),
+        "no citations": manage_references(src_plain, style=style),
+    }
+    if before is not None:
+        runnables["c0 no citations"] = before(src_plain)
+    times = measure(runnables, inp, repeat, passes)
+    n = len(tokens)
+
+    def own(key: str, floor: str) -> str:
+        per_round = [(x - d) / n * 1e9 for x, d in zip(times[key], times[floor], strict=True)]
+        return f"{statistics.median(per_round):.0f}"
+
+    cells = {key: own(key, "d") for key in ("t", "c", "no list")}
+    cells.update({key: own(key, "d plain") for key in runnables if "citations" in key})
+    return cells
+
+
 def load_before(rev: str) -> Callable[[Runnable[Any, Any]], Runnable[Any, Any]] | None:
     """(c) as of commit ``rev``: its parser, styles, rewriter and manager; None if unreadable.
 
@@ -610,8 +658,9 @@ def measure(
     than a few milliseconds. The runnables take turns at every pass (one pass of each, then
     the next pass of each), so that a change in the machine's speed, which on a shared machine
     lasts from milliseconds to seconds, hits them all alike: timing each runnable's passes in
-    one block made the per-round ratios spread by about ±0.1 here, pass-by-pass turns by
-    about ±0.01.
+    one block made the per-round ratios of c/d spread over 0.25 to 0.7 here (max - min, 1k to
+    50k tokens), pass-by-pass turns over 0.02 to 0.07 at 1k and 5k tokens and up to 0.24 at
+    50k (timed over two passes only).
     """
     runs = {k: (lambda r=r: r.stream(inp)) for k, r in runnables.items()}
     times: dict[str, list[float]] = {k: [] for k in runs}
@@ -650,6 +699,12 @@ def main() -> None:
         help="text: the [n](id=k) rows only; native: the provider-citation rows only",
     )
     parser.add_argument("--before", default=BEFORE, help="commit of the (c0) column")
+    parser.add_argument(
+        "--ablate",
+        action="store_true",
+        help="also print the wrapper's own time for the per-chunk test alone, without the "
+        "reference list, and on the same answer without citations",
+    )
     parser.add_argument(
         "--budget",
         type=int,
@@ -729,6 +784,22 @@ def main() -> None:
                     runnables["c0"] = before(src)
                 runnables["cd"] = manage_references(src)
                 row(kind, n, runnables)
+        if args.ablate:
+            columns = ["t", "c", "no list", "no citations"]
+            columns += ["c0 no citations"] if before is not None else []
+            print()
+            print(
+                "Ablation: the wrapper's own time, (x) - (d), in us per 1,000 tokens (median of "
+                "rounds): (t) the per-chunk test alone; (c); (c) without the reference list; (c) "
+                "and (c0) on the same answer without citations (every [ made a <)"
+            )
+            print(f"{'source':<18}{'tokens':>7}" + "".join(f"{c:>18}" for c in columns))
+            for kind in args.kinds.split(","):
+                for n in sizes:
+                    own = ablation(
+                        make_tokens(n), kind, inp, args.repeat, passes_for(n, args.budget), before
+                    )
+                    print(f"{kind:<18}{n:>7}" + "".join(f"{own[c]:>18}" for c in columns))
     notes: list[str] = []
     if args.only in ("all", "native"):
         for label, build in (

@@ -2,8 +2,8 @@
 
 The figures themselves are not checked (performance is measured, never asserted); what is
 checked is that the script still runs against today's code, that each kind of source gets its
-row with parseable ratios, and that the native rows' own check (one marker rendered per
-citation generated) passed.
+row with parseable ratios and its ablation row, and that the native rows' own check (one
+marker rendered per citation generated) passed.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_streaming.py"
-ARGS = ["--sizes", "200,400", "--repeat", "2", "--budget", "2000"]
+ARGS = ["--sizes", "200,400", "--repeat", "2", "--budget", "2000", "--ablate"]
 NATIVE_ARGS = ["--native-sizes", "500", "--anthropic-sizes", "200"]
 RATIO = r"\d+\.\d\d \(\d+\.\d\d-\d+\.\d\d\)"
 
@@ -44,4 +44,9 @@ def test_bench_streaming_prints_every_row() -> None:
         note = re.search(rf"{label} {n}: .* (\d+) citations .* (\d+) <sup> markers", out)
         assert note is not None, out
         assert note.group(1) == note.group(2), note.group(0)
+    ablation = out[out.index("Ablation: ") :]
+    for label in ("str", "AIMessageChunk"):
+        for n in (200, 400):
+            row = re.search(rf"^{label} +{n}((?: +-?\d+){{4,5}})$", ablation, re.MULTILINE)
+            assert row is not None, f"no {label} {n} ablation row in:\n{ablation}"
     assert "Scaling: time per token" in out
