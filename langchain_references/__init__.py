@@ -10,8 +10,12 @@ The other parts live in subpackages, each with a small public API:
 * :mod:`langchain_references.factuality`: FactReasoner-style long-form factuality.
 
 Every exception the package raises on purpose is a :class:`LangchainReferencesError`.
+``__version__`` is the installed version (``"0+unknown"`` when the package is not installed).
 """
 
+import importlib.metadata
+
+from langchain_references.chat_model import ReferencedChatModel
 from langchain_references.errors import LangchainReferencesError
 from langchain_references.failures import Failure
 from langchain_references.manager import (
@@ -30,6 +34,11 @@ from langchain_references.styles import (
     TextReferenceStyle,
 )
 
+try:
+    __version__: str = importlib.metadata.version("langchain-references")
+except importlib.metadata.PackageNotFoundError:  # run from a source tree that is not installed
+    __version__ = "0+unknown"
+
 __all__ = [
     "FORMAT_REFERENCES",
     "REFERENCES_EVENT",
@@ -40,9 +49,11 @@ __all__ = [
     "MarkdownReferenceStyle",
     "MissingDocumentsError",
     "ReferenceStyle",
+    "ReferencedChatModel",
     "ReferencedRunnable",
     "TextReferenceStyle",
     "UsedReference",
+    "__version__",
     "format_documents",
     "manage_references",
 ]

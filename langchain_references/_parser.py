@@ -1,4 +1,4 @@
-"""Sans-IO incremental parser for ``[N](id=K)`` citation markers.
+"""Sans-IO incremental parser for citation markers such as ``[N](id=K)``.
 
 The parser knows nothing about LangChain, documents or output formats: it turns a stream of
 text fragments into a stream of events, plain text (``str``) and :class:`Citation` objects, in
@@ -6,23 +6,53 @@ the spirit of h11. Its one guarantee is *split invariance*: however the same tex
 fragments, the concatenated events are identical, and no character is lost, added or
 reordered.
 
-Grammar of a citation (ASCII only, nothing else in between)::
+The markers it looks for are chosen by *dialect* (see :data:`MARKER_DIALECTS`; the default is
+:data:`DEFAULT_MARKERS`, ``"id"`` alone). Grammar of each (ASCII digits, nothing else in
+between)::
 
-    "[" LABEL "](id=" DOC_ID ")"
+    id       "[" LABEL "](id=" DOC_ID ")"
+    source   "【" DOC_ID "】"  /  "【" DOC_ID "†" NOTE "】"
+    bracket  "[" DOC_ID *15("," [" "] DOC_ID) "]"     ; not followed by "("
     LABEL  = 1*9DIGIT / "NUMBER"
     DOC_ID = 1*9DIGIT
+    NOTE   = any characters but "【", "】" and newlines; at most 64 characters lie
+             between "【" and "】"
 
-Anything else, including Markdown links, ``[1]`` alone or ``[1](id=abc)``, is plain text and
-is passed through byte for byte. Only the characters that could still begin a citation are
-held back, so the buffer never exceeds :data:`MAX_CITATION_LENGTH` characters.
+``source`` reads the markers of pprados' langchain-references (``【2†source】``) and OpenAI's
+(``【2†L1-L5】``, ``【2】``). A ``bracket`` list (``[1, 3]``) cites each document in turn: it
+yields one :class:`Citation` per id, the first carrying the whole marker as ``raw`` and the
+others an empty ``raw``, so that the text is still the concatenation of text events and raws.
+A bracket followed by ``(`` is a Markdown link, not a citation, so ``[1]`` at the end of a
+fragment waits for the next character (and is a citation at :meth:`CitationParser.close`).
+
+Anything else, including Markdown links, ``[1]`` alone (unless ``"bracket"`` is chosen),
+``[1](id=abc)`` or ``【】``, is plain text and is passed through byte for byte. Only the
+characters that could still begin a citation are held back, so the buffer never exceeds
+:attr:`CitationParser.max_citation_length` characters (:data:`MAX_CITATION_LENGTH` for the
+default dialect).
 """
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Collection
 from typing import Final, NamedTuple
 
-__all__ = ["MAX_CITATION_LENGTH", "Citation", "CitationParser", "Event"]
+__all__ = [
+    "DEFAULT_MARKERS",
+    "MARKER_DIALECTS",
+    "MAX_CITATION_LENGTH",
+    "Citation",
+    "CitationParser",
+    "Event",
+]
+
+#: The citation marker dialects a :class:`CitationParser` can read (see the module docstring).
+MARKER_DIALECTS: Final = ("id", "source", "bracket")
+
+#: The dialects read by default: ``[N](id=K)`` only.
+DEFAULT_MARKERS: Final = ("id",)
 
 _MAX_DIGITS: Final = 9
 
@@ -30,7 +60,8 @@ _DIGITS: Final = "[0-9]{1,%s}".replace("%s", str(_MAX_DIGITS))
 
 CITATION_RE: Final = re.compile(rf"\[(?P<label>{_DIGITS}|NUMBER)\]\(id=(?P<doc>{_DIGITS})\)")
 
-#: The longest text a citation can span; also the bound of the parser's buffer.
+#: The longest text a citation of the default dialect can span; also the bound of the buffer
+#: of a parser of the default dialect.
 MAX_CITATION_LENGTH: Final = len("[](id=)") + 2 * _MAX_DIGITS
 
 
@@ -51,8 +82,11 @@ class Citation(NamedTuple):
 
     Attributes:
         label: The number the model wrote (digits or ``"NUMBER"``); it carries no meaning.
+            Dialects without a label (``"source"``, ``"bracket"``) repeat the id's digits.
         doc_id: The 1-based position of the cited document, as written by the model.
-        raw: The marker exactly as it appeared in the text.
+        raw: The marker exactly as it appeared in the text. A ``"bracket"`` list such as
+            ``[1, 3]`` yields one citation per id: the first carries the whole marker, the
+            others ``""``, so text events and raws still concatenate to the input.
     """
 
     label: str
@@ -94,12 +128,112 @@ def _classify(text: str) -> Citation | bool:
     return kind
 
 
+_MAX_NOTE: Final = 64  # most characters between "【" and "】"
+_MAX_LIST: Final = 16  # most ids in a bracket list
+_LIST_SEP: Final = ", ?"
+
+
+class _Dialect(NamedTuple):
+    """The regexes of one dialect (see the module docstring), alternatives of a grammar."""
+
+    start: str  # the character its citations begin with
+    streaming: str  # a citation, the stream going on (a bracket must see the next character)
+    final: str  # a citation at the end of the stream
+    prefix: str  # every proper prefix (and a whole bracket: the next character decides)
+    max_length: int  # the longest citation
+
+
+_DIALECTS: Final = {
+    "id": _Dialect(
+        "[", CITATION_RE.pattern, CITATION_RE.pattern, _PREFIX_RE.pattern, MAX_CITATION_LENGTH
+    ),
+    "source": _Dialect(
+        "【",
+        rf"【(?=[^【】]{{1,{_MAX_NOTE}}}】)(?P<source>{_DIGITS})(?:†[^【】\n]*)?】",
+        rf"【(?=[^【】]{{1,{_MAX_NOTE}}}】)(?P<source>{_DIGITS})(?:†[^【】\n]*)?】",
+        rf"【(?![^【】]{{{_MAX_NOTE + 1}}})(?:{_DIGITS}(?:†[^【】\n]*)?)?",
+        _MAX_NOTE + 2,
+    ),
+    "bracket": _Dialect(
+        "[",
+        rf"\[(?P<list>{_DIGITS}(?:{_LIST_SEP}{_DIGITS}){{0,{_MAX_LIST - 1}}})\](?=[^(])",
+        rf"\[(?P<list>{_DIGITS}(?:{_LIST_SEP}{_DIGITS}){{0,{_MAX_LIST - 1}}})\](?!\()",
+        rf"\[(?:{_DIGITS}(?:{_LIST_SEP}{_DIGITS}){{0,{_MAX_LIST - 1}}}\]?"
+        rf"|{_DIGITS}(?:{_LIST_SEP}{_DIGITS}){{0,{_MAX_LIST - 2}}},[ ]?)?",
+        2 + _MAX_LIST * _MAX_DIGITS + (_MAX_LIST - 1) * 2,
+    ),
+}
+_LIST_ID_RE: Final = re.compile(_DIGITS)
+_DEFAULT: Final = frozenset(DEFAULT_MARKERS)
+
+
+class _Grammar(NamedTuple):
+    """The regexes of one set of dialects (built once per set by :func:`_grammar`)."""
+
+    markers: frozenset[str]
+    starts: str  # the characters a citation may begin with
+    start_re: re.Pattern[str]
+    streaming_re: re.Pattern[str]  # a citation, the stream going on
+    final_re: re.Pattern[str]  # a citation at the end of the stream
+    prefix_re: re.Pattern[str]  # what may still grow into a citation
+    max_length: int
+
+
+@functools.cache
+def _grammar(markers: frozenset[str]) -> _Grammar:
+    """Build the regexes reading the dialects ``markers`` (validated names)."""
+    dialects = [_DIALECTS[name] for name in MARKER_DIALECTS if name in markers]
+    starts = "".join(dict.fromkeys(d.start for d in dialects))
+    return _Grammar(
+        markers,
+        starts,
+        re.compile("[" + re.escape(starts) + "]"),
+        re.compile("|".join(f"(?:{d.streaming})" for d in dialects)),
+        re.compile("|".join(f"(?:{d.final})" for d in dialects)),
+        re.compile("|".join(f"(?:{d.prefix})" for d in dialects)),
+        max(d.max_length for d in dialects),
+    )
+
+
+def _markers(markers: Collection[str]) -> frozenset[str]:
+    """Validate a ``markers`` option (a dialect name, or a collection of them).
+
+    Raises:
+        ValueError: If a name is not in :data:`MARKER_DIALECTS`, or none is given.
+    """
+    chosen = frozenset((markers,) if isinstance(markers, str) else markers)
+    unknown = chosen.difference(MARKER_DIALECTS)
+    if unknown or not chosen:
+        what = f"unknown marker dialect(s) {sorted(unknown)!r}" if unknown else "no dialect"
+        raise ValueError(f"{what}: markers must name some of {MARKER_DIALECTS!r}")
+    return chosen
+
+
+def _citations(match: re.Match[str]) -> list[Citation]:
+    """The citation event(s) of one citation ``match`` of a :class:`_Grammar` regex."""
+    kind = match.lastgroup
+    if kind == "doc":
+        return [Citation(match["label"], int(match["doc"]), match.group())]
+    if kind == "source":
+        return [Citation(match["source"], int(match["source"]), match.group())]
+    ids = _LIST_ID_RE.findall(match["list"])
+    raw = match.group()
+    return [Citation(ids[0], int(ids[0]), raw)] + [Citation(i, int(i), "") for i in ids[1:]]
+
+
 class CitationParser:
     """Incremental, split-invariant citation scanner.
 
     Feed it text fragments with :meth:`feed` and call :meth:`close` once at the end of the
     stream. Each call returns the events that are now certain; text that could still be the
     beginning of a citation is held back until the next fragment decides it.
+
+    Args:
+        markers: The citation dialects to read, some of :data:`MARKER_DIALECTS` (a collection
+            of names, or one name); :data:`DEFAULT_MARKERS` (``[N](id=K)`` only) by default.
+
+    Raises:
+        ValueError: If ``markers`` names an unknown dialect, or none.
 
     Example:
         >>> p = CitationParser()
@@ -109,13 +243,39 @@ class CitationParser:
         [Citation(label='1', doc_id=5, raw='[1](id=5)'), '.']
         >>> p.close()
         []
+        >>> p = CitationParser(markers=("source", "bracket"))
+        >>> p.feed("Rain【2†source】, sun [1, 3]")
+        ['Rain', Citation(label='2', doc_id=2, raw='【2†source】'), ', sun ']
+        >>> p.close()
+        [Citation(label='1', doc_id=1, raw='[1, 3]'), Citation(label='3', doc_id=3, raw='')]
     """
 
-    __slots__ = ("pending",)
+    __slots__ = ("_grammar", "_other", "pending")
 
-    def __init__(self) -> None:
+    def __init__(self, *, markers: Collection[str] = DEFAULT_MARKERS) -> None:
         #: The text held back because it may still begin a citation (read-only).
         self.pending = ""
+        self._grammar = _grammar(_DEFAULT if markers is DEFAULT_MARKERS else _markers(markers))
+        # Dialects other than the default go through _scan (the default has fast paths).
+        self._other = self._grammar.markers != _DEFAULT
+
+    @property
+    def markers(self) -> frozenset[str]:
+        """The dialects read (names in :data:`MARKER_DIALECTS`)."""
+        return self._grammar.markers
+
+    @property
+    def starts(self) -> str:
+        """The characters a citation may begin with (``"["`` for the default dialect).
+
+        Text without any of them, while nothing is :attr:`pending`, is plain text.
+        """
+        return self._grammar.starts
+
+    @property
+    def max_citation_length(self) -> int:
+        """The longest citation of the dialects read; :attr:`pending` is never longer."""
+        return self._grammar.max_length
 
     def feed(self, text: str) -> list[Event]:
         """Consume a fragment of text.
@@ -131,6 +291,8 @@ class CitationParser:
         """
         if not isinstance(text, str):
             raise TypeError(f"CitationParser.feed() takes str, not {type(text).__name__}")
+        if self._other:
+            return self._scan(self.pending + text, final=False)
         if self.pending:
             text = self.pending + text
             held = _HELD.get(text)
@@ -188,4 +350,40 @@ class CitationParser:
             The held-back text as a single text event, or nothing.
         """
         pending, self.pending = self.pending, ""
+        if self._other and pending:
+            return self._scan(pending, final=True)
         return [pending] if pending else []
+
+    def _scan(self, text: str, *, final: bool) -> list[Event]:
+        """Find the citations of ``text`` (any dialects), leftmost first.
+
+        The first start character that may still begin a citation (if not ``final``) holds
+        back the rest of the text in :attr:`pending`: a citation beginning there would take
+        precedence over any after it.
+        """
+        self.pending = ""
+        grammar = self._grammar
+        search = grammar.start_re.search
+        match_at = (grammar.final_re if final else grammar.streaming_re).match
+        events: list[Event] = []
+        pos = 0  # the text before pos is decided
+        end = len(text)
+        start = search(text)
+        while start is not None:
+            at = start.start()
+            match = match_at(text, at)
+            if match is not None:
+                if at > pos:
+                    events.append(text[pos:at])
+                events.extend(_citations(match))
+                pos = match.end()
+                start = search(text, pos)
+            elif not final and grammar.prefix_re.fullmatch(text, at):
+                self.pending = text[at:]
+                end = at
+                break
+            else:
+                start = search(text, at + 1)
+        if end > pos:
+            events.append(text[pos:end])
+        return events

@@ -10,29 +10,41 @@ one whole output), ``astream`` and ``ainvoke`` run its async twin, which differs
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
 from functools import reduce
 from operator import add
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast, overload
 
 from langchain_core.callbacks import (
+    AsyncCallbackManager,
     AsyncCallbackManagerForChainRun,
     BaseCallbackManager,
+    CallbackManager,
     CallbackManagerForChainRun,
 )
 from langchain_core.callbacks.manager import adispatch_custom_event, dispatch_custom_event
 from langchain_core.documents import Document
-from langchain_core.language_models import BaseLanguageModel
-from langchain_core.messages import AIMessageChunk, BaseMessage, BaseMessageChunk
+from langchain_core.language_models import BaseChatModel, BaseLanguageModel
+from langchain_core.messages import (
+    LC_ID_PREFIX,
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    BaseMessageChunk,
+    message_chunk_to_message,
+)
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, LLMResult
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
 from langchain_core.runnables.config import ensure_config
 from langchain_core.runnables.configurable import DynamicRunnable
 from langchain_core.runnables.utils import ConfigurableFieldSpec
+from langchain_core.tracers._streaming import _StreamingCallbackHandler
 from langchain_core.utils.pydantic import TypeBaseModel, get_fields
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 from typing_extensions import override
 
+from langchain_references._parser import DEFAULT_MARKERS, CitationParser
 from langchain_references.citations.streaming import (
     CITATION_CHECK_KEY,
     CitationChecker,
@@ -50,6 +62,7 @@ from langchain_references.rewriter import ReferenceRewriter
 from langchain_references.styles import MarkdownReferenceStyle, ReferenceStyle, UnsupportedClaim
 
 if TYPE_CHECKING:
+    from langchain_references.chat_model import ReferencedChatModel
     from langchain_references.citations.verifier import SentenceVerdict
 
 __all__ = ["REFERENCES_EVENT", "MissingDocumentsError", "ReferencedRunnable", "manage_references"]
@@ -94,9 +107,20 @@ def _merge_input(final: Any, chunk: Any) -> Any:
         return chunk
 
 
-def _join(outputs: list[Any]) -> Any:
-    """The output of ``invoke``: the outputs of the one-chunk stream, added up."""
-    return reduce(add, outputs) if outputs else ""
+def _join(outputs: list[Any], *, streamed: bool = False) -> Any:
+    """The output of ``invoke``: the outputs of the stream, added up.
+
+    Args:
+        outputs: What the run yielded.
+        streamed: Whether the wrapped runnable was streamed (not invoked): its chunks, added
+            up, are then made the message ``invoke`` returns.
+    """
+    if not outputs:
+        return ""
+    joined = reduce(add, outputs)
+    if streamed and isinstance(joined, BaseMessageChunk):
+        return message_chunk_to_message(joined)
+    return joined
 
 
 def _has_listeners(config: RunnableConfig) -> bool:
@@ -120,6 +144,130 @@ def _has_listeners(config: RunnableConfig) -> bool:
 async def _once(value: Any) -> AsyncIterator[Any]:
     """An async iterator of one value."""
     yield value
+
+
+#: The tag LangGraph's ``stream_mode="messages"`` skips: the wrapped model's raw tokens carry it
+#: when the wrapper streams the rewritten answer in their place.
+NOSTREAM_TAG = "nostream"
+#: Metadata key LangGraph sets on the runs of a graph's nodes.
+_LANGGRAPH_KEY = "langgraph_checkpoint_ns"
+
+
+def _streams_to_langgraph(config: RunnableConfig) -> bool:
+    """Whether the run is inside a LangGraph node whose graph streams tokens to a reader.
+
+    LangGraph's ``stream_mode="messages"`` (and ``astream_events``) attach a streaming
+    callback handler; its messages stream shows the tokens of chat model runs only.
+    """
+    callbacks = config.get("callbacks")
+    return (
+        _LANGGRAPH_KEY in (config.get("metadata") or {})
+        and isinstance(callbacks, BaseCallbackManager)
+        and any(isinstance(h, _StreamingCallbackHandler) for h in callbacks.handlers)
+    )
+
+
+class _Relay:
+    """Shows the rewritten answer to LangGraph's messages stream as a chat model run's tokens.
+
+    Inside a LangGraph node that streams, the wrapped runnable runs with the
+    :data:`NOSTREAM_TAG` tag (its raw ``[n](id=k)`` tokens are not streamed) and the wrapper
+    opens a chat model run of its own whose tokens are the rewritten chunks, each once, the
+    closing one last. Elsewhere the relay does nothing. The decisions are here; the sync and
+    async twins below only call the callback managers.
+    """
+
+    __slots__ = ("active", "chunks", "id", "run")
+
+    def __init__(self, active: bool) -> None:
+        self.active = active
+        self.run: Any = None
+        self.chunks: list[BaseMessageChunk] = []
+        self.id: str | None = None
+
+    def inner_config(self, config: RunnableConfig) -> RunnableConfig:
+        """The config of the wrapped runnable: tagged not to stream when the relay is on."""
+        if not self.active:
+            return config
+        return {**config, "tags": [*(config.get("tags") or []), NOSTREAM_TAG]}
+
+    def _start_args(self, name: str) -> dict[str, Any]:
+        return {"serialized": {"name": name}, "messages": [[]], "name": name}
+
+    def _chunk(self, out: Any) -> ChatGenerationChunk | None:
+        """The chat chunk of one output (None for a whole message: reported at the end)."""
+        if isinstance(out, BaseMessageChunk):
+            message = out
+        elif isinstance(out, str):
+            message = AIMessageChunk(content=out, id=self.id)
+        else:
+            return None
+        self.chunks.append(message)
+        return ChatGenerationChunk(message=message)
+
+    def _result(self, outputs: Any) -> LLMResult:
+        if isinstance(outputs, BaseMessage) and not isinstance(outputs, BaseMessageChunk):
+            message: BaseMessage = outputs
+        elif self.chunks:
+            message = message_chunk_to_message(reduce(add, self.chunks))
+        else:
+            message = AIMessage(content="", id=self.id)
+        return LLMResult(generations=[[ChatGeneration(message=message)]])
+
+    # -- sync ----------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, runnable: Runnable[Any, Any], config: RunnableConfig) -> _Relay:
+        relay = cls(_streams_to_langgraph(config))
+        if relay.active:
+            manager = cast(CallbackManager, config["callbacks"])
+            (relay.run,) = manager.on_chat_model_start(**relay._start_args(runnable.get_name()))
+            relay.id = f"{LC_ID_PREFIX}-{relay.run.run_id}"
+        return relay
+
+    def emit(self, out: Any) -> Any:
+        if self.active and (chunk := self._chunk(out)) is not None:
+            self.run.on_llm_new_token(_text(chunk.message), chunk=chunk)
+        return out
+
+    def end(self, last: Any = None) -> None:
+        if self.active:
+            self.run.on_llm_end(self._result(last))
+
+    def fail(self, error: BaseException) -> None:
+        if self.active:
+            self.run.on_llm_error(error)
+
+    # -- async ---------------------------------------------------------------------------
+
+    @classmethod
+    async def aopen(cls, runnable: Runnable[Any, Any], config: RunnableConfig) -> _Relay:
+        relay = cls(_streams_to_langgraph(config))
+        if relay.active:
+            manager = cast(AsyncCallbackManager, config["callbacks"])
+            (relay.run,) = await manager.on_chat_model_start(
+                **relay._start_args(runnable.get_name())
+            )
+            relay.id = f"{LC_ID_PREFIX}-{relay.run.run_id}"
+        return relay
+
+    async def aemit(self, out: Any) -> Any:
+        if self.active and (chunk := self._chunk(out)) is not None:
+            await self.run.on_llm_new_token(_text(chunk.message), chunk=chunk)
+        return out
+
+    async def aend(self, last: Any = None) -> None:
+        if self.active:
+            await self.run.on_llm_end(self._result(last))
+
+    async def afail(self, error: BaseException) -> None:
+        if self.active:
+            await self.run.on_llm_error(error)
+
+
+def _text(message: BaseMessage) -> str:
+    """The text of a message (the token argument of ``on_llm_new_token``)."""
+    return message.content if isinstance(message.content, str) else message.text
 
 
 def _unwrap(runnable: Runnable[Any, Any]) -> Runnable[Any, Any]:
@@ -148,6 +296,7 @@ class _Session:
         "check_data",
         "has_list_content",
         "last_id",
+        "last_position",
         "mark_unsupported",
         "native",
         "rewriter",
@@ -171,6 +320,7 @@ class _Session:
         self.has_list_content = False
         self.saw_chunks = False
         self.last_id: str | None = None
+        self.last_position = False  # the wrapped stream marked a chunk as its last
         self.whole: BaseMessage | None = None
         self.native: NativeRun | None = None  # the provider's own citations, if read
 
@@ -181,58 +331,24 @@ class _Session:
 
     # -- one chunk ---------------------------------------------------------------------------
 
-    def stepper(self) -> Callable[[Any], Any]:
-        """Build the step function of this run: one output chunk in, the chunk to yield out.
+    def step(self, chunk: Any) -> Any:
+        """Take one output chunk of the wrapped runnable; return the chunk to yield, or None.
 
-        The step returns None when there is nothing to yield yet (text held back, or a whole
-        message kept for the end of the run). A ``str`` chunk without ``[`` passes through
-        unchanged while no citation is forming and no check reads the text. The drivers
-        inline this ``str`` case, the hot path of string streams, for exact ``str`` chunks
-        (see :meth:`ReferencedRunnable._run`); the step takes every other chunk.
+        This is every decision about one chunk, for both drivers. It returns None when there
+        is nothing to yield yet (text held back, or a whole message kept for the end of the
+        run). Text goes to the rewriter (and the citation check, if any), which passes text
+        that cannot hold a citation through unchanged; every other chunk goes to
+        :meth:`rewrite`.
 
-        An ``AIMessageChunk`` whose content is such text passes through the same way (the
-        hot path of chat streams), once the run is known to read no provider citations;
-        every other chunk goes to :meth:`rewrite`.
+        Args:
+            chunk: A ``str``, a message chunk or a whole message.
 
         Returns:
-            The step function.
+            The rewritten chunk, or None.
         """
-        parser = self.rewriter.parser
-        checked = self.check is not None  # then every chunk also goes to the citation check
-        feed = self.text_feed()
-        rewrite = self.rewrite
-        record = self.rewriter.record if self.rewriter.deep else None
-        native = self.native
-        # Whether the run reads no provider citations: once known, it stays so (an adapter is
-        # only picked before any text went by without one), so it is latched here.
-        no_native = native is None
-
-        def step(chunk: Any) -> Any:
-            nonlocal no_native
-            if isinstance(chunk, str):
-                if not checked and not parser.pending and "[" not in chunk:
-                    if record is not None:
-                        record(chunk)
-                    return chunk
-                return feed(chunk) or None
-            if (
-                chunk.__class__ is AIMessageChunk
-                and (content := chunk.content).__class__ is str
-                and not checked
-                and not parser.pending
-                and "[" not in content
-                and (no_native or (no_native := native is not None and native.inactive))
-            ):
-                # rewrite(chunk), for plain text: the chunk as it is, its id remembered.
-                self.saw_chunks = True
-                if chunk.id:
-                    self.last_id = chunk.id
-                if record is not None:
-                    record(content)
-                return chunk
-            return rewrite(chunk)
-
-        return step
+        if isinstance(chunk, str):
+            return self.feed(chunk) or None
+        return self.rewrite(chunk)
 
     def text_feed(self) -> Callable[[str], str]:
         """The function that takes a text chunk: the rewriter's, after the check's if any."""
@@ -251,11 +367,18 @@ class _Session:
             content = self._native_content(chunk)
             if content is None:
                 content = self.rewrite_content(chunk.content)
-            if content is chunk.content:
+            update: dict[str, Any] = {}
+            if getattr(chunk, "chunk_position", None) == "last":
+                # the closing chunk, which carries the reference list, is the last one
+                self.last_position = True
+                update["chunk_position"] = None
+            if content is not chunk.content:
+                update["content"] = content
+            if not update:
                 return chunk
-            if content == "" and _bare(chunk):
+            if not content and _bare(chunk, ignore_position=True):
                 return None  # text held back, and nothing else in the chunk: yield nothing
-            return chunk.model_copy(update={"content": content})
+            return chunk.model_copy(update=update)
         if isinstance(chunk, BaseMessage):  # a non-streaming runnable: the whole output
             whole = self._native_content(chunk)
             if whole is None:
@@ -345,6 +468,16 @@ class _Session:
             payload[CITATION_CHECK_KEY] = self.check_data
         return payload
 
+    def report(self, config: RunnableConfig) -> None:
+        """Send the ``"references"`` custom event to the run's handlers, if any."""
+        if _has_listeners(config):
+            dispatch_custom_event(REFERENCES_EVENT, self.event_payload(), config=config)
+
+    async def areport(self, config: RunnableConfig) -> None:
+        """Async :meth:`report`."""
+        if _has_listeners(config):
+            await adispatch_custom_event(REFERENCES_EVENT, self.event_payload(), config=config)
+
     def closing(self) -> list[Any]:
         """What the run yields after the last chunk (the check collected already).
 
@@ -364,17 +497,23 @@ class _Session:
             if self.has_list_content and tail:
                 blocks = [{"type": "text", "text": tail}]
             return [
-                AIMessageChunk(content=blocks, id=self.last_id, response_metadata=self.metadata())
+                AIMessageChunk(
+                    content=blocks,
+                    id=self.last_id,
+                    response_metadata=self.metadata(),
+                    chunk_position="last" if self.last_position else None,
+                )
             ]
         return [tail] if tail else []
 
 
-def _bare(chunk: BaseMessageChunk) -> bool:
+def _bare(chunk: BaseMessageChunk, *, ignore_position: bool = False) -> bool:
     """Whether an ``AIMessageChunk`` carries nothing but its content and id.
 
     Such a chunk whose text is all held back is not yielded (as a held-back ``str`` chunk is
     not): its id is kept for the closing chunk; a chunk with tool calls, usage, metadata, a
-    name or a position is yielded, with empty content.
+    name or a position is yielded, with empty content. With ``ignore_position``, a
+    ``chunk_position`` (moved to the closing chunk) does not count.
     """
     return (
         chunk.__class__ is AIMessageChunk
@@ -382,7 +521,7 @@ def _bare(chunk: BaseMessageChunk) -> bool:
         and chunk.usage_metadata is None
         and not chunk.response_metadata
         and not chunk.additional_kwargs
-        and chunk.chunk_position is None
+        and (ignore_position or chunk.chunk_position is None)
         and chunk.name is None
     )
 
@@ -428,7 +567,9 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         mark_unsupported: bool = False,
         native: NativeOption | str = "auto",
         name: str | None = None,
+        markers: Collection[str] = DEFAULT_MARKERS,
     ) -> None:
+        self.markers = tuple(sorted(CitationParser(markers=markers).markers))  # checks names
         if native is not None and native != "auto" and native not in ADAPTER_NAMES:
             raise UnknownAdapterError(
                 f"native={native!r} is not an adapter: use 'auto', None or one of "
@@ -453,6 +594,26 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         self.mark_unsupported = mark_unsupported
         self.name = name or f"ManageReferences[{bound.get_name()}]"
         self._is_model = isinstance(_unwrap(bound), BaseLanguageModel)
+
+    def with_bound(self, bound: Runnable[Any, Any]) -> ReferencedRunnable:
+        """The same wrapper over another runnable (the wrapped model with tools bound).
+
+        Args:
+            bound: The runnable to wrap instead.
+
+        Returns:
+            A new wrapper with the same options and name.
+        """
+        return ReferencedRunnable(
+            bound,
+            documents_key=self.documents_key,
+            style=self.style,
+            verifier=self.verifier,
+            mark_unsupported=self.mark_unsupported,
+            native=self.native,
+            name=self.name,
+            markers=self.markers,
+        )
 
     # -- schemas -----------------------------------------------------------------------------
 
@@ -569,18 +730,34 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
     ) -> tuple[_Session, Any]:
         """Check the input and open the run: its session and the wrapped runnable's input."""
         documents = self._documents(input)
-        bound_input = self._bound_input(input)
+        return self.open_session(documents, config, use_async=use_async), self._bound_input(input)
+
+    def open_session(
+        self, documents: Sequence[Document], config: RunnableConfig, *, use_async: bool
+    ) -> _Session:
+        """Open the state of one answer over ``documents`` (citation ids are their positions).
+
+        Args:
+            documents: The documents the model was shown, id ``k`` at position ``k``.
+            config: The config the citation check's judges run with.
+            use_async: Whether the run is async (the citation check runs its judges so).
+
+        Returns:
+            The session whose :meth:`_Session.step` takes the answer's chunks.
+        """
         check = None
         if self.verifier is not None:
             check = StreamingCitationCheck(self.verifier, documents, config, use_async=use_async)
         session = _Session(
-            ReferenceRewriter(documents, self.style), check, mark_unsupported=self.mark_unsupported
+            ReferenceRewriter(documents, self.style, markers=self.markers),
+            check,
+            mark_unsupported=self.mark_unsupported,
         )
         if self.native is not None:
             session.native = NativeRun(
                 self.native, session.rewriter, documents, session.text_feed()
             )
-        return session, bound_input
+        return session
 
     # -- the drivers: the same loop, sync and async ----------------------------------------
 
@@ -599,34 +776,22 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         for item in inputs:
             input = _merge_input(input, item)
         session, bound_input = self._start(input, config, use_async=False)
-        step, feed = session.stepper(), session.text_feed()
-        parser, checked = session.rewriter.parser, session.check is not None
-        record = session.rewriter.record if session.rewriter.deep else None
-        hold: bool | str = checked  # whether a str chunk must be fed (see the loop)
+        relay = _Relay.open(self, config)
         try:
-            for chunk in source(bound_input, config):
-                if chunk.__class__ is str:
-                    # step(chunk), inlined: text without "[" passes through unchanged while
-                    # the parser holds nothing back and no check reads the text.
-                    if hold or "[" in chunk:
-                        chunk = feed(chunk)
-                        hold = checked or parser.pending
-                        if not chunk:
-                            continue
-                    elif record is not None:
-                        record(chunk)  # deep links quote the sentence that cites
-                    yield chunk
-                    continue
-                out = step(chunk)
-                hold = checked or parser.pending
-                if out is not None:
-                    yield out
+            for chunk in source(bound_input, relay.inner_config(config)):
+                if (out := session.step(chunk)) is not None:
+                    yield relay.emit(out)
             session.collect_check()
+        except BaseException as error:
+            relay.fail(error)
+            raise
         finally:
             session.cancel()
-        yield from session.closing()
-        if _has_listeners(config):
-            dispatch_custom_event(REFERENCES_EVENT, session.event_payload(), config=config)
+        closing = session.closing()
+        for out in closing:
+            yield relay.emit(out)
+        relay.end(closing[-1] if closing else None)
+        session.report(config)
 
     async def _arun(
         self, inputs: AsyncIterator[Any], config: RunnableConfig, source: _AsyncSource
@@ -636,35 +801,22 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         async for item in inputs:
             input = _merge_input(input, item)
         session, bound_input = self._start(input, config, use_async=True)
-        step, feed = session.stepper(), session.text_feed()
-        parser, checked = session.rewriter.parser, session.check is not None
-        record = session.rewriter.record if session.rewriter.deep else None
-        hold: bool | str = checked  # whether a str chunk must be fed (see the loop)
+        relay = await _Relay.aopen(self, config)
         try:
-            async for chunk in source(bound_input, config):
-                if chunk.__class__ is str:
-                    # step(chunk), inlined: text without "[" passes through unchanged while
-                    # the parser holds nothing back and no check reads the text.
-                    if hold or "[" in chunk:
-                        chunk = feed(chunk)
-                        hold = checked or parser.pending
-                        if not chunk:
-                            continue
-                    elif record is not None:
-                        record(chunk)  # deep links quote the sentence that cites
-                    yield chunk
-                    continue
-                out = step(chunk)
-                hold = checked or parser.pending
-                if out is not None:
-                    yield out
+            async for chunk in source(bound_input, relay.inner_config(config)):
+                if (out := session.step(chunk)) is not None:
+                    yield await relay.aemit(out)
             await session.acollect_check()
+        except BaseException as error:
+            await relay.afail(error)
+            raise
         finally:
             session.cancel()
-        for out in session.closing():
-            yield out
-        if _has_listeners(config):
-            await adispatch_custom_event(REFERENCES_EVENT, session.event_payload(), config=config)
+        closing = session.closing()
+        for out in closing:
+            yield await relay.aemit(out)
+        await relay.aend(closing[-1] if closing else None)
+        await session.areport(config)
 
     def _invoked(self, input: Any, config: RunnableConfig) -> Iterator[Any]:
         """The wrapped runnable's whole output, as a stream of one chunk."""
@@ -680,6 +832,8 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         run_manager: CallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> Any:
+        if _streams_to_langgraph(config):  # the rewritten tokens stream to the graph's reader
+            return _join(list(self._run(iter((input,)), config, self.bound.stream)), streamed=True)
         return _join(list(self._run(iter((input,)), config, self._invoked)))
 
     async def _ainvoke(
@@ -688,7 +842,10 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         run_manager: AsyncCallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> Any:
-        return _join([out async for out in self._arun(_once(input), config, self._ainvoked)])
+        streamed = _streams_to_langgraph(config)
+        source = self.bound.astream if streamed else self._ainvoked
+        outputs = [out async for out in self._arun(_once(input), config, source)]
+        return _join(outputs, streamed=streamed)
 
     def _transform(
         self,
@@ -766,6 +923,21 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         return self.atransform(_once(input), config, **kwargs)
 
 
+@overload
+def manage_references(
+    runnable: BaseChatModel,
+    *,
+    documents_key: str = "documents",
+    style: ReferenceStyle | None = None,
+    verifier: CitationChecker | None = None,
+    mark_unsupported: bool = False,
+    native: NativeOption | str = "auto",
+    name: str | None = None,
+    markers: Collection[str] = DEFAULT_MARKERS,
+) -> ReferencedChatModel: ...
+
+
+@overload
 def manage_references(
     runnable: Runnable[Any, Any],
     *,
@@ -775,7 +947,21 @@ def manage_references(
     mark_unsupported: bool = False,
     native: NativeOption | str = "auto",
     name: str | None = None,
-) -> ReferencedRunnable:
+    markers: Collection[str] = DEFAULT_MARKERS,
+) -> ReferencedRunnable: ...
+
+
+def manage_references(
+    runnable: Runnable[Any, Any],
+    *,
+    documents_key: str = "documents",
+    style: ReferenceStyle | None = None,
+    verifier: CitationChecker | None = None,
+    mark_unsupported: bool = False,
+    native: NativeOption | str = "auto",
+    name: str | None = None,
+    markers: Collection[str] = DEFAULT_MARKERS,
+) -> ReferencedRunnable | ReferencedChatModel:
     """Wrap a chat model, LLM or chain so that its citations become real references.
 
     The wrapped runnable is prompted (see :data:`~langchain_references.FORMAT_REFERENCES`) to
@@ -807,11 +993,20 @@ def manage_references(
             sources) and a bare chat model may be called with its own input.
         name: The run name shown in callbacks, traces and ``astream_events``;
             ``"ManageReferences[<wrapped runnable's name>]"`` by default.
+        markers: The citation dialects the answer is written in (see
+            :data:`~langchain_references._parser.MARKER_DIALECTS`): ``"id"`` for
+            ``[n](id=k)`` (default), ``"source"`` for ``【k†source】`` and ``【k】``,
+            ``"bracket"`` for plain ``[k]`` and ``[k, m]`` (opt-in: only for prompts that ask
+            for it, since ``[1]`` is common in text).
 
     Returns:
-        A runnable taking the same dict input and producing the same output type. Its input
-        schema declares the documents key next to the wrapped runnable's input fields; its
-        output schema and configurable fields are those of the wrapped runnable.
+        Over a chat model, a :class:`~langchain_references.ReferencedChatModel`: itself a chat
+        model (for ``create_agent``, ``bind_tools``, LangGraph nodes), which reads the
+        documents of a conversation from its tool messages' artifacts, and takes the dict
+        input below too. Over anything else, a :class:`ReferencedRunnable` taking the same
+        dict input and producing the same output type. Its input schema declares the
+        documents key next to the wrapped runnable's input fields; its output schema and
+        configurable fields are those of the wrapped runnable.
 
     Raises:
         TypeError: If ``runnable``, ``style`` or ``verifier`` has the wrong type.
@@ -829,7 +1024,7 @@ def manage_references(
         <BLANKLINE>
         - [1] https://fr.example
     """
-    return ReferencedRunnable(
+    references = ReferencedRunnable(
         runnable,
         documents_key=documents_key,
         style=style,
@@ -837,4 +1032,10 @@ def manage_references(
         mark_unsupported=mark_unsupported,
         native=native,
         name=name,
+        markers=markers,
     )
+    if isinstance(runnable, BaseChatModel):
+        from langchain_references.chat_model import ReferencedChatModel
+
+        return ReferencedChatModel(wrapped=runnable, references=references)
+    return references

@@ -214,8 +214,10 @@ def delimit(tag: str, text: str, *, reserved: Iterable[str] = ()) -> str:
     return f"<{tag}>\n{body}\n</{tag}>"
 
 
-def format_documents(documents: Sequence[Document], *, tag: str = "document") -> str:
-    """Format documents for a prompt, numbered from 1 in list order.
+def format_documents(
+    documents: Sequence[Document], *, tag: str = "document", start: int = 1
+) -> str:
+    """Format documents for a prompt, numbered from ``start`` (1) in list order.
 
     The numbers are the ids the model cites as ``[n](id=ID)``, so pass the same list, in the
     same order, to :func:`~langchain_references.manage_references`.
@@ -223,6 +225,8 @@ def format_documents(documents: Sequence[Document], *, tag: str = "document") ->
     Args:
         documents: The documents put in the prompt.
         tag: The block tag name.
+        start: The id of the first document (a conversation numbers the documents of its
+            later tool calls after those of the earlier ones).
 
     Returns:
         One ``<document id=N>`` block per document, separated by newlines.
@@ -237,9 +241,9 @@ def format_documents(documents: Sequence[Document], *, tag: str = "document") ->
     if isinstance(documents, str | Document):
         raise TypeError("format_documents() takes a sequence of Documents")
     blocks = []
-    for i, doc in enumerate(documents, start=1):
+    for i, doc in enumerate(documents, start=start):
         if not isinstance(doc, Document):
-            raise TypeError(f"documents[{i - 1}] is {type(doc).__name__}, not a Document")
+            raise TypeError(f"documents[{i - start}] is {type(doc).__name__}, not a Document")
         body = neutralize(doc.page_content, [tag])
         blocks.append(f"<{tag} id={i}>\n{body}\n</{tag}>")
     return "\n".join(blocks)

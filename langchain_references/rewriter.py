@@ -11,55 +11,26 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Collection, Sequence
 
 from langchain_core.documents import Document
 
-from langchain_references._parser import Citation, CitationParser
+from langchain_references._parser import DEFAULT_MARKERS, Citation, CitationParser
 from langchain_references.deeplinks import QuoteFinder
-from langchain_references.styles import QUOTE_KEY, ReferenceStyle
+from langchain_references.numbering import SourceNumbering, UsedReference
+from langchain_references.styles import ReferenceStyle
 
 __all__ = ["ReferenceRewriter", "UsedReference"]
 
 logger = logging.getLogger(__name__)
 
-_UNSET: Any = object()
 _CITING_CHARS = 400  # how much recent text is searched for the citing sentence
 # A sentence end inside the answer's recent text (the citing sentence starts after the last).
 _SENTENCE_END_RE = re.compile(r"[.!?][\"')\]]*\s+")
 
 
-@dataclass(slots=True)
-class UsedReference:
-    """A source the answer cited.
-
-    Attributes:
-        number: The reference number shown to the reader.
-        source: The source id (e.g. the URL), or None for a document without one.
-        document: The first cited document of this source (shown in the list).
-        positions: 1-based positions, in the documents list, of every cited chunk of this
-            source, in order of first citation.
-    """
-
-    number: int
-    source: str | None
-    document: Document
-    positions: list[int] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-friendly description (without the document text)."""
-        return {
-            "number": self.number,
-            "source": self.source,
-            "title": self.document.metadata.get("title"),
-            "positions": list(self.positions),
-        }
-
-
 class ReferenceRewriter:
-    r"""Rewrite ``[N](id=K)`` citations of one answer in a reference style.
+    r"""Rewrite the citations (``[N](id=K)`` by default) of one answer in a reference style.
 
     Numbers go by order of first citation, one per distinct source id; documents without a
     source id are distinct sources. Citations of unknown documents are dropped (with a
@@ -69,6 +40,13 @@ class ReferenceRewriter:
         documents: The documents that were put in the prompt; citation ids are 1-based
             positions in this list.
         style: The reference style.
+        markers: The citation dialects the answer uses, some of
+            :data:`~langchain_references._parser.MARKER_DIALECTS` (``"id"`` for ``[N](id=K)``,
+            ``"source"`` for ``【K†source】``, ``"bracket"`` for ``[K]`` and ``[K, L]``); by
+            default :data:`~langchain_references._parser.DEFAULT_MARKERS`, ``"id"`` only.
+
+    Raises:
+        ValueError: If ``markers`` names an unknown dialect, or none.
 
     Example:
         >>> from langchain_core.documents import Document
@@ -80,28 +58,33 @@ class ReferenceRewriter:
     """
 
     __slots__ = (
-        "_by_key",
         "_cited",
         "_deep",
         "_documents",
         "_finished",
+        "_numbering",
+        "_others",
         "_parser",
         "_quoted",
         "_quotes",
         "_recent",
-        "_references",
-        "_sources",
         "_style",
     )
 
-    def __init__(self, documents: Sequence[Document], style: ReferenceStyle) -> None:
+    def __init__(
+        self,
+        documents: Sequence[Document],
+        style: ReferenceStyle,
+        *,
+        markers: Collection[str] = DEFAULT_MARKERS,
+    ) -> None:
         self._documents = documents
         self._style = style
-        self._parser = CitationParser()
-        self._by_key: dict[object, UsedReference] = {}
-        self._sources: dict[int, Any] = {}
+        self._parser = CitationParser(markers=markers)
+        # The characters but "[" a citation may begin with ("【"), for feed's fast path.
+        self._others = self._parser.starts.replace("[", "")
+        self._numbering = SourceNumbering(documents, style)
         self._cited: dict[int, str] = {}
-        self._references: list[UsedReference] = []
         self._finished = False
         # Deep links quote, for each [n](id=k), the cited chunk's sentence closest to the
         # sentence that cites it: the recent text is kept (only then) to know that sentence.
@@ -113,7 +96,7 @@ class ReferenceRewriter:
     @property
     def references(self) -> list[UsedReference]:
         """The sources cited so far, in number order."""
-        return list(self._references)
+        return self._numbering.references
 
     def feed(self, text: str) -> str:
         """Consume a fragment of the answer and return the rewritten text now certain.
@@ -128,7 +111,11 @@ class ReferenceRewriter:
             RuntimeError: If called after :meth:`finish`.
         """
         parser = self._parser
-        if not parser.pending and "[" not in text:
+        if (
+            not parser.pending
+            and "[" not in text
+            and not (self._others and any(c in text for c in self._others))
+        ):
             if self._deep:
                 self.record(text)
             return text  # fast path: plain text, untouched
@@ -152,8 +139,7 @@ class ReferenceRewriter:
             raise RuntimeError("ReferenceRewriter.finish() called twice")
         self._finished = True
         tail = self._render(self._parser.close())
-        refs = [(ref.number, ref.document) for ref in self._references]
-        return tail + self._style.format_all_references(refs)
+        return tail + self._numbering.format_references()
 
     @property
     def deep(self) -> bool:
@@ -200,10 +186,7 @@ class ReferenceRewriter:
         if self._finished:
             raise RuntimeError("ReferenceRewriter.cite() called after finish()")
         held = self._render(self._parser.close())
-        position = next(
-            (i for i, doc in enumerate(self._documents, start=1) if doc is document), None
-        )
-        return held + self._number(document, position, quote)
+        return held + self._numbering.cite_document(document, quote=quote)
 
     @property
     def style(self) -> ReferenceStyle:
@@ -214,6 +197,11 @@ class ReferenceRewriter:
     def parser(self) -> CitationParser:
         """The underlying parser (its ``pending`` tells whether text is held back)."""
         return self._parser
+
+    @property
+    def numbering(self) -> SourceNumbering:
+        """The numbering registry the citations go through (numbers, used references)."""
+        return self._numbering
 
     def _render(self, events: list[str | Citation]) -> str:
         parts = []
@@ -251,48 +239,17 @@ class ReferenceRewriter:
                 len(self._documents),
             )
             return ""
-        document = self._documents[position - 1]
-        quote = None
         if self._deep:
             finder = self._quotes.get(position)
             if finder is None:
-                finder = self._quotes[position] = QuoteFinder(document.page_content)
+                chunk = self._documents[position - 1].page_content
+                finder = self._quotes[position] = QuoteFinder(chunk)
             quote = finder.best(self._citing_sentence())
             key = (position, quote)
             text = self._quoted.get(key)
             if text is None:  # same chunk, same quote: same number, same marker
-                text = self._number(document, position, quote)
+                text = self._numbering.cite(position, quote=quote)
                 if text:
                     self._quoted[key] = text
             return text
-        return self._number(document, position, quote)
-
-    def _number(self, document: Document, position: int | None, quote: str | None) -> str:
-        """Number and style one citation of ``document`` (at 1-based ``position``, if listed)."""
-        if position is not None:
-            source = self._sources.get(position, _UNSET)
-            if source is _UNSET:
-                source = self._sources[position] = self._style.get_source_id(document)
-            key: object = source if source is not None else (position,)
-        else:
-            source = self._style.get_source_id(document)
-            key = source if source is not None else (id(document),)
-        used = self._by_key.get(key)
-        number = used.number if used is not None else len(self._references) + 1
-        shown = document
-        if quote and self._style.deep_links:
-            shown = Document(
-                page_content=document.page_content,
-                metadata={**document.metadata, QUOTE_KEY: quote},
-                id=document.id,
-            )
-        text = self._style.format_reference(number, shown)
-        if text is None:
-            return ""
-        if used is None:
-            used = UsedReference(number, source, document, [] if position is None else [position])
-            self._by_key[key] = used
-            self._references.append(used)
-        elif position is not None and position not in used.positions:
-            used.positions.append(position)
-        return text
+        return self._numbering.cite(position)

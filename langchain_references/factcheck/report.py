@@ -6,11 +6,10 @@ a line about the neutral passages, the sources that failed, and the reference li
 
 Citations go through the package's reference styles: every snippet becomes a
 :class:`~langchain_core.documents.Document` (metadata ``source`` = URL, ``title`` = page title)
-and its citation marker ``[n](id=k)`` is rendered by a
-:class:`~langchain_references.rewriter.ReferenceRewriter`, so snippets from the same URL share
-one reference number and the style decides how citations and the reference list look. Only the
-markers pass through the rewriter: snippet text is escaped separately, so a page cannot forge a
-citation.
+and is cited through a :class:`~langchain_references.numbering.SourceNumbering` (the numbering
+the answer rewriter uses), so snippets from the same URL share one reference number and the
+style decides how citations and the reference list look. Snippets are cited by position, never
+parsed for markers, and their text is escaped separately, so a page cannot forge a citation.
 
 All text taken from the result (statement, snippets, titles, rationales, URLs, reasons) is
 treated as untrusted: control and bidirectional-override characters are removed, whitespace is
@@ -28,10 +27,11 @@ from typing import Final, Literal, TypeAlias, TypedDict, Unpack
 
 from langchain_core.documents import Document
 
+from langchain_references.deeplinks import choose_quote
 from langchain_references.factcheck.result import Evidence, FactCheckResult
 from langchain_references.factcheck.verdict import Verdict
 from langchain_references.failures import Failure
-from langchain_references.rewriter import ReferenceRewriter
+from langchain_references.numbering import SourceNumbering
 from langchain_references.styles import (
     HTMLReferenceStyle,
     MarkdownReferenceStyle,
@@ -117,7 +117,7 @@ def _resolve(
 
 
 def _cite(evidence: Sequence[Evidence], style: ReferenceStyle) -> tuple[list[str], str]:
-    """Render one citation per evidence item and the reference list, through the rewriter."""
+    """Render one citation per evidence item and the reference list, through the numbering."""
     source_key = style.source_id_key if isinstance(style.source_id_key, str) else "source"
     documents = [
         Document(
@@ -126,10 +126,14 @@ def _cite(evidence: Sequence[Evidence], style: ReferenceStyle) -> tuple[list[str
         )
         for item in evidence
     ]
-    rewriter = ReferenceRewriter(documents, style)
-    # Only the markers go through the rewriter; the snippets are escaped separately.
-    citations = [rewriter.feed(f"[{i}](id={i})") for i in range(1, len(documents) + 1)]
-    return citations, rewriter.finish()
+    numbering = SourceNumbering(documents, style)
+    # A snippet is cited alone, with no citing sentence: a deep link quotes its first sentence.
+    deep = style.deep_links
+    citations = [
+        numbering.cite(i, quote=choose_quote(doc.page_content, None) if deep else None)
+        for i, doc in enumerate(documents, start=1)
+    ]
+    return citations, numbering.format_references()
 
 
 def _percent(value: float) -> str:

@@ -14,8 +14,9 @@ time. A claim whose check fails (a dead source, a failing judge, an error in the
 gets the ``error`` verdict with the reason; the other claims go on.
 
 Each claim's passages (supporting first, then contradicting) are numbered by source with the
-references rewriter, so two passages of one page share a number, and the reference list is
-written in the requested style (:func:`cite_evidence`).
+package's numbering registry (:class:`~langchain_references.numbering.SourceNumbering`, the
+one the answer rewriter uses), so two passages of one page share a number, and the reference
+list is written in the requested style (:func:`cite_evidence`).
 
 Events (``Accept: text/event-stream``): ``article`` (the text, its sentences and claims,
 before any check), ``progress`` (a stage of a claim's check started or ended: the claim id
@@ -45,7 +46,7 @@ from langchain_references.factcheck.chain import FactCheckInput
 from langchain_references.factcheck.extract import aextract_all
 from langchain_references.factcheck.fetch import PageFetcher
 from langchain_references.factcheck.result import FactCheckProgress, FactCheckResult
-from langchain_references.rewriter import ReferenceRewriter
+from langchain_references.numbering import SourceNumbering
 from langchain_references.server.events import (
     PROGRESS_EVENT,
     RESULT_EVENT,
@@ -201,9 +202,9 @@ def cite_evidence(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
     """Number a check's passages by source and write their reference list in a style.
 
-    The passages (supporting first, then contradicting) are cited in order through a
-    :class:`~langchain_references.rewriter.ReferenceRewriter`: one number per source (URL),
-    by first citation; passages without a URL are sources of their own.
+    The passages (supporting first, then contradicting) are cited in order, by position,
+    through a :class:`~langchain_references.numbering.SourceNumbering`: one number per source
+    (URL), by first citation; passages without a URL are sources of their own.
 
     Args:
         result: The check's result.
@@ -218,13 +219,13 @@ def cite_evidence(
     documents = [
         Document(e.text, metadata={"source": e.url or None, "title": e.title}) for e in evidence
     ]
-    rewriter = ReferenceRewriter(documents, style)
-    rewriter.feed("".join(f"[{i}](id={i})" for i in range(1, len(documents) + 1)))
-    listing = rewriter.finish().strip()
-    numbers = {pos: ref.number for ref in rewriter.references for pos in ref.positions}
+    numbering = SourceNumbering(documents, style)
+    for position in range(1, len(documents) + 1):
+        numbering.cite(position)  # only the number counts here, not the marker
+    listing = numbering.format_references().strip()
     passages = [
         {
-            "number": numbers.get(position),
+            "number": numbering.number(position),
             "stance": "supports" if position <= len(result.supporting) else "contradicts",
             "text": e.text,
             "title": clean_text(e.title),
@@ -235,7 +236,7 @@ def cite_evidence(
         }
         for position, e in enumerate(evidence, start=1)
     ]
-    references = [ref.to_dict() for ref in rewriter.references]
+    references = [ref.to_dict() for ref in numbering.references]
     return passages, references, listing
 
 

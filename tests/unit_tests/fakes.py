@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
@@ -12,6 +13,7 @@ from langchain_core.callbacks import (
     CallbackManagerForLLMRun,
 )
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.language_models.chat_models import generate_from_stream
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
@@ -154,3 +156,92 @@ class RunCollector(BaseTracer):
 
     def _persist_run(self, run: Run) -> None:
         self.runs.append(run)
+
+
+class AgentChatModel(BaseChatModel):
+    """A scripted chat model for agents: streams each scripted reply token by token.
+
+    Each call takes the next reply of the script (an ``AIMessage``, or a callable that builds
+    one from the messages it was shown) and streams its text cut every ``cut`` characters
+    (so citation markers arrive split across tokens), then its tool calls as tool-call
+    chunks. ``bind_tools`` records the tools and returns the model bound, as a provider
+    integration does. The messages of each call are kept in ``calls``.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    script: list[Any] = Field(default_factory=list)
+    calls: list[list[BaseMessage]] = Field(default_factory=list)
+    bound_tools: list[dict[str, Any]] = Field(default_factory=list)
+    cut: int = 3
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @property
+    def _llm_type(self) -> str:
+        return "agent-scripted"
+
+    def bind_tools(
+        self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        self.bound_tools = [convert_to_openai_tool(t) for t in tools]
+        return self.bind(tools=self.bound_tools, **kwargs)
+
+    def _reply(self, messages: list[BaseMessage]) -> AIMessage:
+        with self._lock:
+            self.calls.append(list(messages))
+            if not self.script:
+                raise AssertionError("script exhausted")
+            step = self.script.pop(0)
+        return step(messages) if callable(step) else step
+
+    def _chunks(self, messages: list[BaseMessage]) -> Iterator[ChatGenerationChunk]:
+        reply = self._reply(messages)
+        text = reply.text
+        for i in range(0, len(text), self.cut):
+            yield ChatGenerationChunk(message=AIMessageChunk(content=text[i : i + self.cut]))
+        if reply.tool_calls:
+            yield ChatGenerationChunk(
+                message=AIMessageChunk(
+                    content="",
+                    tool_call_chunks=[
+                        {
+                            "name": c["name"],
+                            "args": json.dumps(c["args"]),
+                            "id": c["id"],
+                            "index": i,
+                        }
+                        for i, c in enumerate(reply.tool_calls)
+                    ],
+                )
+            )
+        usage = {"input_tokens": 10, "output_tokens": len(text), "total_tokens": 10 + len(text)}
+        yield ChatGenerationChunk(message=AIMessageChunk(content="", usage_metadata=usage))
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return generate_from_stream(self._chunks(messages))
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        yield from self._chunks(messages)
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        for chunk in self._chunks(messages):
+            await asyncio.sleep(0)
+            yield chunk

@@ -27,12 +27,14 @@ EXPECTED_ALL: dict[str, set[str]] = {
         "EmptyReferenceStyle",
         # around it
         "REFERENCES_EVENT",
+        "ReferencedChatModel",
         "ReferencedRunnable",
         "UsedReference",
         "format_documents",
         "Failure",
         "LangchainReferencesError",
         "MissingDocumentsError",
+        "__version__",
     },
     "langchain_references.judges": {
         "Judge",
@@ -160,7 +162,14 @@ def test_every_public_name_resolves(module_name: str) -> None:
 
 
 def test_the_root_api_is_small() -> None:
-    assert len(langchain_references.__all__) <= 15
+    names = [n for n in langchain_references.__all__ if not n.startswith("__")]  # __version__
+    assert len(names) <= 15
+
+
+def test_the_version_is_the_installed_distributions() -> None:
+    from importlib.metadata import version
+
+    assert langchain_references.__version__ == version("langchain-references")
 
 
 def _all_modules() -> list[str]:

@@ -1,0 +1,252 @@
+"""``manage_references(chat_model)`` inside ``create_agent`` (real langchain and langgraph).
+
+The model is scripted (tests/unit_tests/fakes.py: it streams its replies three characters at a
+time, so markers arrive split); everything else is the libraries' own code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.documents import Document
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    HumanMessage,
+    ToolMessage,
+)
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.tools import create_retriever_tool, tool
+from pydantic import BaseModel
+
+from langchain_references import (
+    REFERENCES_EVENT,
+    ReferencedChatModel,
+    TextReferenceStyle,
+    manage_references,
+)
+from tests.unit_tests.fakes import AgentChatModel
+
+NEEDLE = [
+    Document("The Space Needle is in Seattle.", metadata={"source": "https://needle.example"}),
+    Document("It opened in 1962.", metadata={"source": "https://history.example"}),
+]
+TOWER = [
+    Document("The Eiffel Tower is in Paris.", metadata={"source": "https://tower.example"}),
+    Document("The Needle is 184 m tall.", metadata={"source": "https://needle.example"}),
+]
+
+
+class ListRetriever(BaseRetriever):
+    """Returns the documents of the query's key."""
+
+    corpus: dict[str, list[Document]]
+
+    def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Document]:
+        return self.corpus[query]
+
+
+def retriever_tool() -> Any:
+    retriever = ListRetriever(corpus={"needle": NEEDLE, "tower": TOWER})
+    return create_retriever_tool(
+        retriever, "search", "Search the documents.", response_format="content_and_artifact"
+    )
+
+
+def call(query: str, call_id: str) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": "search", "args": {"query": query}, "id": call_id}])
+
+
+def agent_for(*replies: Any, **options: Any) -> tuple[Any, AgentChatModel]:
+    model = AgentChatModel(script=list(replies))
+    wrapped = manage_references(model, style=TextReferenceStyle(), **options)
+    return create_agent(wrapped, tools=[retriever_tool()]), model
+
+
+TWO_CALLS = (
+    call("needle", "c1"),
+    call("tower", "c2"),
+    AIMessage("Seattle [1](id=1), 184 m [7](id=4), opened 1962 [2](id=2); Paris [3](id=3)."),
+)
+TWO_CALLS_TEXT = (
+    "Seattle [1], 184 m [1], opened 1962 [2]; Paris [3].\n\n"
+    "- [1] https://needle.example\n- [2] https://history.example\n- [3] https://tower.example"
+)
+
+
+def test_the_wrapper_is_a_chat_model_that_binds_tools() -> None:
+    model = AgentChatModel()
+    wrapped = manage_references(model)
+    assert isinstance(wrapped, ReferencedChatModel)
+    bound = wrapped.bind_tools([retriever_tool()])
+    assert isinstance(bound, ReferencedChatModel)
+    assert [t["function"]["name"] for t in model.bound_tools] == ["search"]
+    assert wrapped.bound is None  # binding made a copy
+
+
+def test_an_agent_numbers_documents_across_tool_calls_and_rewrites_the_answer() -> None:
+    agent, model = agent_for(*TWO_CALLS)
+    result = agent.invoke({"messages": [HumanMessage("Tell me about the Needle")]})
+    final = result["messages"][-1]
+    assert final.content == TWO_CALLS_TEXT
+    assert final.response_metadata["references"] == [
+        {"number": 1, "source": "https://needle.example", "title": None, "positions": [1, 4]},
+        {"number": 2, "source": "https://history.example", "title": None, "positions": [2]},
+        {"number": 3, "source": "https://tower.example", "title": None, "positions": [3]},
+    ]
+    # the model saw every document once, with an id unique in the conversation
+    shown = [m.content for m in model.calls[-1] if isinstance(m, ToolMessage)]
+    assert [line for text in shown for line in text.splitlines() if "<document" in line] == [
+        "<document id=1>",
+        "<document id=2>",
+        "<document id=3>",
+        "<document id=4>",
+    ]
+    assert "[NUMBER](id=ID_NUMBER)" in shown[0]
+    # the state keeps the tool results as the tools returned them
+    tool_messages = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert tool_messages[0].content == "The Space Needle is in Seattle.\n\nIt opened in 1962."
+    # the tool-call turns pass through: their calls and usage are intact
+    first = result["messages"][1]
+    assert [c["id"] for c in first.tool_calls] == ["c1"]
+    assert first.usage_metadata["input_tokens"] == 10
+    assert final.usage_metadata["output_tokens"] == len(TWO_CALLS[2].content)
+
+
+def test_ids_go_on_across_turns_and_each_answer_numbers_from_one() -> None:
+    agent, _ = agent_for(
+        call("needle", "c1"),
+        AIMessage("Seattle [1](id=1)."),
+        call("tower", "c2"),
+        AIMessage("Paris [1](id=3), 184 m [2](id=4), 1962 [3](id=2)."),
+    )
+    state = agent.invoke({"messages": [HumanMessage("Where is the Needle?")]})
+    assert state["messages"][-1].content == "Seattle [1].\n\n- [1] https://needle.example"
+    state = agent.invoke({"messages": [*state["messages"], HumanMessage("And the tower?")]})
+    assert state["messages"][-1].content == (
+        "Paris [1], 184 m [2], 1962 [3].\n\n"
+        "- [1] https://tower.example\n- [2] https://needle.example\n- [3] https://history.example"
+    )
+
+
+def _model_tokens(stream: Any) -> list[AIMessageChunk]:
+    return [
+        message
+        for message, metadata in stream
+        if metadata["langgraph_node"] == "model" and isinstance(message, AIMessageChunk)
+    ]
+
+
+def test_messages_mode_streams_the_rewritten_answer_token_by_token() -> None:
+    agent, _ = agent_for(*TWO_CALLS)
+    tokens = _model_tokens(agent.stream({"messages": [HumanMessage("q")]}, stream_mode="messages"))
+    answer = [t for t in tokens if t.id == tokens[-1].id]
+    texts = [t.text for t in answer]
+    assert len([t for t in texts if t]) > 10  # token by token, not one chunk at the end
+    assert not any("](id=" in t or "(id" in t for t in texts)  # never the raw markers
+    assert "".join(texts) == TWO_CALLS_TEXT  # each piece once, in order
+    assert answer[-1].response_metadata["references"][0]["source"] == "https://needle.example"
+    assert answer[-1].text.startswith("\n\n- [1]")  # the last chunk carries the list
+
+
+async def test_messages_mode_async_and_astream_events() -> None:
+    agent, _ = agent_for(*TWO_CALLS)
+    tokens = [
+        m
+        async for m, meta in agent.astream(
+            {"messages": [HumanMessage("q")]}, stream_mode="messages"
+        )
+        if meta["langgraph_node"] == "model"
+    ]
+    answer = [t for t in tokens if t.id == tokens[-1].id]
+    assert "".join(t.text for t in answer) == TWO_CALLS_TEXT
+    assert len(answer) > 10
+
+    agent, _ = agent_for(*TWO_CALLS)
+    events = [
+        e async for e in agent.astream_events({"messages": [HumanMessage("q")]}, version="v2")
+    ]
+    custom = [
+        e for e in events if e["event"] == "on_custom_event" and e["name"] == REFERENCES_EVENT
+    ]
+    assert [[r["number"] for r in e["data"]["references"]] for e in custom] == [[], [], [1, 2, 3]]
+    ends = [e for e in events if e["event"] == "on_chain_end" and e["name"] == "LangGraph"]
+    assert ends[-1]["data"]["output"]["messages"][-1].content == TWO_CALLS_TEXT
+
+
+def test_updates_and_values_modes_carry_the_rewritten_message() -> None:
+    agent, _ = agent_for(*TWO_CALLS)
+    updates = list(agent.stream({"messages": [HumanMessage("q")]}, stream_mode="updates"))
+    assert [next(iter(u)) for u in updates] == ["model", "tools", "model", "tools", "model"]
+    assert updates[-1]["model"]["messages"][-1].content == TWO_CALLS_TEXT
+    agent, _ = agent_for(*TWO_CALLS)
+    values = list(agent.stream({"messages": [HumanMessage("q")]}, stream_mode="values"))
+    assert values[-1]["messages"][-1].content == TWO_CALLS_TEXT
+
+
+def test_a_dict_input_still_works_on_the_chat_model_wrapper() -> None:
+    model = AgentChatModel(script=[AIMessage("Seattle [1](id=2).")] * 4)
+    wrapped = manage_references(model, style=TextReferenceStyle())
+    request = {"documents": NEEDLE, "input": [HumanMessage("q")]}
+    want = "Seattle [1].\n\n- [1] https://history.example"
+    assert wrapped.invoke(request).content == want
+    streamed: Any = None
+    for chunk in wrapped.stream(request):
+        streamed = chunk if streamed is None else streamed + chunk
+    assert streamed.content == want
+    assert asyncio.run(wrapped.ainvoke(request)).content == want
+    assert wrapped.batch([request])[0].content == want
+
+
+def test_without_documents_the_chat_model_passes_text_through() -> None:
+    model = AgentChatModel(script=[AIMessage("Hello there [x].")])
+    out = manage_references(model).invoke([HumanMessage("hi")])
+    assert out.content == "Hello there [x]."
+    assert out.response_metadata["references"] == []
+
+
+class Answer(BaseModel):
+    city: str
+
+
+def test_with_structured_output_and_with_config_go_through_the_wrapper() -> None:
+    model = AgentChatModel(
+        script=[
+            AIMessage("", tool_calls=[{"name": "Answer", "args": {"city": "Seattle"}, "id": "s"}])
+        ]
+    )
+    structured = manage_references(model).with_structured_output(Answer)
+    assert structured.with_config(run_name="x").invoke("where?") == Answer(city="Seattle")
+    assert [t["function"]["name"] for t in model.bound_tools] == ["Answer"]
+
+
+def test_any_content_and_artifact_tool_gives_documents() -> None:
+    @tool(response_format="content_and_artifact")
+    def lookup(topic: str) -> tuple[str, list[Document]]:
+        """Look a topic up."""
+        return "two notes", TOWER
+
+    model = AgentChatModel(
+        script=[
+            AIMessage("", tool_calls=[{"name": "lookup", "args": {"topic": "t"}, "id": "l1"}]),
+            AIMessage("Paris [1](id=1)."),
+        ]
+    )
+    agent = create_agent(manage_references(model, style=TextReferenceStyle()), tools=[lookup])
+    final = agent.invoke({"messages": [HumanMessage("q")]})["messages"][-1]
+    assert final.content == "Paris [1].\n\n- [1] https://tower.example"
+
+
+@pytest.mark.parametrize("markers", [("source",), ("id", "source")])
+def test_the_wrapper_reads_other_marker_dialects(markers: tuple[str, ...]) -> None:
+    agent, model = agent_for(
+        call("needle", "c1"), AIMessage("Seattle 【2†source】."), markers=markers
+    )
+    final = agent.invoke({"messages": [HumanMessage("q")]})["messages"][-1]
+    assert final.content == "Seattle [1].\n\n- [1] https://history.example"
+    tool_text = next(m.content for m in model.calls[-1] if isinstance(m, ToolMessage))
+    # the [n](id=k) instruction is given only when the prompt's dialect is that one
+    assert ("[NUMBER](id=ID_NUMBER)" in tool_text) == ("id" in markers)

@@ -1,0 +1,222 @@
+"""The numbering registry shared by the rewriter, the fact-check report and the article API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from langchain_core.documents import Document
+
+import langchain_references
+from langchain_references import numbering as numbering_module
+from langchain_references import rewriter as rewriter_module
+from langchain_references.factcheck import report
+from langchain_references.factcheck.result import Evidence, FactCheckResult
+from langchain_references.factcheck.verdict import Verdict
+from langchain_references.judges import Label
+from langchain_references.numbering import SourceNumbering, UsedReference
+from langchain_references.rewriter import ReferenceRewriter
+from langchain_references.server import article
+from langchain_references.styles import (
+    QUOTE_KEY,
+    MarkdownReferenceStyle,
+    ReferenceStyle,
+    TextReferenceStyle,
+)
+
+
+def docs(*sources: str | None) -> list[Document]:
+    return [
+        Document(f"Chunk {i}. Second sentence of chunk {i}.", metadata={"source": s})
+        if s is not None
+        else Document(f"Chunk {i}.")
+        for i, s in enumerate(sources, start=1)
+    ]
+
+
+def summary(refs: list[UsedReference]) -> list[tuple[int, str | None, list[int]]]:
+    return [(ref.number, ref.source, ref.positions) for ref in refs]
+
+
+def test_numbers_follow_first_use() -> None:
+    numbering = SourceNumbering(docs("u1", "u2", "u3"), TextReferenceStyle())
+    assert [numbering.cite(p) for p in (3, 1, 3, 2)] == ["[1]", "[2]", "[1]", "[3]"]
+    assert summary(numbering.references) == [(1, "u3", [3]), (2, "u1", [1]), (3, "u2", [2])]
+    assert [numbering.number(p) for p in (1, 2, 3)] == [2, 3, 1]
+
+
+def test_same_source_shares_a_number_positions_in_first_citation_order() -> None:
+    d = docs("u", "v", "u", "u")
+    numbering = SourceNumbering(d, TextReferenceStyle())
+    cited = [numbering.cite(p) for p in (3, 2, 1, 4, 3, 1)]
+    assert cited == ["[1]", "[2]", "[1]", "[1]", "[1]", "[1]"]
+    assert summary(numbering.references) == [(1, "u", [3, 1, 4]), (2, "v", [2])]
+    assert numbering.references[0].document is d[2]  # the first cited chunk is listed
+    assert numbering.format_references() == "\n\n- [1] u\n- [2] v"
+
+
+def test_documents_without_source_are_distinct_sources() -> None:
+    d = docs(None, None, "u")
+    numbering = SourceNumbering(d, TextReferenceStyle())
+    assert [numbering.cite(p) for p in (2, 1, 2, 3)] == ["[1]", "[2]", "[1]", "[3]"]
+    assert summary(numbering.references) == [(1, None, [2]), (2, None, [1]), (3, "u", [3])]
+
+
+def test_documents_outside_the_list() -> None:
+    d = docs("u", None)
+    numbering = SourceNumbering(d, TextReferenceStyle())
+    outside = Document("provider's own, no source")
+    assert numbering.cite_document(outside) == "[1]"
+    assert numbering.cite_document(Document("same source", metadata={"source": "u"})) == "[2]"
+    assert numbering.cite(1) == "[2]"  # the listed chunk joins its source's number
+    assert numbering.cite_document(outside) == "[1]"  # the same object: the same source
+    assert numbering.cite_document(Document("another, no source")) == "[3]"
+    assert numbering.cite_document(d[1]) == "[4]"  # a listed document is cited at its position
+    assert summary(numbering.references) == [
+        (1, None, []),
+        (2, "u", [1]),
+        (3, None, []),
+        (4, None, [2]),
+    ]
+
+
+class DropOdd(TextReferenceStyle):
+    """Refuses documents whose source ends with an odd digit."""
+
+    def format_reference(self, ref: int, media: Document) -> str | None:
+        if int(str(media.metadata["source"])[-1]) % 2:
+            return None
+        return super().format_reference(ref, media)
+
+
+def test_a_citation_formatted_as_none_records_nothing() -> None:
+    numbering = SourceNumbering(docs("u1", "u2", "u3", "u4"), DropOdd())
+    assert [numbering.cite(p) for p in (1, 2, 3, 4, 1)] == ["", "[1]", "", "[2]", ""]
+    assert summary(numbering.references) == [(1, "u2", [2]), (2, "u4", [4])]
+    assert numbering.number(1) is None
+    assert numbering.number(3) is None
+    assert numbering.cite_document(Document("x", metadata={"source": "u9"})) == ""
+    assert len(numbering.references) == 2
+
+
+def test_positions_outside_the_list_are_errors() -> None:
+    numbering = SourceNumbering(docs("u"), TextReferenceStyle())
+    for position in (0, -1, 2):
+        with pytest.raises(IndexError):
+            numbering.cite(position)
+    assert numbering.references == []
+    assert numbering.format_references() == ""
+
+
+def test_a_quote_reaches_deep_link_styles_only() -> None:
+    d = docs("https://a.org/x")
+    deep = SourceNumbering(d, MarkdownReferenceStyle())
+    assert deep.cite(1, quote="Chunk 1.") == "<sup>[[1](https://a.org/x#:~:text=Chunk%201.)]</sup>"
+    assert deep.cite(1) == "<sup>[[1](https://a.org/x)]</sup>"
+    assert QUOTE_KEY not in deep.references[0].document.metadata  # the listed document is as given
+    flat = SourceNumbering(d, MarkdownReferenceStyle(deep_links=False))
+    assert flat.cite(1, quote="Chunk 1.") == "<sup>[[1](https://a.org/x)]</sup>"
+
+
+def test_the_rewriter_numbers_through_the_same_registry() -> None:
+    d = docs("u", "v", None, "u", None)
+    style = TextReferenceStyle()
+    rewriter = ReferenceRewriter(d, style)
+    assert isinstance(rewriter.numbering, SourceNumbering)
+    outside = Document("native", metadata={"source": "w"})
+    streamed = [
+        rewriter.feed("a [9](id=4)"),
+        rewriter.feed(" b [1](id=3)"),
+        rewriter.cite(outside),
+        rewriter.feed(" c [2](id=1) d [NUMBER](id=5) e [1](id=2) f [7](id=3)"),
+    ]
+    tail = rewriter.finish()
+
+    direct = SourceNumbering(d, style)
+    markers = [direct.cite(p) for p in (4, 3)]
+    markers.append(direct.cite_document(outside))
+    markers += [direct.cite(p) for p in (1, 5, 2, 3)]
+
+    assert "".join(streamed) == "a {} b {}{} c {} d {} e {} f {}".format(*markers)
+    assert [r.to_dict() for r in rewriter.references] == [r.to_dict() for r in direct.references]
+    assert rewriter.references == rewriter.numbering.references
+    assert tail == direct.format_references()
+    assert summary(direct.references) == [
+        (1, "u", [4, 1]),
+        (2, None, [3]),
+        (3, "w", []),
+        (4, None, [5]),
+        (5, "v", [2]),
+    ]
+
+
+def test_deep_link_numbering_matches_the_rewriter() -> None:
+    d = docs("https://a.org/x", "https://b.org/y", "https://a.org/x")
+    rewriter = ReferenceRewriter(d, MarkdownReferenceStyle())
+    out = rewriter.feed("[1](id=3)[1](id=2)[1](id=1)")
+    numbering = SourceNumbering(d, MarkdownReferenceStyle())
+    # With no citing sentence, a deep link quotes the chunk's first sentence.
+    quotes = ["Chunk 3.", "Chunk 2.", "Chunk 1."]
+    assert out == "".join(
+        numbering.cite(p, quote=q) for p, q in zip((3, 2, 1), quotes, strict=True)
+    )
+    assert summary(rewriter.references) == summary(numbering.references)
+
+
+def evidence(text: str, url: str, label: Label = Label.ENTAILS) -> Evidence:
+    return Evidence(
+        text=text,
+        url=url,
+        title=f"Title of {url}",
+        rank=0,
+        relevance_rank=0,
+        similarity=0.5,
+        label=label,
+        confidence=0.9,
+    )
+
+
+@pytest.mark.parametrize(
+    "style",
+    [TextReferenceStyle(), MarkdownReferenceStyle(), MarkdownReferenceStyle(deep_links=False)],
+)
+def test_report_and_article_number_like_the_registry(style: ReferenceStyle) -> None:
+    items = [
+        evidence("The Moon orbits at 384,400 km. Far.", "https://e.org/moon"),
+        evidence("Europa orbits Jupiter.", "https://e.org/europa"),
+        evidence("The Moon is a satellite.", "https://e.org/moon"),
+        evidence("No page.", "", Label.CONTRADICTS),
+    ]
+    citations, listing = report._cite(items, style)
+    numbers = [int(c.split("[")[-1].split("]")[0]) for c in citations]
+    assert numbers == [1, 2, 1, 3]
+    assert "https://e.org/europa" in listing
+
+    result = FactCheckResult(
+        statement="The Moon is near",
+        verdict=Verdict.SUPPORTED,
+        confidence=0.75,
+        score=0.75,
+        supporting=items[:3],
+        contradicting=items[3:],
+    )
+    passages, references, _ = article.cite_evidence(result, style)
+    assert [p["number"] for p in passages] == [1, 2, 1, 3]
+    assert [(r["number"], r["source"], r["positions"]) for r in references] == [
+        (1, "https://e.org/moon", [1, 3]),
+        (2, "https://e.org/europa", [2]),
+        (3, None, [4]),
+    ]
+
+
+@pytest.mark.parametrize("module", [report, article])
+def test_no_markers_are_written_to_be_parsed_back(module: object) -> None:
+    source = Path(str(getattr(module, "__file__", ""))).read_text(encoding="utf-8")
+    assert "](id=" not in source
+    assert "ReferenceRewriter" not in source
+    assert "SourceNumbering" in source
+
+
+def test_used_reference_is_one_class_everywhere() -> None:
+    assert rewriter_module.UsedReference is numbering_module.UsedReference
+    assert langchain_references.UsedReference is numbering_module.UsedReference
