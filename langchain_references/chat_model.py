@@ -144,6 +144,8 @@ class ReferencedChatModel(BaseChatModel):
                         break
             if values.get("profile") is None and wrapped.profile is not None:
                 values = {**values, "profile": wrapped.profile}
+            if values.get("output_version") is None:
+                values = {**values, "output_version": wrapped.output_version}
         return values
 
     @property
@@ -265,7 +267,9 @@ class ReferencedChatModel(BaseChatModel):
         else:  # BaseChatModel.stream() gives no run manager: the caller's config, tagged
             ambient = ensure_config()
             config = {**ambient, "tags": [*ambient.get("tags", []), NOSTREAM_TAG]}
-        session = self.references.open_session(documents, config, use_async=use_async)
+        session = self.references.open_session(
+            documents, config, use_async=use_async, output_version=self.output_version
+        )
         return session, shown, config
 
     @override

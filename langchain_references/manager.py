@@ -33,6 +33,7 @@ from langchain_core.messages import (
     BaseMessageChunk,
     message_chunk_to_message,
 )
+from langchain_core.messages.content import Citation, create_citation
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, LLMResult
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
 from langchain_core.runnables.config import ensure_config
@@ -301,7 +302,9 @@ class _Session:
         "native",
         "rewriter",
         "saw_chunks",
+        "text_index",
         "unsupported",
+        "v1",
         "whole",
     )
 
@@ -311,8 +314,12 @@ class _Session:
         check: StreamingCitationCheck | None = None,
         *,
         mark_unsupported: bool = False,
+        v1: bool = False,
     ) -> None:
         self.rewriter = rewriter
+        # v1 output: text as standard content blocks, the closing one with the citations
+        self.v1 = v1
+        self.text_index: Any = 0  # the "index" of the answer's text block (v1 merging)
         self.check = check
         self.mark_unsupported = mark_unsupported
         self.check_data: dict[str, Any] | None = None
@@ -367,6 +374,8 @@ class _Session:
             content = self._native_content(chunk)
             if content is None:
                 content = self.rewrite_content(chunk.content)
+            if self.v1 and isinstance(content, str):
+                content = self.text_blocks(content)
             update: dict[str, Any] = {}
             if getattr(chunk, "chunk_position", None) == "last":
                 # the closing chunk, which carries the reference list, is the last one
@@ -410,6 +419,7 @@ class _Session:
             if isinstance(block, str):
                 new_block: Any = feed(block)
             elif isinstance(block, dict) and block.get("type") == "text":
+                self.text_index = block.get("index", self.text_index)
                 text = block.get("text", "")
                 new_text = feed(text) if isinstance(text, str) else text
                 new_block = block if new_text is text else {**block, "text": new_text}
@@ -478,23 +488,65 @@ class _Session:
         if _has_listeners(config):
             await adispatch_custom_event(REFERENCES_EVENT, self.event_payload(), config=config)
 
+    def text_blocks(self, text: str) -> list[dict[str, Any]]:
+        """Text as v1 content: one text block at the answer's index (none for no text)."""
+        return [{"type": "text", "text": text, "index": self.text_index}] if text else []
+
+    def annotations(self) -> list[Citation]:
+        """The answer's citations as standard v1 ``Citation`` annotations, in text order.
+
+        ``start_index`` / ``end_index`` delimit each rendered marker in the answer text as
+        written (``message.text``); ``cited_text`` is the provider's quote, else the cited
+        chunk; ``url`` is the source id when it is a link.
+        """
+        style = self.rewriter.style
+        annotations = []
+        for span in self.rewriter.spans:
+            document = span.document
+            source = style.get_source_id(document)
+            title = document.metadata.get("title")
+            annotations.append(
+                create_citation(
+                    url=source if isinstance(source, str) and "://" in source else None,
+                    title=title if isinstance(title, str) else None,
+                    cited_text=span.quote or document.page_content,
+                    start_index=span.start,
+                    end_index=span.end,
+                )
+            )
+        return annotations
+
     def closing(self) -> list[Any]:
         """What the run yields after the last chunk (the check collected already).
 
         Returns:
             The whole message of a non-streaming runnable, closed; or the closing chunk of a
-            chat stream; or the text tail of a string stream (nothing if it is empty).
+            chat stream; or the text tail of a string stream (nothing if it is empty). With
+            v1 output, a message's last text block carries the citation annotations.
         """
         tail = self.tail()
         if self.whole is not None:
             content = _append(self.whole.content, tail) if tail else self.whole.content
+            if self.v1:
+                others = [b for b in _as_blocks(content) if b.get("type") != "text"]
+                text = {"type": "text", "text": _text_of(content)}
+                content = [*others, {**text, "annotations": self.annotations()}]
             metadata = {**self.whole.response_metadata, **self.metadata()}
             return [
                 self.whole.model_copy(update={"content": content, "response_metadata": metadata})
             ]
         if self.saw_chunks:
             blocks: str | list[Any] = tail
-            if self.has_list_content and tail:
+            if self.v1:
+                blocks = [
+                    {
+                        "type": "text",
+                        "text": tail,
+                        "index": self.text_index,
+                        "annotations": self.annotations(),
+                    }
+                ]
+            elif self.has_list_content and tail:
                 blocks = [{"type": "text", "text": tail}]
             return [
                 AIMessageChunk(
@@ -524,6 +576,18 @@ def _bare(chunk: BaseMessageChunk, *, ignore_position: bool = False) -> bool:
         and (ignore_position or chunk.chunk_position is None)
         and chunk.name is None
     )
+
+
+def _as_blocks(content: str | list[Any]) -> list[dict[str, Any]]:
+    """Content as a list of block dicts (a str is one text block)."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b if isinstance(b, dict) else {"type": "text", "text": str(b)} for b in content]
+
+
+def _text_of(content: str | list[Any]) -> str:
+    """The text of content (its text blocks, joined)."""
+    return "".join(b.get("text", "") for b in _as_blocks(content) if b.get("type") == "text")
 
 
 def _append(content: str | list[Any], tail: str) -> str | list[Any]:
@@ -568,8 +632,12 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         native: NativeOption | str = "auto",
         name: str | None = None,
         markers: Collection[str] = DEFAULT_MARKERS,
+        output_version: str | None = None,
     ) -> None:
         self.markers = tuple(sorted(CitationParser(markers=markers).markers))  # checks names
+        if output_version not in (None, "v0", "v1"):
+            raise ValueError(f"output_version must be None, 'v0' or 'v1', not {output_version!r}")
+        self.output_version = output_version
         if native is not None and native != "auto" and native not in ADAPTER_NAMES:
             raise UnknownAdapterError(
                 f"native={native!r} is not an adapter: use 'auto', None or one of "
@@ -613,6 +681,7 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
             native=self.native,
             name=self.name,
             markers=self.markers,
+            output_version=self.output_version,
         )
 
     # -- schemas -----------------------------------------------------------------------------
@@ -733,7 +802,12 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         return self.open_session(documents, config, use_async=use_async), self._bound_input(input)
 
     def open_session(
-        self, documents: Sequence[Document], config: RunnableConfig, *, use_async: bool
+        self,
+        documents: Sequence[Document],
+        config: RunnableConfig,
+        *,
+        use_async: bool,
+        output_version: str | None = None,
     ) -> _Session:
         """Open the state of one answer over ``documents`` (citation ids are their positions).
 
@@ -741,6 +815,8 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
             documents: The documents the model was shown, id ``k`` at position ``k``.
             config: The config the citation check's judges run with.
             use_async: Whether the run is async (the citation check runs its judges so).
+            output_version: ``"v1"`` for standard content blocks with citation
+                annotations (default: the wrapper's own ``output_version``).
 
         Returns:
             The session whose :meth:`_Session.step` takes the answer's chunks.
@@ -748,10 +824,12 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         check = None
         if self.verifier is not None:
             check = StreamingCitationCheck(self.verifier, documents, config, use_async=use_async)
+        v1 = (output_version or self.output_version) == "v1"
         session = _Session(
-            ReferenceRewriter(documents, self.style, markers=self.markers),
+            ReferenceRewriter(documents, self.style, markers=self.markers, track_spans=v1),
             check,
             mark_unsupported=self.mark_unsupported,
+            v1=v1,
         )
         if self.native is not None:
             session.native = NativeRun(
@@ -934,6 +1012,7 @@ def manage_references(
     native: NativeOption | str = "auto",
     name: str | None = None,
     markers: Collection[str] = DEFAULT_MARKERS,
+    output_version: str | None = None,
 ) -> ReferencedChatModel: ...
 
 
@@ -948,6 +1027,7 @@ def manage_references(
     native: NativeOption | str = "auto",
     name: str | None = None,
     markers: Collection[str] = DEFAULT_MARKERS,
+    output_version: str | None = None,
 ) -> ReferencedRunnable: ...
 
 
@@ -961,6 +1041,7 @@ def manage_references(
     native: NativeOption | str = "auto",
     name: str | None = None,
     markers: Collection[str] = DEFAULT_MARKERS,
+    output_version: str | None = None,
 ) -> ReferencedRunnable | ReferencedChatModel:
     """Wrap a chat model, LLM or chain so that its citations become real references.
 
@@ -998,6 +1079,12 @@ def manage_references(
             ``[n](id=k)`` (default), ``"source"`` for ``【k†source】`` and ``【k】``,
             ``"bracket"`` for plain ``[k]`` and ``[k, m]`` (opt-in: only for prompts that ask
             for it, since ``[1]`` is common in text).
+        output_version: ``"v1"``: message outputs are LangChain v1 content blocks, and the
+            final message's text block carries standard ``Citation`` annotations (url,
+            title, cited_text, and ``start_index`` / ``end_index`` of each marker in the
+            answer text as written). Over a chat model, the default is the model's own
+            ``output_version``. ``str`` outputs carry no annotations (the ``"references"``
+            event and ``response_metadata["references"]`` are always there).
 
     Returns:
         Over a chat model, a :class:`~langchain_references.ReferencedChatModel`: itself a chat
@@ -1033,9 +1120,14 @@ def manage_references(
         native=native,
         name=name,
         markers=markers,
+        output_version=output_version,
     )
     if isinstance(runnable, BaseChatModel):
-        from langchain_references.chat_model import ReferencedChatModel
+        from langchain_references.chat_model import ReferencedChatModel  # a sibling layer
 
-        return ReferencedChatModel(wrapped=runnable, references=references)
+        if output_version is None:  # the chat model's own
+            return ReferencedChatModel(wrapped=runnable, references=references)
+        return ReferencedChatModel(
+            wrapped=runnable, references=references, output_version=output_version
+        )
     return references

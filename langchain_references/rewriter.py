@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Collection, Sequence
+from typing import NamedTuple
 
 from langchain_core.documents import Document
 
@@ -20,13 +21,29 @@ from langchain_references.deeplinks import QuoteFinder
 from langchain_references.numbering import SourceNumbering, UsedReference
 from langchain_references.styles import ReferenceStyle
 
-__all__ = ["ReferenceRewriter", "UsedReference"]
+__all__ = ["CitedSpan", "ReferenceRewriter", "UsedReference"]
 
 logger = logging.getLogger(__name__)
 
 _CITING_CHARS = 400  # how much recent text is searched for the citing sentence
 # A sentence end inside the answer's recent text (the citing sentence starts after the last).
 _SENTENCE_END_RE = re.compile(r"[.!?][\"')\]]*\s+")
+
+
+class CitedSpan(NamedTuple):
+    """Where a rendered citation marker stands in the rewritten answer.
+
+    Attributes:
+        start: Offset of the marker's first character in the answer text as written.
+        end: Offset just past the marker.
+        document: The cited document.
+        quote: The passage the citation quotes (a provider's ``cited_text``), if known.
+    """
+
+    start: int
+    end: int
+    document: Document
+    quote: str | None
 
 
 class ReferenceRewriter:
@@ -68,7 +85,9 @@ class ReferenceRewriter:
         "_quoted",
         "_quotes",
         "_recent",
+        "_spans",
         "_style",
+        "_written",
     )
 
     def __init__(
@@ -77,6 +96,7 @@ class ReferenceRewriter:
         style: ReferenceStyle,
         *,
         markers: Collection[str] = DEFAULT_MARKERS,
+        track_spans: bool = False,
     ) -> None:
         self._documents = documents
         self._style = style
@@ -92,6 +112,19 @@ class ReferenceRewriter:
         self._recent: list[str] = []
         self._quotes: dict[int, QuoteFinder] = {}
         self._quoted: dict[tuple[int, str | None], str] = {}
+        # Where each marker stands in the answer (v1 citation annotations), only if asked.
+        self._spans: list[CitedSpan] | None = [] if track_spans else None
+        self._written = 0  # characters of answer returned so far (counted only then)
+
+    @property
+    def spans(self) -> list[CitedSpan]:
+        """Where each rendered citation marker stands in the answer text, in order.
+
+        Kept only with ``track_spans=True`` (empty otherwise): the offsets count every
+        character :meth:`feed` and :meth:`cite` returned, so every piece of the answer's text
+        must go through them.
+        """
+        return list(self._spans or ())
 
     @property
     def references(self) -> list[UsedReference]:
@@ -118,13 +151,15 @@ class ReferenceRewriter:
         ):
             if self._deep:
                 self.record(text)
+            if self._spans is not None:
+                self._written += len(text)
             return text  # fast path: plain text, untouched
         if self._finished:
             raise RuntimeError("ReferenceRewriter.feed() called after finish()")
         events = parser.feed(text)
         if not events:
             return ""  # a citation is forming
-        if len(events) == 1 and not self._deep:  # text before a citation, or a citation
+        if len(events) == 1 and not self._deep and self._spans is None:  # text or a citation
             event = events[0]
             return event if isinstance(event, str) else self._cited_text(event)
         return self._render(events)
@@ -186,7 +221,13 @@ class ReferenceRewriter:
         if self._finished:
             raise RuntimeError("ReferenceRewriter.cite() called after finish()")
         held = self._render(self._parser.close())
-        return held + self._numbering.cite_document(document, quote=quote)
+        marker = self._numbering.cite_document(document, quote=quote)
+        if self._spans is not None and marker:
+            self._spans.append(
+                CitedSpan(self._written, self._written + len(marker), document, quote)
+            )
+            self._written += len(marker)
+        return held + marker
 
     @property
     def style(self) -> ReferenceStyle:
@@ -214,7 +255,17 @@ class ReferenceRewriter:
                 parts.append(self._cite(event))
             else:
                 parts.append(self._cited_text(event))
+            if self._spans is not None:
+                self._track(event, parts[-1])
         return "".join(parts)
+
+    def _track(self, event: str | Citation, text: str) -> None:
+        """Count the answer text rendered for one event; remember where a marker stands."""
+        spans = self._spans
+        if spans is not None and text and isinstance(event, Citation):
+            document = self._documents[event.doc_id - 1]
+            spans.append(CitedSpan(self._written, self._written + len(text), document, None))
+        self._written += len(text)
 
     def _cited_text(self, citation: Citation) -> str:
         """The text of a citation without deep links, the same for every citation of a document.

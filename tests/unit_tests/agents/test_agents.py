@@ -250,3 +250,28 @@ def test_the_wrapper_reads_other_marker_dialects(markers: tuple[str, ...]) -> No
     tool_text = next(m.content for m in model.calls[-1] if isinstance(m, ToolMessage))
     # the [n](id=k) instruction is given only when the prompt's dialect is that one
     assert ("[NUMBER](id=ID_NUMBER)" in tool_text) == ("id" in markers)
+
+
+@pytest.mark.parametrize("mode", ["invoke", "messages"])
+def test_provider_native_citations_work_inside_an_agent(mode: str) -> None:
+    """A real ChatAnthropic (in-memory transport) answering with web-search citations."""
+    from tests.unit_tests.native import _anthropic_streams as anthropic
+    from tests.unit_tests.native.test_manager_native import _split, expected_text
+
+    scenario = anthropic.SCENARIOS["web_search"]
+    model = anthropic.fake_chat_anthropic(scenario, anthropic.Recorder())
+    agent = create_agent(manage_references(model, style=TextReferenceStyle()), tools=[])
+    question = {"messages": anthropic.request_input(scenario)}
+    want, keys = expected_text(anthropic.expected_pieces("web_search"), [])
+    if mode == "invoke":
+        final = agent.invoke(question)["messages"][-1]
+        text = final.text
+        assert [r["source"] for r in final.response_metadata["references"]] == keys
+    else:
+        text = "".join(
+            m.text
+            for m, meta in agent.stream(question, stream_mode="messages")
+            if meta["langgraph_node"] == "model"
+        )
+    assert _split(text)[0] == want
+    assert len(keys) >= 2

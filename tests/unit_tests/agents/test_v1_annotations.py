@@ -1,0 +1,147 @@
+"""LangChain v1 ``Citation`` annotations on the final message (``output_version="v1"``)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.documents import Document
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.prompts import ChatPromptTemplate
+
+from langchain_references import MarkdownReferenceStyle, TextReferenceStyle, manage_references
+from langchain_references._parser import CITATION_RE
+from langchain_references.rewriter import CitedSpan, ReferenceRewriter
+from tests.unit_tests.fakes import AgentChatModel, ScriptedChatModel
+
+DOCS = [
+    Document("The Space Needle is in Seattle.", metadata={"source": "https://needle.example"}),
+    Document("It opened in 1962.", metadata={"source": "https://history.example", "title": "H"}),
+    Document("No link here.", metadata={"source": "notes.txt"}),
+]
+ANSWER = "Seattle [1](id=1), 1962 [2](id=2), notes [3](id=3), again [4](id=1)."
+CONVERSATION = [
+    HumanMessage("q"),
+    AIMessage("", tool_calls=[{"name": "search", "args": {}, "id": "c"}]),
+    ToolMessage("...", artifact=DOCS, tool_call_id="c"),
+]
+TEXT = (
+    "Seattle [1], 1962 [2], notes [3], again [1].\n\n"
+    "- [1] https://needle.example\n- [2] H (https://history.example)\n- [3] notes.txt"
+)
+WANT = [  # (marker, url, title, cited_text)
+    ("[1]", "https://needle.example", None, "The Space Needle is in Seattle."),
+    ("[2]", "https://history.example", "H", "It opened in 1962."),
+    ("[3]", None, None, "No link here."),
+    ("[1]", "https://needle.example", None, "The Space Needle is in Seattle."),
+]
+
+
+def seen(message: Any) -> list[tuple[Any, ...]]:
+    """The annotations of a message's v1 text block, read back through ``content_blocks``."""
+    (block,) = [b for b in message.content_blocks if b["type"] == "text"]
+    assert block["text"] == message.text
+    return [
+        (
+            message.text[a["start_index"] : a["end_index"]],
+            a.get("url"),
+            a.get("title"),
+            a["cited_text"],
+        )
+        for a in block["annotations"]
+        if a["type"] == "citation"
+    ]
+
+
+def joined(chunks: Any) -> Any:
+    out = None
+    for chunk in chunks:
+        out = chunk if out is None else out + chunk
+    return out
+
+
+def test_the_chat_model_wrapper_annotates_invoke_and_stream() -> None:
+    model = AgentChatModel(script=[AIMessage(ANSWER)] * 4)
+    wrapped = manage_references(model, style=TextReferenceStyle(), output_version="v1")
+    for message in (
+        wrapped.invoke(CONVERSATION),
+        joined(wrapped.stream(CONVERSATION)),
+        asyncio.run(wrapped.ainvoke(CONVERSATION)),
+    ):
+        assert message.text == TEXT
+        assert seen(message) == WANT
+
+
+def test_markdown_markers_are_annotated_whole() -> None:
+    model = AgentChatModel(script=[AIMessage("Seattle [1](id=1).")])
+    style = MarkdownReferenceStyle()
+    message = manage_references(model, style=style, output_version="v1").invoke(CONVERSATION)
+    ((marker, url, _, _),) = seen(message)
+    assert marker.startswith("<sup>[[1](https://needle.example")
+    assert marker.endswith(")]</sup>")
+    assert url == "https://needle.example"
+
+
+def test_a_chain_of_message_chunks_and_a_whole_message_are_annotated() -> None:
+    prompt = ChatPromptTemplate.from_messages([("human", "{question}")])
+    request = {"documents": DOCS, "question": "q"}
+    streaming = manage_references(
+        prompt | AgentChatModel(script=[AIMessage(ANSWER)]),
+        style=TextReferenceStyle(),
+        output_version="v1",
+    )
+    assert seen(joined(streaming.stream(request))) == WANT
+    whole = manage_references(
+        prompt | ScriptedChatModel(script=[AIMessage(ANSWER)]),
+        style=TextReferenceStyle(),
+        output_version="v1",
+    )
+    message = whole.invoke(request)
+    assert message.text == TEXT
+    assert seen(message) == WANT
+
+
+def test_without_v1_the_content_stays_a_string() -> None:
+    model = AgentChatModel(script=[AIMessage(ANSWER)])
+    message = manage_references(model, style=TextReferenceStyle()).invoke(CONVERSATION)
+    assert message.content == TEXT
+
+
+def test_a_provider_citation_keeps_its_quote() -> None:
+    rewriter = ReferenceRewriter(DOCS, TextReferenceStyle(), track_spans=True)
+    outside = Document("Far away.", metadata={"source": "https://far.example"})
+    text = rewriter.feed("A [1](id=2) b ") + rewriter.cite(outside, quote="Far") + " c."
+    assert text == "A [1] b [2] c."
+    assert rewriter.spans == [
+        CitedSpan(2, 5, DOCS[1], None),
+        CitedSpan(8, 11, outside, "Far"),
+    ]
+
+
+PIECES = st.sampled_from(
+    ["Text ", "[1](id=1)", "[2](id=2)", "[9](id=9)", " and ", "[", "x]", "(id=", "3)", ". "]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(PIECES, max_size=25), st.data())
+def test_spans_mark_exactly_the_rendered_markers_however_the_text_is_split(
+    pieces: list[str], data: st.DataObject
+) -> None:
+    answer = "".join(pieces)
+    cuts = sorted(data.draw(st.sets(st.integers(0, len(answer)), max_size=12)))
+    fragments = [answer[a:b] for a, b in zip([0, *cuts], [*cuts, len(answer)], strict=True)]
+    whole = ReferenceRewriter(DOCS, TextReferenceStyle(), track_spans=True)
+    split = ReferenceRewriter(DOCS, TextReferenceStyle(), track_spans=True)
+    text = whole.feed(answer) + whole.finish()
+    assert "".join(split.feed(f) for f in fragments) + split.finish() == text
+    assert split.spans == whole.spans
+    markers = [text[s.start : s.end] for s in whole.spans]
+    assert all(m.startswith("[") and m.endswith("]") for m in markers)
+    numbers = {ref.number: ref.positions for ref in whole.references}
+    for span, marker in zip(whole.spans, markers, strict=True):
+        assert DOCS.index(span.document) + 1 in numbers[int(marker[1:-1])]
+    cited = [m for m in CITATION_RE.finditer(answer) if 1 <= int(m["doc"]) <= len(DOCS)]
+    assert len(whole.spans) == len(cited)
