@@ -11,25 +11,27 @@ tokens), measured in one run, the runs interleaved pass by pass:
   / ``_call_with_config`` callback and tracing path, same input merging) that passes the
   chunks through untouched: one traced layer more than (a), like (c). It is the floor of any
   wrapper of this shape;
-* (t) the source wrapped by :class:`TestOnly`: (d) plus the one test the wrapper runs on
-  every chunk (``chunk.__class__ is str and "[" not in chunk``) in a loop of the drivers'
-  shape, every chunk passed through unchanged whatever the answer: the ceiling of any
-  wrapper of this shape that must look at each chunk's text, whatever it then does with a
-  citation;
+* (t) the source wrapped by :class:`TestOnly`: (d) plus one inline test of each chunk's text
+  (``chunk.__class__ is str and "[" not in chunk``), every chunk passed through unchanged
+  whatever the answer: the least any wrapper of this shape that must look at each chunk's
+  text adds to (d), whatever it then does with a citation (``manage_references`` runs a test
+  of this kind in its rewriter, behind the per-chunk step ``_Session.step``);
 * (c) the source wrapped by ``manage_references`` with ``MarkdownReferenceStyle(
   deep_links=False)``;
 * (c0) the same, with ``manage_references`` and the style as they were at commit ``--before``
-  (the parser, styles, rewriter and manager modules of that commit, loaded from git as
-  separate modules; the column is left out when git or the commit is not available);
+  (by default 05a129b, the last commit before the per-chunk step was made one method with
+  thin drivers; the parser, styles, rewriter and manager modules of that commit, loaded from
+  git as separate modules; the column is left out when git or the commit is not available);
 * (cd) the source wrapped by ``manage_references`` with its default style, Markdown with deep
   links: each citation then quotes the cited chunk's sentence closest to the citing one (the
   20 documents hold six sentences each, from a pool of 12 about the Space Needle).
 
 Prints the langchain-core version, the median tokens/s of each run over ``--repeat`` rounds
-(each timing covers about 100k tokens, ``--budget``: a short stream is passed several times)
-and the ratios c/b, t/d, c/d, c0/d, cd/d (median of the per-round ratios, with their range), the
-wrapper's own time (c) - (d) in microseconds per 1,000 tokens (median of the rounds), the peak
-memory of (c) (tracemalloc, a separate pass) and the scaling of (a), (d) and (c) from the
+(each timing covers about 100k tokens, ``--budget``: a short stream is passed several times),
+the throughput ratios c/b, t/d, c/d, c0/d, cd/d (median of the per-round ratios, with their
+range), the wrapper's own time (c) - (d), and (c0) - (d) for the ``--before`` commit, in
+microseconds per 1,000 tokens (median of the rounds: the figure this benchmark tracks), the
+peak memory of (c) (tracemalloc, a separate pass) and the scaling of (a), (d) and (c) from the
 smallest to the largest size, for ``str`` and ``AIMessageChunk`` sources. With ``--ablate`` it
 also prints what the wrapper's own time is made of (see :func:`ablation`).
 
@@ -62,9 +64,25 @@ quadratic in every layer, the bare source (a) included (on 1.7.2 about 9 minutes
 The native rows measure (a), (b), (d) and (c) (``native="auto"``, the default); before timing,
 one pass of (c) is checked to render one ``<sup>`` marker per citation generated.
 
+Agent rows (``--agent-sizes``; left out when ``langchain`` is not installed) time one whole
+agent turn, model -> tool -> model, of ``create_agent(model, tools=[search])`` (p) and
+``create_agent(manage_references(model, style=MarkdownReferenceStyle(deep_links=False)),
+tools=[search])`` (r) on the same scripted chat model (:class:`ScriptedAgentModel`): its first
+call asks for the ``search`` retriever tool (``create_retriever_tool``, documents as the
+artifact: the 20 documents above), its second streams the N-token answer above as
+``AIMessageChunk`` s. Row ``agent invoke`` times ``agent.invoke``, row ``agent messages`` a
+full pass over ``agent.stream(..., stream_mode="messages")``. Columns: milliseconds per turn
+of (p) and (r), the throughput ratio r/p, and the wrapper's own time (r) - (p) per turn and
+per 1,000 answer tokens (both include its fixed cost per model call: the conversation's
+documents numbered and shown, a session, the wrapped model's run under the wrapper's own).
+Each timing covers about ``--agent-budget`` answer tokens. Before timing, (r)'s answer is
+checked to render one ``<sup>`` marker per citation and its messages stream to carry that same
+rewritten text. There is no (c0) here: the chat-model wrapper is new since 05a129b.
+
     python benchmarks/bench_streaming.py [--sizes 1000,5000,50000] [--repeat 9]
         [--native-sizes 50000,200000] [--anthropic-sizes 4000,8000,16000]
-        [--only all|text|native] [--budget 100000]
+        [--agent-sizes 1000,5000] [--only all|text|native|agent] [--budget 100000]
+        [--agent-budget 10000] [--before COMMIT] [--ablate]
 """
 
 from __future__ import annotations
@@ -76,28 +94,46 @@ import itertools
 import json
 import platform
 import random
+import re
 import statistics
 import subprocess
 import sys
 import time
 import tracemalloc
 import types
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForChainRun,
+    CallbackManagerForChainRun,
+    CallbackManagerForLLMRun,
+    CallbackManagerForRetrieverRun,
+)
 from langchain_core.documents import Document
-from langchain_core.messages import AIMessageChunk
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.language_models.chat_models import generate_from_stream
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    ToolMessage,
+)
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
+from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableGenerator
 from langchain_core.runnables.config import ensure_config
+from langchain_core.tools import create_retriever_tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from langchain_references import MarkdownReferenceStyle, manage_references
 from langchain_references.manager import _merge_input
 
 REPO = Path(__file__).resolve().parents[1]
-#: The last commit before the per-chunk path was reworked (issue 11).
-BEFORE = "0fbb6db037daa020b9eee8e4c4503ea0a48bd2d7"
+#: The last commit before the per-chunk step was made one method with thin drivers (issue 20).
+BEFORE = "05a129bfd5554de1a58bce93eeeea1891ec4cacb"
 WORDS = "the space needle is in seattle and it was built for the world fair of 1962"
 #: The sentences the benchmark's documents are made of (six each), for deep links to quote.
 SENTENCES = [
@@ -506,16 +542,12 @@ class DoNothing(Runnable[Mapping[str, Any], Any]):
 
 
 class TestOnly(DoNothing):
-    """:class:`DoNothing` plus the wrapper's per-chunk test, acting on nothing (column t).
+    """:class:`DoNothing` plus one inline test of each chunk's text, acting on nothing (t).
 
-    ``manage_references`` must look at every ``str`` chunk for a ``[`` before it can pass it
-    through; this probe runs that test on each chunk, in a loop of the drivers' shape (one
-    generator: the loop is the ``_transform`` itself, as ``ReferencedRunnable._run`` is), and
-    yields every chunk unchanged. t/d bounds c/d from above for any wrapper of this shape
-    that must look at each chunk, whatever it then does with a citation.
-
-    (Until this round the test ran in a generator of its own under ``_transform``'s
-    ``yield from``: one generator hop per chunk more than ``manage_references`` has.)
+    A wrapper that rewrites citations must at least look at every ``str`` chunk for a ``[``
+    before it can pass it through; this probe runs that test inline in its ``_transform``
+    loop (one generator, as ``ReferencedRunnable._run`` is) and yields every chunk unchanged.
+    (t) - (d) is the least such a wrapper adds; t/d bounds c/d from above.
     """
 
     def _transform(
@@ -576,6 +608,125 @@ def ablation(
     cells = {key: own(key, "d") for key in ("t", "c", "no list")}
     cells.update({key: own(key, "d plain") for key in runnables if "citations" in key})
     return cells
+
+
+class ScriptedAgentModel(BaseChatModel):
+    """A scripted streaming chat model for one agent turn: model -> tool -> model.
+
+    Shown a conversation that does not end with a tool result, it asks for the ``search`` tool
+    (one tool-call chunk); shown one that does, it streams ``tokens`` as ``AIMessageChunk`` s
+    (built at each call, as a provider integration builds them). ``bind_tools`` binds the
+    tools' schemas, as a provider integration does. (A minimal copy of the tests'
+    ``AgentChatModel``: benchmarks do not import the tests.)
+    """
+
+    tokens: list[str]
+
+    @property
+    def _llm_type(self) -> str:
+        return "bench-scripted"
+
+    def bind_tools(
+        self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """Bind the tools' OpenAI schemas to the model."""
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
+    def _chunks(self, messages: list[BaseMessage]) -> Iterator[ChatGenerationChunk]:
+        if not isinstance(messages[-1], ToolMessage):
+            call = {"name": "search", "args": '{"query": "space needle"}', "id": "call_1"}
+            yield ChatGenerationChunk(
+                message=AIMessageChunk(content="", tool_call_chunks=[{**call, "index": 0}])
+            )
+            return
+        for token in self.tokens:
+            yield ChatGenerationChunk(message=AIMessageChunk(content=token))
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return generate_from_stream(self._chunks(messages))
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        yield from self._chunks(messages)
+
+
+class ListRetriever(BaseRetriever):
+    """Returns the same documents for every query."""
+
+    documents: list[Document]
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        return self.documents
+
+
+def agent_runs(
+    n: int, docs: list[Document], create_agent: Callable[..., Any]
+) -> tuple[dict[str, dict[str, Callable[[], Iterator[Any]]]], str]:
+    """The agent rows' runs, (p) and (r) for each mode, after checking (r)'s output.
+
+    Returns:
+        The runs by mode (``invoke``, ``messages``) and a note on what (r) rendered.
+
+    Raises:
+        SystemExit: If (p) does not answer the scripted text, or (r) does not render one
+            marker per citation in its answer and the same text in its messages stream.
+    """
+    tokens = make_tokens(n)
+    search = create_retriever_tool(
+        ListRetriever(documents=docs),
+        "search",
+        "Search the documents about the Space Needle.",
+        response_format="content_and_artifact",
+    )
+    model = ScriptedAgentModel(tokens=tokens)
+    agents = {
+        "p": create_agent(model, tools=[search]),
+        "r": create_agent(
+            manage_references(model, style=MarkdownReferenceStyle(deep_links=False)),
+            tools=[search],
+        ),
+    }
+    inp = {"messages": [HumanMessage("Tell me about the Space Needle.")]}
+    raw = "".join(tokens)
+    if agents["p"].invoke(inp)["messages"][-1].text != raw:
+        raise SystemExit(f"agent {n}: the plain agent did not answer the scripted text")
+    answer = agents["r"].invoke(inp)["messages"][-1].text
+    citations = len(re.findall(r"\[\d+\]\(id=\d+\)", raw))
+    rendered = answer.count("<sup>")
+    streamed = "".join(
+        chunk.text
+        for chunk, _ in agents["r"].stream(inp, stream_mode="messages")
+        if isinstance(chunk, AIMessageChunk)
+    )
+    if rendered != citations or streamed != answer:  # a pass-through would measure nothing
+        raise SystemExit(
+            f"agent {n}: {rendered} markers rendered for {citations} citations; messages "
+            f"stream {'equal to' if streamed == answer else 'unlike'} the answer"
+        )
+    note = (
+        f"agent {n}: {citations:,} citations, {rendered:,} <sup> markers in (r)'s answer and "
+        "its messages stream"
+    )
+    runs = {
+        "invoke": {k: (lambda a=a: iter((a.invoke(inp),))) for k, a in agents.items()},
+        "messages": {
+            k: (lambda a=a: a.stream(inp, stream_mode="messages")) for k, a in agents.items()
+        },
+    }
+    return runs, note
 
 
 def load_before(rev: str) -> Callable[[Runnable[Any, Any]], Runnable[Any, Any]] | None:
@@ -643,26 +794,39 @@ def ratio(times: dict[str, list[float]], num: str, den: str) -> str:
     return f"{statistics.median(per_round):.2f} ({min(per_round):.2f}-{max(per_round):.2f})"
 
 
-def own_cost(times: dict[str, list[float]], n: int) -> str:
-    """The wrapper's own time, (c) - (d), in microseconds per 1,000 tokens (median of rounds)."""
-    per_round = [(c - d) / n * 1e9 for c, d in zip(times["c"], times["d"], strict=True)]
+def own_cost(
+    times: dict[str, list[float]], n: int, key: str = "c", floor: str = "d", per: float = 1e9
+) -> str:
+    """A wrapper's own time, (key) - (floor), median of the rounds.
+
+    In microseconds per 1,000 tokens by default; ``n=1, per=1e6`` gives microseconds per run.
+    """
+    per_round = [(x - f) / n * per for x, f in zip(times[key], times[floor], strict=True)]
     return f"{statistics.median(per_round):.0f}"
 
 
 def measure(
     runnables: dict[str, Runnable[Any, Any]], inp: Any, repeat: int, passes: int = 1
 ) -> dict[str, list[float]]:
-    """Seconds of each runnable's full stream, ``repeat`` rounds interleaved pass by pass.
+    """Seconds of each runnable's full stream, ``repeat`` rounds interleaved pass by pass."""
+    return take_turns(
+        {k: (lambda r=r: r.stream(inp)) for k, r in runnables.items()}, repeat, passes
+    )
+
+
+def take_turns(
+    runs: dict[str, Callable[[], Iterator[Any]]], repeat: int, passes: int = 1
+) -> dict[str, list[float]]:
+    """Seconds of each run's full pass, ``repeat`` rounds interleaved pass by pass.
 
     Each timing is the mean of ``passes`` passes, so that short streams are timed over more
-    than a few milliseconds. The runnables take turns at every pass (one pass of each, then
-    the next pass of each), so that a change in the machine's speed, which on a shared machine
+    than a few milliseconds. The runs take turns at every pass (one pass of each, then the
+    next pass of each), so that a change in the machine's speed, which on a shared machine
     lasts from milliseconds to seconds, hits them all alike: timing each runnable's passes in
     one block made the per-round ratios of c/d spread over 0.25 to 0.7 here (max - min, 1k to
     50k tokens), pass-by-pass turns over 0.02 to 0.07 at 1k and 5k tokens and up to 0.24 at
     50k (timed over two passes only).
     """
-    runs = {k: (lambda r=r: r.stream(inp)) for k, r in runnables.items()}
     times: dict[str, list[float]] = {k: [] for k in runs}
     for _ in range(repeat):
         gc.collect()
@@ -690,13 +854,17 @@ def main() -> None:
         help="anthropic-native sizes (every traced layer, the bare source's too, is quadratic "
         "in the number of content blocks there: see the module docstring)",
     )
+    parser.add_argument(
+        "--agent-sizes", default="1000,5000", help="answer tokens of the agent-turn rows"
+    )
     parser.add_argument("--repeat", type=int, default=9, help="rounds of interleaved runs")
     parser.add_argument("--kinds", default="str,AIMessageChunk")
     parser.add_argument(
         "--only",
-        choices=("all", "text", "native"),
+        choices=("all", "text", "native", "agent"),
         default="all",
-        help="text: the [n](id=k) rows only; native: the provider-citation rows only",
+        help="text: the [n](id=k) rows only; native: the provider-citation rows only; agent: "
+        "the agent-turn rows only",
     )
     parser.add_argument("--before", default=BEFORE, help="commit of the (c0) column")
     parser.add_argument(
@@ -710,6 +878,12 @@ def main() -> None:
         type=int,
         default=100_000,
         help="tokens per timing (a short stream is passed several times to reach it)",
+    )
+    parser.add_argument(
+        "--agent-budget",
+        type=int,
+        default=10_000,
+        help="answer tokens per timing of the agent rows (a turn costs far more per token)",
     )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -736,21 +910,26 @@ def main() -> None:
     ratios = [("c", "b")] + ([("t", "d")] if text_rows else []) + [("c", "d")]
     ratios += [("c0", "d")] if before is not None else []
     ratios += [("cd", "d")] if text_rows else []
+    owns = ["c"] + (["c0"] if before is not None else [])
     header = (
         f"{'source':<18}{'tokens':>7}"
         + "".join(f"{f'({k}) tok/s':>13}" for k in cols)
         + "".join(f"{f'{num}/{den}':>18}" for num, den in ratios)
-        + f"{'c-d us/1k tok':>15}"
+        + "".join(f"{f'{k}-d us/1k tok':>16}" for k in owns)
         + f"{'peak MiB c':>12}"
     )
     print(
         f"langchain-core {importlib.metadata.version('langchain-core')}, Python "
-        f"{platform.python_version()}; median of {args.repeat} rounds, the runs interleaved "
-        f"pass by pass (each timing about {args.budget:,} tokens: several passes of a short "
-        "stream); ratios: median (min-max)"
+        f"{platform.python_version()}"
     )
-    print(header)
-    print("-" * len(header))
+    if args.only != "agent":
+        print(
+            f"Median of {args.repeat} rounds, the runs interleaved pass by pass (each timing "
+            f"about {args.budget:,} tokens: several passes of a short stream); ratios: "
+            "throughput, median (min-max)"
+        )
+        print(header)
+        print("-" * len(header))
     scaling: dict[str, list[tuple[int, dict[str, float]]]] = {}
 
     def row(label: str, n: int, runnables: dict[str, Runnable[Any, Any]]) -> None:
@@ -765,7 +944,7 @@ def main() -> None:
                 f"{ratio(times, num, den):>18}" if num in times else f"{'-':>18}"
                 for num, den in ratios
             )
-            + f"{own_cost(times, n):>15}"
+            + "".join(f"{own_cost(times, n, k):>16}" if k in times else f"{'-':>16}" for k in owns)
             + f"{peak_c:>12.1f}"
         )
 
@@ -782,7 +961,9 @@ def main() -> None:
                 }
                 if before is not None:
                     runnables["c0"] = before(src)
-                runnables["cd"] = manage_references(src)
+                runnables["cd"] = manage_references(
+                    src, style=MarkdownReferenceStyle(deep_links=True)
+                )
                 row(kind, n, runnables)
         if args.ablate:
             columns = ["t", "c", "no list", "no citations"]
@@ -833,16 +1014,68 @@ def main() -> None:
                 )
     for note in notes:
         print(f"  {note}")
-    print()
-    print(
-        "Scaling: time per token relative to the smallest size (1.0 = linear), of the bare "
-        "source (a), the do-nothing wrapper (d) and manage_references (c)"
-    )
+    if scaling:
+        print()
+        print(
+            "Scaling: time per token relative to the smallest size (1.0 = linear), of the bare "
+            "source (a), the do-nothing wrapper (d) and manage_references (c)"
+        )
     for label, rows in scaling.items():
         n0, m0 = rows[0]
         for k in ("a", "d", "c"):
             cells = ", ".join(f"{n}: {(m[k] / n) / (m0[k] / n0):.2f}" for n, m in rows)
             print(f"  {label:<18} ({k}) {cells}")
+    if args.only in ("all", "agent"):
+        agent_table(args, docs)
+
+
+def agent_table(args: argparse.Namespace, docs: list[Document]) -> None:
+    """Print the agent-turn rows (see the module docstring), or why they are left out."""
+    print()
+    try:
+        from langchain.agents import create_agent
+    except ImportError:
+        print("Agent rows left out: langchain (create_agent) is not installed")
+        return
+    print(
+        "Agent turn, model -> tool -> model (langchain "
+        f"{importlib.metadata.version('langchain')}, langgraph "
+        f"{importlib.metadata.version('langgraph')}): create_agent over the scripted model (p) "
+        "and over manage_references(model) (r); median of "
+        f"{args.repeat} rounds, (p) and (r) interleaved pass by pass (each timing about "
+        f"{args.agent_budget:,} answer tokens); r/p: throughput, median (min-max)"
+    )
+    header = (
+        f"{'agent turn':<18}{'tokens':>7}{'(p) ms/turn':>13}{'(r) ms/turn':>13}{'r/p':>18}"
+        f"{'r-p us/turn':>13}{'r-p us/1k tok':>15}"
+    )
+    print(header)
+    print("-" * len(header))
+    notes = []
+    own: dict[str, list[tuple[int, float]]] = {}  # mode: (tokens, (r) - (p) in us per turn)
+    for n in (int(s) for s in args.agent_sizes.split(",")):
+        runs, note = agent_runs(n, docs, create_agent)
+        notes.append(note)
+        for mode, pair in runs.items():
+            times = take_turns(pair, args.repeat, passes_for(n, args.agent_budget))
+            median = {k: statistics.median(t) * 1e3 for k, t in times.items()}
+            own.setdefault(mode, []).append((n, float(own_cost(times, 1, "r", "p", 1e6))))
+            print(
+                f"{'agent ' + mode:<18}{n:>7}{median['p']:>13.2f}{median['r']:>13.2f}"
+                f"{ratio(times, 'r', 'p'):>18}{own_cost(times, 1, 'r', 'p', 1e6):>13}"
+                f"{own_cost(times, n, 'r', 'p'):>15}"
+            )
+    for note in notes:
+        print(f"  {note}")
+    for mode, points in own.items():
+        (n0, us0), (n1, us1) = points[0], points[-1]
+        if n1 > n0:  # the wrapper's own time as a fixed part and a part per token
+            slope = (us1 - us0) / (n1 - n0)
+            print(
+                f"  agent {mode}: (r) - (p) from {n0} to {n1} tokens, a line through the two: "
+                f"{slope * 1e3:,.0f} us per 1,000 tokens more, {us0 - slope * n0:,.0f} us per "
+                "turn at 0 tokens"
+            )
 
 
 if __name__ == "__main__":

@@ -35,17 +35,21 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.language_models.chat_models import (
-    agenerate_from_stream,
     generate_from_stream,
 )
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
-from langchain_core.outputs import ChatGenerationChunk, ChatResult
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
 from langchain_core.utils.pydantic import TypeBaseModel
 from pydantic import ConfigDict, model_validator
 from typing_extensions import override
 
-from langchain_references.manager import NOSTREAM_TAG, ReferencedRunnable, _Session
+from langchain_references.manager import (
+    MODEL_INPUT_KEY,
+    NOSTREAM_TAG,
+    ReferencedRunnable,
+    _Session,
+)
 from langchain_references.prompting import FORMAT_REFERENCES, format_documents
 
 __all__ = ["ReferencedChatModel", "conversation_documents"]
@@ -229,7 +233,8 @@ class ReferencedChatModel(BaseChatModel):
     ) -> Iterator[AIMessageChunk]:
         if isinstance(input, Mapping):
             return self._dict_runnable().stream(input, config, **kwargs)
-        return super().stream(input, config, stop=stop, **kwargs)
+        runnable, request = self._conversation(input, stop, kwargs)
+        return runnable.stream(request, config)
 
     @override
     def astream(
@@ -242,7 +247,31 @@ class ReferencedChatModel(BaseChatModel):
     ) -> AsyncIterator[AIMessageChunk]:
         if isinstance(input, Mapping):
             return self._dict_runnable().astream(input, config, **kwargs)
-        return super().astream(input, config, stop=stop, **kwargs)
+        runnable, request = self._conversation(input, stop, kwargs)
+        return runnable.astream(request, config)
+
+    def _conversation(
+        self, input: LanguageModelInput, stop: list[str] | None, kwargs: dict[str, Any]
+    ) -> tuple[ReferencedRunnable, dict[str, Any]]:
+        """The runnable and dict input that stream a conversation's answer.
+
+        ``stream`` / ``astream`` run as :class:`ReferencedRunnable` does, on the conversation
+        shown to the model: a chain run of their own, so that the wrapped model's run, the
+        citation check and the ``"references"`` event belong to the caller's run (a chat
+        model's ``_stream`` is given no run manager to attach them to).
+        """
+        shown, documents = conversation_documents(
+            self._convert_input(input).to_messages(), instruction=self._instruction()
+        )
+        model = self._model()
+        if stop is not None or kwargs:
+            model = model.bind(**({"stop": stop} if stop is not None else {}), **kwargs)
+        runnable = self.references.with_bound(model, output_version=self.output_version)
+        return runnable, {self.references.documents_key: documents, MODEL_INPUT_KEY: shown}
+
+    def _instruction(self) -> str | None:
+        """The citation instruction shown with the documents (for the ``[n](id=k)`` dialect)."""
+        return FORMAT_REFERENCES if "id" in self.references.markers else None
 
     def _dict_runnable(self) -> ReferencedRunnable:
         """The runnable that takes ``{"documents": [...], "input": ...}``, tools bound."""
@@ -260,8 +289,7 @@ class ReferencedChatModel(BaseChatModel):
         use_async: bool,
     ) -> tuple[_Session, list[BaseMessage], RunnableConfig]:
         """Open one answer: its session, the conversation shown to the model, its config."""
-        instruction = FORMAT_REFERENCES if "id" in self.references.markers else None
-        shown, documents = conversation_documents(messages, instruction=instruction)
+        shown, documents = conversation_documents(messages, instruction=self._instruction())
         if run_manager is not None:
             config: RunnableConfig = {"callbacks": _child(run_manager)}
         else:  # BaseChatModel.stream() gives no run manager: the caller's config, tagged
@@ -272,6 +300,71 @@ class ReferencedChatModel(BaseChatModel):
         )
         return session, shown, config
 
+    def _run(
+        self,
+        messages: list[BaseMessage],
+        run_manager: CallbackManagerForLLMRun | None,
+        *,
+        streaming: bool,
+        **kwargs: Any,
+    ) -> Iterator[Any]:
+        """Drive one answer: the wrapped model's output through the step, then the closing.
+
+        Args:
+            messages: The conversation.
+            run_manager: This run's manager, if the caller gave one.
+            streaming: Stream the wrapped model (else invoke it: one whole message).
+            **kwargs: Passed to the wrapped model (``stop`` included).
+
+        Yields:
+            What the step yields, then the closing output.
+        """
+        session, shown, config = self._open(messages, run_manager, use_async=False)
+        model = self._model()
+        source = (
+            model.stream(shown, config, **kwargs)
+            if streaming
+            else _once(model, shown, config, kwargs)
+        )
+        try:
+            for chunk in source:
+                if (out := session.step(chunk)) is not None:
+                    yield out
+            session.collect_check()
+        finally:
+            session.cancel()
+        yield from session.closing()
+        if _in_a_run(config):
+            session.report(config)
+
+    async def _arun(
+        self,
+        messages: list[BaseMessage],
+        run_manager: AsyncCallbackManagerForLLMRun | None,
+        *,
+        streaming: bool,
+        **kwargs: Any,
+    ) -> AsyncIterator[Any]:
+        """Async :meth:`_run`."""
+        session, shown, config = self._open(messages, run_manager, use_async=True)
+        model = self._model()
+        source = (
+            model.astream(shown, config, **kwargs)
+            if streaming
+            else _aonce(model, shown, config, kwargs)
+        )
+        try:
+            async for chunk in source:
+                if (out := session.step(chunk)) is not None:
+                    yield out
+            await session.acollect_check()
+        finally:
+            session.cancel()
+        for out in session.closing():
+            yield out
+        if _in_a_run(config):
+            await session.areport(config)
+
     @override
     def _stream(
         self,
@@ -280,18 +373,8 @@ class ReferencedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        session, shown, config = self._open(messages, run_manager, use_async=False)
-        try:
-            for chunk in self._model().stream(shown, config, stop=stop, **kwargs):
-                if (out := session.step(chunk)) is not None:
-                    yield _generation(out)
-            session.collect_check()
-        finally:
-            session.cancel()
-        for out in session.closing():
+        for out in self._run(messages, run_manager, streaming=True, stop=stop, **kwargs):
             yield _generation(out)
-        if _in_a_run(config):
-            session.report(config)
 
     @override
     async def _astream(
@@ -301,18 +384,8 @@ class ReferencedChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        session, shown, config = self._open(messages, run_manager, use_async=True)
-        try:
-            async for chunk in self._model().astream(shown, config, stop=stop, **kwargs):
-                if (out := session.step(chunk)) is not None:
-                    yield _generation(out)
-            await session.acollect_check()
-        finally:
-            session.cancel()
-        for out in session.closing():
+        async for out in self._arun(messages, run_manager, streaming=True, stop=stop, **kwargs):
             yield _generation(out)
-        if _in_a_run(config):
-            await session.areport(config)
 
     @override
     def _generate(
@@ -322,7 +395,8 @@ class ReferencedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        return generate_from_stream(self._stream(messages, stop, run_manager, **kwargs))
+        outputs = self._run(messages, run_manager, streaming=False, stop=stop, **kwargs)
+        return _result(list(outputs))
 
     @override
     async def _agenerate(
@@ -332,7 +406,30 @@ class ReferencedChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        return await agenerate_from_stream(self._astream(messages, stop, run_manager, **kwargs))
+        outputs = self._arun(messages, run_manager, streaming=False, stop=stop, **kwargs)
+        return _result([out async for out in outputs])
+
+
+def _once(
+    model: Runnable[Any, Any], shown: list[BaseMessage], config: RunnableConfig, kwargs: Any
+) -> Iterator[Any]:
+    """The wrapped model's whole answer, as a stream of one output."""
+    yield model.invoke(shown, config, **kwargs)
+
+
+async def _aonce(
+    model: Runnable[Any, Any], shown: list[BaseMessage], config: RunnableConfig, kwargs: Any
+) -> AsyncIterator[Any]:
+    """Async :func:`_once`."""
+    yield await model.ainvoke(shown, config, **kwargs)
+
+
+def _result(outputs: list[Any]) -> ChatResult:
+    """The chat result of an invoked answer: the closed whole message (or chunks, added up)."""
+    whole = [out for out in outputs if isinstance(out, BaseMessage)]
+    if len(whole) == 1 and not isinstance(whole[0], AIMessageChunk):
+        return ChatResult(generations=[ChatGeneration(message=whole[0])])
+    return generate_from_stream(iter([_generation(out) for out in outputs]))
 
 
 def _in_a_run(config: RunnableConfig) -> bool:

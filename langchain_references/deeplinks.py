@@ -13,22 +13,31 @@ scrolled to the quoted passage does. Two kinds of deep link are built here:
 
 :func:`choose_quote` picks, for a ``[n](id=k)`` citation, the sentence(s) of the cited chunk
 most similar to the sentence that cites it, so deep links work without provider help.
+
+A text fragment is worth making only from a quote that finds one place on the page: the styles
+link to a quote only when :func:`usable_quote` accepts it (at least :data:`MIN_QUOTE_WORDS`
+words and :data:`MIN_QUOTE_CHARS` characters, found in the cited chunk); :func:`choose_quote`
+only picks such sentences.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any, Final
 from urllib.parse import quote as _percent_quote
 from urllib.parse import urlsplit
 
 __all__ = [
+    "MIN_QUOTE_CHARS",
+    "MIN_QUOTE_WORDS",
     "QuoteFinder",
     "choose_quote",
     "deep_link",
     "page_number",
     "text_fragment",
+    "usable_quote",
 ]
 
 #: A quote of more words than this is linked by its first and last words (``start,end``).
@@ -37,6 +46,10 @@ MAX_EXACT_WORDS: Final = 10
 EDGE_WORDS: Final = 4
 #: Longest quote kept (characters), whatever the source gave.
 MAX_QUOTE_CHARS: Final = 600
+#: Fewest words of a quote a style links to (a shorter one may match anywhere on the page).
+MIN_QUOTE_WORDS: Final = 4
+#: Fewest characters of a quote a style links to.
+MIN_QUOTE_CHARS: Final = 20
 
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 _LONG_WORD_RE = re.compile(r"\w{3,}", re.UNICODE)  # the words quotes are matched on
@@ -54,6 +67,56 @@ def _encode_term(term: str) -> str:
 
 def _clean_quote(text: str) -> str:
     return " ".join(_MARKUP_RE.sub(" ", text).split())[:MAX_QUOTE_CHARS]
+
+
+def _long_enough(cleaned: str) -> bool:
+    """Whether a cleaned quote has enough words and characters to find one place."""
+    if len(cleaned) < MIN_QUOTE_CHARS:
+        return False
+    words = 0
+    for word in cleaned.split():
+        if _WORD_RE.search(word):
+            words += 1
+            if words >= MIN_QUOTE_WORDS:
+                return True
+    return False
+
+
+@lru_cache(maxsize=256)
+def _folded(text: str) -> str:
+    """Text as quotes are compared with it: markup removed, blanks folded, case folded."""
+    return _clean_quote_keep_length(text).casefold()
+
+
+def usable_quote(quote: str | None, chunk_text: str | None = None) -> str | None:
+    """Return the quote cleaned if a deep link may be made from it, else None.
+
+    A quote is usable when it has at least :data:`MIN_QUOTE_WORDS` words and
+    :data:`MIN_QUOTE_CHARS` characters (citation markup removed, blanks folded) and, when the
+    cited chunk's text is given, occurs in it (case and blanks aside). A shorter quote, one
+    letter or one word, would highlight whatever matches first on the page, or nothing.
+
+    Args:
+        quote: The quoted passage (untrusted), if any.
+        chunk_text: The cited chunk's text, if known.
+
+    Returns:
+        The cleaned quote, or None.
+
+    Example:
+        >>> usable_quote("Sea level rose 20 cm.", "Since 1900, sea level rose 20 cm.")
+        'Sea level rose 20 cm.'
+        >>> usable_quote("m", "m") is None, usable_quote("Sea level rose 20 cm.", "Ice.") is None
+        (True, True)
+    """
+    if not quote:
+        return None
+    cleaned = _clean_quote(quote)
+    if not _long_enough(cleaned):
+        return None
+    if chunk_text is not None and cleaned.casefold() not in _folded(chunk_text):
+        return None
+    return cleaned
 
 
 def text_fragment(quote: str) -> str | None:
@@ -176,7 +239,12 @@ class QuoteFinder:
     __slots__ = ("_bags", "_weights", "sentences")
 
     def __init__(self, chunk_text: str) -> None:
-        self.sentences = _sentences(_clean_quote_keep_length(chunk_text))
+        # Only sentences long enough to find one place on the page are quotes.
+        self.sentences = [
+            sentence
+            for sentence in _sentences(_clean_quote_keep_length(chunk_text))
+            if _long_enough(sentence)
+        ]
         self._bags = [_words(sentence) for sentence in self.sentences]
         frequency: dict[str, int] = {}
         for bag in self._bags:
@@ -191,7 +259,7 @@ class QuoteFinder:
             citing_sentence: The answer's sentence that carries the citation, if known.
 
         Returns:
-            The quote, or None for an empty chunk.
+            The quote, or None for a chunk without a sentence long enough to quote.
         """
         sentences = self.sentences
         if len(sentences) <= 1 or not citing_sentence:
@@ -209,17 +277,18 @@ class QuoteFinder:
 def choose_quote(chunk_text: str, citing_sentence: str | None) -> str | None:
     """Pick the sentence of a cited chunk that a citing sentence most likely used.
 
-    The chunk is split into sentences; the one sharing the most words (of three letters or
-    more, case-insensitive, weighted by rarity in the chunk) with the citing sentence wins, ties
-    going to the earliest. With no citing sentence, or no word in common, the chunk's first
-    sentence is the quote (the link then opens the passage at its start).
+    The chunk is split into sentences, and those too short to find one place on the page
+    (see :func:`usable_quote`) are left out; the one sharing the most words (of three letters
+    or more, case-insensitive, weighted by rarity in the chunk) with the citing sentence wins,
+    ties going to the earliest. With no citing sentence, or no word in common, the chunk's
+    first such sentence is the quote (the link then opens the passage at its start).
 
     Args:
         chunk_text: The cited chunk's text.
         citing_sentence: The answer's sentence that carries the citation, if known.
 
     Returns:
-        The quote, or None for an empty chunk.
+        The quote, or None for a chunk without a sentence long enough to quote.
     """
     return QuoteFinder(chunk_text).best(citing_sentence)
 

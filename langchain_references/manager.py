@@ -1,11 +1,12 @@
 """The runnable that rewrites citations while a wrapped runnable streams its answer.
 
 Every decision about one chunk of the wrapped runnable's output is taken in one place, the step
-function of a run (:meth:`_Session.stepper`). The four calling modes are thin drivers around
-it: ``stream`` and ``invoke`` run :meth:`ReferencedRunnable._run` (``invoke`` as a stream of
-one whole output), ``astream`` and ``ainvoke`` run its async twin, which differs only in
-``async for`` and in awaiting the citation check and the event. Both drivers inline the step's
-``str`` case: on string streams a call per chunk was most of the wrapper's own cost.
+of a run (:meth:`_Session.step`). The calling modes are thin drivers around it: ``stream`` and
+``invoke`` run :meth:`ReferencedRunnable._run` (``invoke`` as a stream of one whole output),
+``astream`` and ``ainvoke`` run its async twin, which differs only in ``async for`` and in
+awaiting the citation check and the event. The chat model wrapper
+(:mod:`langchain_references.chat_model`) drives the same step. Inside a LangGraph node that
+streams, :class:`_Relay` shows the rewritten chunks to the graph's ``"messages"`` stream.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from langchain_core.tracers._streaming import _StreamingCallbackHandler
 from langchain_core.utils.pydantic import TypeBaseModel, get_fields
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
-from typing_extensions import override
+from typing_extensions import TypedDict, Unpack, override
 
 from langchain_references._parser import DEFAULT_MARKERS, CitationParser
 from langchain_references.citations.streaming import (
@@ -663,11 +664,14 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         self.name = name or f"ManageReferences[{bound.get_name()}]"
         self._is_model = isinstance(_unwrap(bound), BaseLanguageModel)
 
-    def with_bound(self, bound: Runnable[Any, Any]) -> ReferencedRunnable:
+    def with_bound(
+        self, bound: Runnable[Any, Any], *, output_version: str | None = None
+    ) -> ReferencedRunnable:
         """The same wrapper over another runnable (the wrapped model with tools bound).
 
         Args:
             bound: The runnable to wrap instead.
+            output_version: Overrides the ``output_version`` option if given.
 
         Returns:
             A new wrapper with the same options and name.
@@ -681,7 +685,7 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
             native=self.native,
             name=self.name,
             markers=self.markers,
-            output_version=self.output_version,
+            output_version=output_version or self.output_version,
         )
 
     # -- schemas -----------------------------------------------------------------------------
@@ -1001,33 +1005,28 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         return self.atransform(_once(input), config, **kwargs)
 
 
+class ReferencesOptions(TypedDict, total=False):
+    """The keyword options of :func:`manage_references` (see there), for its overloads."""
+
+    documents_key: str
+    style: ReferenceStyle | None
+    verifier: CitationChecker | None
+    mark_unsupported: bool
+    native: NativeOption | str
+    name: str | None
+    markers: Collection[str]
+    output_version: str | None
+
+
 @overload
 def manage_references(
-    runnable: BaseChatModel,
-    *,
-    documents_key: str = "documents",
-    style: ReferenceStyle | None = None,
-    verifier: CitationChecker | None = None,
-    mark_unsupported: bool = False,
-    native: NativeOption | str = "auto",
-    name: str | None = None,
-    markers: Collection[str] = DEFAULT_MARKERS,
-    output_version: str | None = None,
+    runnable: BaseChatModel, **options: Unpack[ReferencesOptions]
 ) -> ReferencedChatModel: ...
 
 
 @overload
 def manage_references(
-    runnable: Runnable[Any, Any],
-    *,
-    documents_key: str = "documents",
-    style: ReferenceStyle | None = None,
-    verifier: CitationChecker | None = None,
-    mark_unsupported: bool = False,
-    native: NativeOption | str = "auto",
-    name: str | None = None,
-    markers: Collection[str] = DEFAULT_MARKERS,
-    output_version: str | None = None,
+    runnable: Runnable[Any, Any], **options: Unpack[ReferencesOptions]
 ) -> ReferencedRunnable: ...
 
 

@@ -7,8 +7,10 @@ their passages through it directly.
 
 Numbers go by order of first citation, one per distinct source id (the style's
 :meth:`~langchain_references.styles.ReferenceStyle.get_source_id`); documents without a source
-id are distinct sources. A citation the style formats as None takes no number and is not
-recorded.
+id are distinct sources, one per position in the documents list, and, for a document cited
+from outside the list (a provider's citation), one per distinct content and metadata: citing
+the same unsourced document again reuses its number. A citation the style formats as None
+takes no number and is not recorded.
 """
 
 from __future__ import annotations
@@ -77,7 +79,15 @@ class SourceNumbering:
         '\n\n- [1] https://b\n- [2] https://a'
     """
 
-    __slots__ = ("_by_key", "_documents", "_numbers", "_references", "_sources", "_style")
+    __slots__ = (
+        "_by_key",
+        "_documents",
+        "_numbers",
+        "_positions",
+        "_references",
+        "_sources",
+        "_style",
+    )
 
     def __init__(self, documents: Sequence[Document], style: ReferenceStyle) -> None:
         self._documents = documents
@@ -85,6 +95,7 @@ class SourceNumbering:
         self._by_key: dict[object, UsedReference] = {}  # source id (or identity) -> reference
         self._sources: dict[int, Any] = {}  # position -> source id, read once per position
         self._numbers: dict[int, int] = {}  # cited position -> its number
+        self._positions: dict[int, int] | None = None  # id(document) -> first position, lazily
         self._references: list[UsedReference] = []
 
     @property
@@ -129,7 +140,9 @@ class SourceNumbering:
         """Cite a document, listed or not (e.g. a provider's own citation).
 
         A document of the list (the same object) is cited at its position; any other is
-        numbered by its source id, or as a source of its own if it has none.
+        numbered by its source id, or, if it has none, by its content and metadata: the same
+        unsourced document cited again (an equal one, as a provider's citations rebuild it)
+        keeps its number.
 
         Args:
             document: The cited document.
@@ -138,9 +151,19 @@ class SourceNumbering:
         Returns:
             The styled marker (see :meth:`cite`).
         """
-        position = next(
-            (i for i, doc in enumerate(self._documents, start=1) if doc is document), None
-        )
+        positions = self._positions
+        if positions is None:  # built once: each citation then costs one look-up
+            positions = self._positions = {}
+            for i, doc in enumerate(self._documents, start=1):
+                positions.setdefault(id(doc), i)
+        documents = self._documents
+        position = positions.get(id(document))
+        if position is not None and (
+            position > len(documents) or documents[position - 1] is not document
+        ):  # the list changed since: look the document up again
+            position = next(
+                (i for i, doc in enumerate(documents, start=1) if doc is document), None
+            )
         return self._cite(document, position, quote)
 
     def format_references(self) -> str:
@@ -159,7 +182,7 @@ class SourceNumbering:
             key: object = source if source is not None else (position,)
         else:
             source = style.get_source_id(document)
-            key = source if source is not None else (id(document),)
+            key = source if source is not None else _content_key(document)
         used = self._by_key.get(key)
         number = used.number if used is not None else len(self._references) + 1
         shown = document
@@ -182,3 +205,14 @@ class SourceNumbering:
             used.positions.append(position)
             self._numbers[position] = number
         return text
+
+
+def _content_key(document: Document) -> tuple[str, str, str]:
+    """The numbering key of an unlisted document without a source id: what it holds.
+
+    Equal documents (content and metadata) share a number however many times, and as however
+    many objects, they are cited; a key by object identity gave each citation a new number.
+    """
+    metadata = document.metadata
+    items = sorted(metadata.items(), key=lambda item: str(item[0])) if metadata else ()
+    return ("unsourced", document.page_content, repr(items))

@@ -26,6 +26,19 @@ __all__ = ["CitedSpan", "ReferenceRewriter", "UsedReference"]
 logger = logging.getLogger(__name__)
 
 _CITING_CHARS = 400  # how much recent text is searched for the citing sentence
+# Blanks at the end of the text are held back until what follows is known: a dropped citation
+# (rendered as "") followed by punctuation, a blank or the end takes them away with it.
+_BLANKS = " \t\u00a0\u202f"
+#: Most blanks held back (a longer run keeps the rest, whatever follows).
+MAX_HELD_BLANKS = 16
+# What may follow a dropped citation without the blanks before it.
+_CLOSERS = frozenset(".,;:!?)]}\u2026\u00bb\u201d\u2019")
+#: What a run whose answer cites documents it does not have is told to do.
+NO_DOCUMENTS_FIX = (
+    "pass the documents the model was shown (the documents key of the input dict), or, over "
+    "a chat model, have the tools return them as ToolMessage artifacts "
+    "(@tool(response_format='content_and_artifact') returning (text, documents))"
+)
 # A sentence end inside the answer's recent text (the citing sentence starts after the last).
 _SENTENCE_END_RE = re.compile(r"[.!?][\"')\]]*\s+")
 
@@ -51,7 +64,12 @@ class ReferenceRewriter:
 
     Numbers go by order of first citation, one per distinct source id; documents without a
     source id are distinct sources. Citations of unknown documents are dropped (with a
-    warning), and so are those the style formats as None.
+    warning per unknown id; one warning per run, naming the fix, when there are no documents
+    at all), and so are those the style formats as None. A dropped citation takes the blanks
+    before it away when punctuation, a blank or the end of the answer follows it (``France
+    [1](id=9).`` gives ``France.``): blanks at the end of the text are held back (at most
+    :data:`MAX_HELD_BLANKS`) until what follows is known, so the output is the same however
+    the answer is split.
 
     Args:
         documents: The documents that were put in the prompt; citation ids are 1-based
@@ -71,13 +89,15 @@ class ReferenceRewriter:
         >>> docs = [Document("a", metadata={"source": "https://a"})]
         >>> r = ReferenceRewriter(docs, TextReferenceStyle())
         >>> r.feed("Yes [7](id=1)") + r.finish()
-        'Yes [1]\\n\\n- [1] https://a'
+        'Yes [1]\n\n- [1] https://a'
     """
 
     __slots__ = (
+        "_blank",
         "_cited",
         "_deep",
         "_documents",
+        "_dropped",
         "_finished",
         "_numbering",
         "_others",
@@ -87,6 +107,7 @@ class ReferenceRewriter:
         "_recent",
         "_spans",
         "_style",
+        "_warned",
         "_written",
     )
 
@@ -115,6 +136,9 @@ class ReferenceRewriter:
         # Where each marker stands in the answer (v1 citation annotations), only if asked.
         self._spans: list[CitedSpan] | None = [] if track_spans else None
         self._written = 0  # characters of answer returned so far (counted only then)
+        self._blank = ""  # blanks at the end of the text so far, not returned yet
+        self._dropped = False  # a citation was dropped right after the held blanks
+        self._warned: set[int] | None = None  # unknown document ids warned about
 
     @property
     def spans(self) -> list[CitedSpan]:
@@ -151,6 +175,8 @@ class ReferenceRewriter:
         ):
             if self._deep:
                 self.record(text)
+            if self._blank or (text and text[-1] in _BLANKS):
+                text = self._text(text)  # blanks held back, or held ones let through
             if self._spans is not None:
                 self._written += len(text)
             return text  # fast path: plain text, untouched
@@ -161,7 +187,9 @@ class ReferenceRewriter:
             return ""  # a citation is forming
         if len(events) == 1 and not self._deep and self._spans is None:  # text or a citation
             event = events[0]
-            return event if isinstance(event, str) else self._cited_text(event)
+            if isinstance(event, str):
+                return self._text(event)
+            return self._marker(self._cited_text(event))
         return self._render(events)
 
     def finish(self) -> str:
@@ -174,6 +202,9 @@ class ReferenceRewriter:
             raise RuntimeError("ReferenceRewriter.finish() called twice")
         self._finished = True
         tail = self._render(self._parser.close())
+        if not self._dropped:  # the answer's own trailing blanks (a dropped citation's go)
+            tail += self._blank
+        self._blank = ""
         return tail + self._numbering.format_references()
 
     @property
@@ -183,10 +214,11 @@ class ReferenceRewriter:
 
     @property
     def record(self) -> Callable[[str], None]:
-        """Remember answer text that bypassed :meth:`feed` (the citing sentence of deep links).
+        """Remember answer text (the citing sentence of deep links).
 
-        The drivers call it on each chunk they pass through untouched, so it is the bare
-        ``list.append`` of the recent text; the list is cut back at each citation.
+        :meth:`feed` calls it on the text it passes through; a caller whose text bypasses
+        :meth:`feed` calls it too. It is the bare ``list.append`` of the recent text; the list
+        is cut back at each citation.
         """
         return self._recent.append
 
@@ -222,12 +254,12 @@ class ReferenceRewriter:
             raise RuntimeError("ReferenceRewriter.cite() called after finish()")
         held = self._render(self._parser.close())
         marker = self._numbering.cite_document(document, quote=quote)
+        out = self._marker(marker)
         if self._spans is not None and marker:
-            self._spans.append(
-                CitedSpan(self._written, self._written + len(marker), document, quote)
-            )
-            self._written += len(marker)
-        return held + marker
+            start = self._written + len(out) - len(marker)
+            self._spans.append(CitedSpan(start, start + len(marker), document, quote))
+            self._written += len(out)
+        return held + out
 
     @property
     def style(self) -> ReferenceStyle:
@@ -248,24 +280,56 @@ class ReferenceRewriter:
         parts = []
         for event in events:
             if isinstance(event, str):
-                parts.append(event)
+                parts.append(self._text(event))
                 if self._deep:
                     self.record(event)
-            elif self._deep:  # each citation quotes its own sentence: no cache
-                parts.append(self._cite(event))
-            else:
-                parts.append(self._cited_text(event))
+                if self._spans is not None:
+                    self._written += len(parts[-1])
+                continue
+            # each citation quotes its own sentence with deep links: no cache then
+            marker = self._cite(event) if self._deep else self._cited_text(event)
+            parts.append(self._marker(marker))
             if self._spans is not None:
-                self._track(event, parts[-1])
+                self._track(event, parts[-1], marker)
         return "".join(parts)
 
-    def _track(self, event: str | Citation, text: str) -> None:
-        """Count the answer text rendered for one event; remember where a marker stands."""
+    def _track(self, event: Citation, out: str, marker: str) -> None:
+        """Count the answer text rendered for a citation; remember where its marker stands."""
         spans = self._spans
-        if spans is not None and text and isinstance(event, Citation):
+        if spans is not None and marker:
             document = self._documents[event.doc_id - 1]
-            spans.append(CitedSpan(self._written, self._written + len(text), document, None))
-        self._written += len(text)
+            start = self._written + len(out) - len(marker)  # after the blanks let through
+            spans.append(CitedSpan(start, start + len(marker), document, None))
+        self._written += len(out)
+
+    def _text(self, text: str) -> str:
+        """The answer text to return for ``text``: its trailing blanks are held back.
+
+        The blanks held before it are let through, unless a dropped citation came between
+        them and ``text`` and ``text`` starts with a blank or closing punctuation.
+        """
+        if not text:
+            return ""
+        blank = self._blank
+        if blank and self._dropped and (text[0].isspace() or text[0] in _CLOSERS):
+            blank = ""  # "France [1](id=9)." -> "France."
+        self._dropped = False
+        head = text.rstrip(_BLANKS)
+        if len(head) == len(text):
+            self._blank = ""
+            return blank + text if blank else text
+        run = text[len(head) :] if head else blank + text  # the blanks now at the end
+        self._blank = run[-MAX_HELD_BLANKS:]
+        kept = run[:-MAX_HELD_BLANKS] if len(run) > MAX_HELD_BLANKS else ""
+        return blank + head + kept if head else kept
+
+    def _marker(self, marker: str) -> str:
+        """The answer text to return for a citation rendered as ``marker`` ("" if dropped)."""
+        if not marker:
+            self._dropped = True  # what follows decides whether the held blanks stay
+            return ""
+        blank, self._blank, self._dropped = self._blank, "", False
+        return blank + marker if blank else marker
 
     def _cited_text(self, citation: Citation) -> str:
         """The text of a citation without deep links, the same for every citation of a document.
@@ -280,15 +344,34 @@ class ReferenceRewriter:
                 self._cited[citation.doc_id] = text
         return text
 
+    def _warn_unknown(self, citation: Citation) -> None:
+        """Log a dropped citation: once per unknown id, once per run without documents."""
+        warned = self._warned
+        if warned is None:
+            warned = self._warned = set()
+        key = citation.doc_id if self._documents else -1
+        if key in warned:
+            return
+        warned.add(key)
+        if not self._documents:
+            logger.warning(
+                "Dropped citation %s and any other: the answer cites documents but this run "
+                "has none. To keep them, %s.",
+                citation.raw,
+                NO_DOCUMENTS_FIX,
+            )
+            return
+        logger.warning(
+            "Dropped citation %s: document id %d is not in 1..%d",
+            citation.raw,
+            citation.doc_id,
+            len(self._documents),
+        )
+
     def _cite(self, citation: Citation) -> str:
         position = citation.doc_id
         if not 1 <= position <= len(self._documents):
-            logger.warning(
-                "Dropped citation %s: document id %d is not in 1..%d",
-                citation.raw,
-                position,
-                len(self._documents),
-            )
+            self._warn_unknown(citation)
             return ""
         if self._deep:
             finder = self._quotes.get(position)

@@ -25,7 +25,7 @@ from urllib.parse import unquote
 
 from langchain_core.documents import Document
 
-from langchain_references.deeplinks import deep_link
+from langchain_references.deeplinks import deep_link, usable_quote
 
 __all__ = [
     "QUOTE_KEY",
@@ -70,7 +70,9 @@ _MAX_DECODE_ROUNDS = 8
 
 #: Metadata key under which the rewriter passes each citation's quoted passage to
 #: :meth:`ReferenceStyle.format_reference` (the cited text a provider gave, or the sentence of
-#: the chunk closest to the citing sentence). Styles with ``deep_links`` link to it.
+#: the chunk closest to the citing sentence). Styles with ``deep_links`` link to it when it is
+#: long enough to find one place on the page (see
+#: :func:`~langchain_references.deeplinks.usable_quote`).
 QUOTE_KEY = "cited_text"
 
 
@@ -245,8 +247,11 @@ class ReferenceStyle:
         title_key: Metadata key of the document title shown in the reference list.
         deep_links: Whether inline citations link to the exact passage they used (a text
             fragment ``#:~:text=`` built from the quote, or ``#page=N`` for a PDF chunk with a
-            page number); the reference list keeps the plain source URL. On by default for
-            Markdown and HTML. Set it on the class or the instance.
+            page number); the reference list keeps the plain source URL. Off by default: the
+            inline link is the plain source URL. A text fragment is made only from a quote of
+            a few words found in the cited chunk
+            (:func:`~langchain_references.deeplinks.usable_quote`). Set it on the class or
+            the instance.
     """
 
     source_id_key: SourceIdKey = "source"
@@ -373,9 +378,8 @@ class ReferenceStyle:
         if not self.deep_links:
             return safe_url(source)
         quote = media.metadata.get(QUOTE_KEY)
-        deep = deep_link(
-            source, quote=quote if isinstance(quote, str) else None, metadata=media.metadata
-        )
+        usable = usable_quote(quote, media.page_content) if isinstance(quote, str) else None
+        deep = deep_link(source, quote=usable, metadata=media.metadata)
         return safe_url(deep)  # the link is sanitised whole, fragment included
 
 
@@ -426,10 +430,8 @@ class MarkdownReferenceStyle(ReferenceStyle):
     """Markdown: ``<sup>[[1](URL)]</sup>`` in the answer and ``- **1** [Title](URL)`` at the end.
 
     A source without a title is listed by its URL; a source without a safe URL is not linked.
-    Inline links are deep links (``deep_links=True``) unless turned off.
+    Inline links go to the source URL; with ``deep_links=True``, to the quoted passage.
     """
-
-    deep_links = True
 
     def format_reference(self, ref: int, media: Document) -> str | None:
         """Write a superscript link to the source (to the quoted passage with deep links)."""
@@ -466,10 +468,8 @@ class HTMLReferenceStyle(ReferenceStyle):
     """HTML: ``<sup><a href="URL">1</a></sup>`` in the answer and an ``<ol>`` list at the end.
 
     Every title and URL is escaped; unsafe URLs are shown as text, never as links. Inline links
-    are deep links (``deep_links=True``) unless turned off.
+    go to the source URL; with ``deep_links=True``, to the quoted passage.
     """
-
-    deep_links = True
 
     def format_reference(self, ref: int, media: Document) -> str | None:
         """Write a superscript link to the source (to the quoted passage with deep links)."""

@@ -51,7 +51,7 @@ from langchain_references.citations.sentences import (
     CitedSentence,
     is_verification_worthy,
 )
-from langchain_references.judges.base import JudgeInputLike, Judgement, Label
+from langchain_references.judges.base import JudgeInputLike, Judgement, Label, raise_interrupts
 
 __all__ = ["CitationVerdict", "CitationVerifier", "SentenceVerdict"]
 
@@ -254,6 +254,7 @@ class _Batch:
             raise RuntimeError("the protocol was resumed before its batch was judged")
         if len(self.outputs) != len(self.pairs):
             raise ValueError(f"got {len(self.outputs)} judgements for {len(self.pairs)} pairs")
+        raise_interrupts(self.outputs)  # Ctrl-C or a cancellation stops: not a failure
         return [_judgement(value) for value in self.outputs]
 
 

@@ -12,6 +12,10 @@ One entry point, :func:`main`, run by the ``langchain-references`` console scrip
 Shared pieces (``CLIError``, argument types, model and judge loading, tables) are in
 :mod:`~langchain_references.cli._common`.
 
+Ctrl-C stops any command at once with one ``error: interrupted; ...`` line saying what was kept
+(a command adds it as a note to the ``KeyboardInterrupt``) and exit status 130, without a
+traceback. ``langchain-references --version`` prints the installed version.
+
 The command modules are imported when the parser is built, one by one: a command whose optional
 dependencies are not installed (e.g. ``factuality`` on the core install) still appears in
 ``--help``, and running it prints one ``error:`` line naming the extra to install, as does any
@@ -28,6 +32,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Final, TextIO
 
+from langchain_references import __version__
 from langchain_references._optional import MissingDependencyError, missing_dependency
 from langchain_references.cli._common import CLIError, Command, streams
 
@@ -35,6 +40,8 @@ __all__ = ["CLIError", "build_parser", "main"]
 
 #: Exit status of a command that cannot run as asked (also argparse's for a usage error).
 USAGE_ERROR = 2
+#: Exit status of an interrupted command (128 + SIGINT, as shells report it).
+INTERRUPTED = 130
 
 #: The commands, in ``--help`` order, and the extra of this project each one needs.
 _COMMANDS: Final[dict[str, str | None]] = {
@@ -89,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Verifiable LLM answers: fact-check statements, score long-form "
         "factuality, check an answer's citations, or run the streaming-citations demo.",
     )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {__version__}", help="print the version"
+    )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, extra in _COMMANDS.items():
         # Imported here, one by one: a command whose extra is missing must not hide the others.
@@ -111,6 +121,46 @@ def _exit_status(code: object) -> int:
     return code if isinstance(code, int) else 1
 
 
+class _FirstOccurrence(logging.Filter):
+    """Lets each distinct log message through once.
+
+    A dead network or a missing key fails every call the same way: one warning says it, the
+    command's summary (``k of n judgements failed``) counts them.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._seen: set[tuple[str, int, str]] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Whether ``record`` is the first with its logger, level and message."""
+        key = (record.name, record.levelno, record.getMessage())
+        if key in self._seen:
+            return False
+        self._seen.add(key)
+        return True
+
+
+def _configure_logging() -> None:
+    """Warnings to stderr, each distinct message once (unless logging is configured already)."""
+    root = logging.getLogger()
+    before = list(root.handlers)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    for handler in root.handlers:
+        if handler not in before:
+            handler.addFilter(_FirstOccurrence())
+
+
+def _interrupted(exc: KeyboardInterrupt, err: TextIO) -> int:
+    """Report Ctrl-C in one line, with the notes of ``exc`` (what the command kept)."""
+    isatty = getattr(err, "isatty", None)
+    clear = "\r\x1b[K" if isatty is not None and isatty() else ""  # a live progress line
+    notes: list[str] = getattr(exc, "__notes__", [])
+    err.write(clear + "; ".join(["error: interrupted", *notes]) + "\n")
+    err.flush()
+    return INTERRUPTED
+
+
 def main(
     argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
@@ -118,7 +168,8 @@ def main(
 
     Usage errors (argparse's ``usage: ...`` and ``error: ...`` lines), :class:`CLIError` and a
     missing optional dependency (one ``error: ...`` line, naming the extra to install) go to
-    ``err`` and give exit status 2, without a traceback.
+    ``err`` and give exit status 2, without a traceback. Ctrl-C gives one
+    ``error: interrupted; ...`` line (with what the command kept) and exit status 130.
 
     Args:
         argv: Arguments, without the program name (``sys.argv[1:]`` by default).
@@ -127,15 +178,22 @@ def main(
 
     Returns:
         The exit status: 0 on success, 1 when some items failed (the command says which),
-        2 when the command cannot run as asked.
+        2 when the command cannot run as asked, 130 when interrupted (Ctrl-C).
     """
     out, err = streams(out, err)
     try:
+        return _main(argv, out, err)
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc, err)
+
+
+def _main(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
+    try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             args = build_parser().parse_args(argv)
-    except SystemExit as exc:  # --help, or a usage error already reported on err
+    except SystemExit as exc:  # --help, --version, or a usage error already reported on err
         return _exit_status(exc.code)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    _configure_logging()
     run: Command = args.func
     try:
         return run(args, out=out, err=err)

@@ -4,6 +4,13 @@ Every command module exposes ``add_parser(subparsers)``, which registers the com
 :func:`add_subcommand`, and ``run(args, *, out=None, err=None)``, the :class:`Command` stored
 as ``args.func`` that :func:`langchain_references.cli.main` calls.
 
+Credentials: :func:`load_chat_model` checks a provider's API key variable
+(:data:`API_KEY_VARIABLES`) before loading the model, so that a missing key is one ``error:``
+line naming the variable, not a traceback from the first call.
+
+Progress: :class:`ProgressLines` (``[i/n] ...`` lines on stderr, one live line on a terminal),
+turned off by ``--quiet`` (:func:`add_quiet_option`).
+
 Files: :func:`read_records` reads an ``--input`` (each bad record reported once, no record at
 all is an error); :func:`check_output` refuses an ``--output`` that is an input or cannot be
 written, before any work; ``with writing(path), atomic_write(path) as handle:`` writes it all
@@ -35,13 +42,17 @@ if TYPE_CHECKING:
     from langchain_references.loading import LoadResult
 
 __all__ = [
+    "API_KEY_VARIABLES",
     "HEURISTIC_NOTICE",
     "CLIError",
     "Command",
+    "ProgressLines",
     "add_judge_options",
+    "add_quiet_option",
     "add_subcommand",
     "atomic_write",
     "build_judge",
+    "check_api_key",
     "check_output",
     "format_number",
     "format_table",
@@ -309,6 +320,68 @@ def non_blank(value: str) -> str:
 
 # ------------------------------------------------------------------------ models and judges
 
+#: The environment variables that hold each chat-model provider's API key, by
+#: ``init_chat_model`` provider name (the first is the one named in messages; any one will do).
+API_KEY_VARIABLES: Final[dict[str, tuple[str, ...]]] = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "google_genai": ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
+    "cohere": ("COHERE_API_KEY",),
+    "perplexity": ("PPLX_API_KEY", "PERPLEXITY_API_KEY"),
+    "mistralai": ("MISTRAL_API_KEY",),
+    "groq": ("GROQ_API_KEY",),
+    "fireworks": ("FIREWORKS_API_KEY",),
+    "together": ("TOGETHER_API_KEY",),
+    "xai": ("XAI_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",),
+}
+
+#: Model name prefixes ``init_chat_model`` reads as a provider when the name has none.
+_INFERRED_PROVIDERS: Final = (
+    (("gpt-", "o1", "o3", "o4", "chatgpt"), "openai"),
+    (("claude",), "anthropic"),
+    (("command",), "cohere"),
+    (("mistral",), "mistralai"),
+    (("deepseek",), "deepseek"),
+    (("grok",), "xai"),
+    (("sonar",), "perplexity"),
+)
+
+
+def _provider(name: str) -> str | None:
+    """The provider of ``provider:model`` (or inferred from a bare model name), if known."""
+    prefix, colon, _ = name.partition(":")
+    if colon and prefix in API_KEY_VARIABLES:
+        return prefix
+    for prefixes, provider in _INFERRED_PROVIDERS:
+        if name.startswith(prefixes):
+            return provider
+    return None
+
+
+def check_api_key(name: str, *, option: str = "--model") -> None:
+    """Refuse a chat model whose provider's API key is not in the environment.
+
+    Args:
+        name: ``provider:model``, e.g. ``"openai:gpt-4o-mini"``.
+        option: The option that named the model, for the message (``"--judge llm:"`` is
+            followed by the name without a space).
+
+    Raises:
+        CLIError: If the provider is in :data:`API_KEY_VARIABLES` and none of its variables
+            is set to a non-blank value; the message names the variable.
+    """
+    provider = _provider(name)
+    if provider is None:
+        return
+    variables = API_KEY_VARIABLES[provider]
+    if any(os.environ.get(variable, "").strip() for variable in variables):
+        return
+    given = f"{option}{name}" if option.endswith(":") else f"{option} {name}"
+    raise CLIError(
+        f"{given} needs an API key: set the environment variable {variables[0]} (it is not set)"
+    )
+
 
 def load_chat_model(name: str, *, option: str = "--model", **kwargs: Any) -> BaseChatModel:
     """Load ``provider:model`` with ``langchain.chat_models.init_chat_model``.
@@ -322,13 +395,15 @@ def load_chat_model(name: str, *, option: str = "--model", **kwargs: Any) -> Bas
         The chat model.
 
     Raises:
-        CLIError: If ``langchain`` or the provider package is missing or the name is unknown.
+        CLIError: If ``langchain`` or the provider package is missing, the provider's API key
+            is not set (:func:`check_api_key`) or the name is unknown.
     """
     try:
         # Optional dependency, imported by name: it may be absent (and untyped).
         chat_models = require("langchain.chat_models", "llm", feature=f"{option} {name}")
     except MissingDependencyError as exc:
         raise CLIError(f"{exc} (plus the provider's package, e.g. langchain-openai)") from exc
+    check_api_key(name, option=option)
     try:
         model: BaseChatModel = chat_models.init_chat_model(name, **kwargs)
     except (ImportError, ValueError) as exc:
@@ -385,6 +460,80 @@ def build_judge(
     raise CLIError(
         f"--judge must be 'heuristic', 'heuristic-lexical' or 'llm:PROVIDER:MODEL', got {spec!r}"
     )
+
+
+# ------------------------------------------------------------------------ progress
+
+
+def add_quiet_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``-q/--quiet``: no progress on stderr (errors and notices still go there).
+
+    Args:
+        parser: The parser of a command that shows progress.
+    """
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+
+
+class ProgressLines:
+    r"""Progress of numbered items on stderr: a live, rewritten line on a terminal, else lines.
+
+    Each line is tagged ``[i/n]``. On a terminal (``live``) the line of the step under way is
+    rewritten in place (``\r``); elsewhere (a file, a pipe) only finished steps are written,
+    one line each.
+
+    Args:
+        stream: The stream (stderr).
+        total: Number of items.
+        live: Rewrite one line instead of writing a line per step; defaults to whether
+            ``stream`` is a terminal.
+        enabled: Show nothing when false (``--quiet``).
+    """
+
+    def __init__(
+        self, stream: TextIO, total: int, *, live: bool | None = None, enabled: bool = True
+    ) -> None:
+        self.stream = stream
+        self.total = total
+        self.enabled = enabled
+        isatty = getattr(stream, "isatty", None)
+        self.live = live if live is not None else bool(isatty and isatty())
+
+    def _tag(self, index: int) -> str:
+        return f"[{index + 1}/{self.total}]"
+
+    def _write(self, line: str, *, final: bool) -> None:
+        if not self.enabled:
+            return
+        if self.live:
+            self.stream.write("\r\x1b[K" + line + ("\n" if final else ""))
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def step(self, index: int, text: str, *, elapsed_s: float | None = None) -> None:
+        """Show a step of item ``index``: under way (``elapsed_s`` None) or finished.
+
+        A step under way is shown only on a live line (``text…``); a finished one as
+        ``[i/n] text (1.23s)``.
+
+        Args:
+            index: 0-based item index.
+            text: What the step does, e.g. ``"judge"``.
+            elapsed_s: Seconds the finished step took; ``None`` while it runs.
+        """
+        if elapsed_s is not None:
+            self._write(f"{self._tag(index)} {text} ({elapsed_s:.2f}s)", final=False)
+        elif self.live:
+            self._write(f"{self._tag(index)} {text}…", final=False)
+
+    def done(self, index: int, text: str) -> None:
+        """Show the outcome of item ``index`` (a line of its own, also on a terminal).
+
+        Args:
+            index: 0-based item index.
+            text: The outcome.
+        """
+        self._write(f"{self._tag(index)} {text}", final=True)
 
 
 # ------------------------------------------------------------------------ tables

@@ -11,26 +11,38 @@ Judges (``--judge``): ``heuristic`` (default; offline, MiniLM embeddings, weak),
 Each record must have ``answer`` and ``documents`` and no other key; a bad record is reported
 once, as ``error: FILE:LINE: FIELD: problem (record skipped)``.
 
+When judgements fail (no API key, no network), the report says ``k of n judgements failed``;
+an answer, or a run, whose judgements all failed shows ``-`` instead of recall and precision
+(``null`` in ``--json``): nothing was measured. Progress goes to stderr, one line per answer
+(off with ``--quiet``). Ctrl-C stops at once: the report of the answers already checked is
+printed, and :func:`langchain_references.cli.main` says so in one line (exit status 130).
+
 Exit status: 0 when every record was checked, 1 when some records were skipped (the others are
-still reported), 2 when the command cannot run (unreadable input, no valid record, unavailable
-judge).
+still reported) or every judgement failed, 2 when the command cannot run (unreadable input, no
+valid record, unavailable judge or API key), 130 when interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final, TextIO
 
 from langchain_references.citations import (
+    AnswerReport,
     CitationReport,
     evaluate_answers,
     load_answer_records,
 )
 from langchain_references.citations.sentences import CitedSentence, is_verification_worthy
 from langchain_references.cli._common import (
+    ProgressLines,
     add_judge_options,
+    add_quiet_option,
     add_subcommand,
     build_judge,
     format_number,
@@ -40,7 +52,7 @@ from langchain_references.cli._common import (
     streams,
 )
 
-__all__ = ["add_parser", "configure_parser", "render_report", "run"]
+__all__ = ["add_parser", "configure_parser", "judgement_counts", "render_report", "run"]
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -58,6 +70,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         default=4,
         help="verification-worthy sentences have at least this many words (default: 4)",
     )
+    add_quiet_option(parser)
 
 
 HELP: Final = "citation recall and precision of cited answers"
@@ -73,46 +86,79 @@ def _shorten(text: str, width: int = 90) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def judgement_counts(answers: Sequence[AnswerReport]) -> tuple[int, int, str | None]:
+    """How many of the answers' judgements failed.
+
+    A sentence's judgements are those of each cited document alone and, with two or more
+    documents, of their concatenation (as counted by ``failed_judgements``).
+
+    Args:
+        answers: The answer reports.
+
+    Returns:
+        ``(failed, total, first_error)``: the failed judgements, all judgements, and the error
+        of the first failed one (``None`` if none failed).
+    """
+    failed, total, first = 0, 0, None
+    for answer in answers:
+        for sentence in answer.sentences:
+            for judgement in [c.alone for c in sentence.citations] + [sentence.joint]:
+                if judgement is None:
+                    continue
+                total += 1
+                if not judgement.ok:
+                    failed += 1
+                    first = first or judgement.error
+    return failed, total, first
+
+
+def _unmeasured(answers: Sequence[AnswerReport]) -> bool:
+    """Whether there were judgements and all of them failed: the scores mean nothing."""
+    failed, total, _ = judgement_counts(answers)
+    return total > 0 and failed == total
+
+
+def _figures(scores: AnswerReport | CitationReport, measured: bool) -> list[str]:
+    def score(value: float | None) -> str:
+        return format_number(value if measured else None)
+
+    return [
+        str(scores.n_worthy),
+        str(scores.n_supported),
+        score(scores.citation_recall),
+        str(scores.n_citations),
+        str(scores.n_precise),
+        score(scores.citation_precision),
+    ]
+
+
 def render_report(report: CitationReport) -> str:
     """Plain-text rendering of a citation report.
+
+    Recall and precision are ``-`` where every judgement failed (nothing was measured).
 
     Args:
         report: The report.
 
     Returns:
-        The per-answer table, the overall figures and the unsupported items.
+        The per-answer table, the overall figures (or ``k of n judgements failed`` instead of
+        them when every judgement failed) and the unsupported items.
     """
     rows: list[list[str]] = [
         ["answer", "worthy", "supported", "recall", "citations", "precise", "precision"]
     ]
     for a in report.answers:
-        rows.append(
-            [
-                str(a.index),
-                str(a.n_worthy),
-                str(a.n_supported),
-                format_number(a.citation_recall),
-                str(a.n_citations),
-                str(a.n_precise),
-                format_number(a.citation_precision),
-            ]
+        rows.append([str(a.index), *_figures(a, not _unmeasured([a]))])
+    failed, total, first = judgement_counts(report.answers)
+    rows.append(["all", *_figures(report, not _unmeasured(report.answers))])
+    if _unmeasured(report.answers):
+        figures = f"no scores: {failed} of {total} judgements failed (first: {first})"
+    else:
+        figures = (
+            f"macro recall {format_number(report.macro_recall)}, macro precision "
+            f"{format_number(report.macro_precision)}; {failed} of {total} judgements failed"
         )
-    rows.append(
-        [
-            "all",
-            str(report.n_worthy),
-            str(report.n_supported),
-            format_number(report.citation_recall),
-            str(report.n_citations),
-            str(report.n_precise),
-            format_number(report.citation_precision),
-        ]
-    )
-    parts = [
-        format_table(rows),
-        f"macro recall {format_number(report.macro_recall)}, macro precision "
-        f"{format_number(report.macro_precision)}, failed judgements {report.failed_judgements}",
-    ]
+    parts = [format_table(rows), figures]
     for a in report.answers:
         lines = [
             f"  sentence {s.sentence.index}: {_shorten(s.sentence.text)}"
@@ -137,11 +183,13 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         err: Where skipped records and the judge notice go (stderr by default).
 
     Returns:
-        0 when every record was checked, 1 when some were skipped.
+        0 when every record was checked, 1 when some were skipped or every judgement failed.
 
     Raises:
         CLIError: If the input cannot be read or has no valid record, or the judge is
-            unavailable.
+            unavailable (missing package or API key).
+        KeyboardInterrupt: On Ctrl-C, once the report of the answers already checked is
+            printed, with a note saying so.
     """
     out, err = streams(out, err)
     records, errors = read_records(args.input, load_answer_records, err)
@@ -151,12 +199,51 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     def worthy(sentence: CitedSentence) -> bool:
         return is_verification_worthy(sentence, min_words=min_words)
 
-    report = evaluate_answers(
-        records, judge, is_worthy=worthy, max_concurrency=args.max_concurrency
-    )
-    report = CitationReport(report.answers, tuple(errors))
-    if args.json:
-        out.write(json.dumps(report.to_dict(), ensure_ascii=False, indent=2) + "\n")
-    else:
-        out.write(render_report(report) + "\n")
-    return 1 if errors else 0
+    def write(report: CitationReport) -> None:
+        if args.json:
+            data = report.to_dict()
+            data["num_judgements"] = judgement_counts(report.answers)[1]
+            if _unmeasured(report.answers):  # nothing was measured: no scores
+                for key in (
+                    "citation_recall",
+                    "citation_precision",
+                    "macro_recall",
+                    "macro_precision",
+                ):
+                    data[key] = None
+            out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        else:
+            out.write(render_report(report) + "\n")
+
+    display = ProgressLines(err, len(records), enabled=not args.quiet)
+    answers: list[AnswerReport] = []
+    try:
+        for index, record in enumerate(records):  # one by one: progress, and Ctrl-C keeps them
+            start = time.perf_counter()
+            display.step(index, "judging")
+            (answer,) = evaluate_answers(
+                [record], judge, is_worthy=worthy, max_concurrency=args.max_concurrency
+            ).answers
+            answer = dataclasses.replace(answer, index=index)
+            answers.append(answer)
+            failed, total, _ = judgement_counts([answer])
+            outcome = (
+                f"recall {format_number(answer.citation_recall)}, "
+                f"precision {format_number(answer.citation_precision)}"
+                if not _unmeasured([answer])
+                else "not measured"
+            )
+            display.done(
+                index,
+                f"answer {index}: {outcome} ({failed} of {total} judgements failed) "
+                f"in {time.perf_counter() - start:.2f}s",
+            )
+    except KeyboardInterrupt as exc:  # keep what finished; main says "interrupted"
+        if answers:
+            write(CitationReport(tuple(answers), tuple(errors)))
+        reported = " and reported" if answers else ""
+        exc.add_note(f"{len(answers)} of {len(records)} answer(s) checked{reported}")
+        raise
+    report = CitationReport(tuple(answers), tuple(errors))
+    write(report)
+    return 1 if errors or _unmeasured(report.answers) else 0

@@ -73,11 +73,11 @@ __all__ = [
 ]
 
 
-#: Reference styles selectable with ``--style``.
+#: Reference styles selectable with ``--style`` (inline links open the quoted passage).
 STYLES: Final[dict[str, Callable[[], ReferenceStyle]]] = {
-    "markdown": MarkdownReferenceStyle,
+    "markdown": lambda: MarkdownReferenceStyle(deep_links=True),
     "text": TextReferenceStyle,
-    "html": HTMLReferenceStyle,
+    "html": lambda: HTMLReferenceStyle(deep_links=True),
     "empty": EmptyReferenceStyle,
 }
 logger = logging.getLogger(__name__)

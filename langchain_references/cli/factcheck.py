@@ -27,7 +27,8 @@ of ``--judge llm:PROVIDER:MODEL`` that prints a warning.
 A statement that could not be checked (the search failed or found nothing, no page could be
 fetched, no passage was judged, or the chain raised) gets the verdict ``error`` ("Could not
 check") with the reason, in the report and in the ``--json`` line alike, and the command exits
-with status 1.
+with status 1. Ctrl-C stops at once: the reports already written stay, and
+:func:`langchain_references.cli.main` says how many in one line (exit status 130).
 
 Run ``langchain-references factcheck --help`` (or ``python -m langchain_references.cli
 factcheck --help``): the single entry point, :func:`langchain_references.cli.main`, registers
@@ -55,7 +56,9 @@ from langchain_references._concurrency import run_sync
 from langchain_references.cli import _common
 from langchain_references.cli._common import (
     CLIError,
+    ProgressLines,
     add_judge_options,
+    add_quiet_option,
     add_subcommand,
     build_judge,
     positive_float,
@@ -164,7 +167,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow fetching private and loopback addresses (needed for local servers)",
     )
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    add_quiet_option(parser)
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -357,19 +360,19 @@ def build_chain(
     from langchain_references.judges import HeuristicJudge
 
     spec = judge_spec(args, err)
-    setup = build_search(args.search, stack)
-    embeddings = _embeddings()
-    judge: Runnable[JudgeInputLike, Judgement]
-    if spec == "heuristic":  # the MiniLM embeddings of the chain, loaded once
-        judge = HeuristicJudge(embeddings)
-        judge_notice = HEURISTIC_NOTICE
-    else:
+    judge: Runnable[JudgeInputLike, Judgement] | None = None
+    if spec != "heuristic":  # first: a missing package or API key stops before any work
         judge, _model = build_judge(spec)
         judge_notice = (
             f"judge: LLMJudge with {spec.removeprefix('llm:')}"
             if spec.startswith("llm:")
             else _common.HEURISTIC_NOTICE.format(emb="")
         )
+    setup = build_search(args.search, stack)
+    embeddings = _embeddings()
+    if judge is None:  # the MiniLM embeddings of the chain, loaded once
+        judge = HeuristicJudge(embeddings)
+        judge_notice = HEURISTIC_NOTICE
     if args.allow_private:
         fetcher = PageFetcher(allow_private=True, timeout_s=args.timeout)
     elif setup.local_origins:
@@ -393,7 +396,7 @@ def build_chain(
 # ------------------------------------------------------------------------------ running
 
 
-class ProgressDisplay:
+class ProgressDisplay(ProgressLines):
     r"""Progress on stderr: a live, rewritten line on a terminal, else one line per stage.
 
     Args:
@@ -403,27 +406,6 @@ class ProgressDisplay:
             whether ``stream`` is a terminal.
         enabled: Show nothing when false.
     """
-
-    def __init__(
-        self, stream: TextIO, total: int, *, live: bool | None = None, enabled: bool = True
-    ) -> None:
-        self.stream = stream
-        self.total = total
-        self.enabled = enabled
-        isatty = getattr(stream, "isatty", None)
-        self.live = live if live is not None else bool(isatty and isatty())
-
-    def _tag(self, index: int) -> str:
-        return f"[{index + 1}/{self.total}]"
-
-    def _write(self, line: str, *, final: bool) -> None:
-        if not self.enabled:
-            return
-        if self.live:
-            self.stream.write("\r\x1b[K" + line + ("\n" if final else ""))
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
 
     def progress(self, index: int, event: FactCheckProgress) -> None:
         """Show a progress event of statement ``index``.
@@ -568,7 +550,10 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     Returns:
         0 if every statement was checked, 1 if some could not be (verdict ``error``: each still
         has its report or JSON line, with the reason), 2 if the command could not start (bad
-        option value, missing package).
+        option value, missing package or API key).
+
+    Raises:
+        KeyboardInterrupt: On Ctrl-C, with a note saying how many statements were reported.
     """
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
@@ -592,18 +577,22 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         written += 1
 
     started = time.perf_counter()
-    with contextlib.ExitStack() as stack:
-        try:
-            chain = build_chain(args, stack, err)
-        except CLIError as exc:
-            err.write(f"error: {exc}\n")
-            return 2
-        display = ProgressDisplay(err, len(statements), enabled=not args.quiet)
-        failed = run_sync(
-            check_statements(
-                chain, statements, concurrency=args.concurrency, display=display, emit=emit
+    try:
+        with contextlib.ExitStack() as stack:
+            try:
+                chain = build_chain(args, stack, err)
+            except CLIError as exc:
+                err.write(f"error: {exc}\n")
+                return 2
+            display = ProgressDisplay(err, len(statements), enabled=not args.quiet)
+            failed = run_sync(
+                check_statements(
+                    chain, statements, concurrency=args.concurrency, display=display, emit=emit
+                )
             )
-        )
+    except KeyboardInterrupt as exc:  # main says "interrupted" with this note
+        exc.add_note(f"{written} of {len(statements)} statement(s) reported")
+        raise
     if not args.quiet:
         err.write(
             f"checked {len(statements) - failed} of {len(statements)} statement(s) "

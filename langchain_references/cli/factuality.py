@@ -17,21 +17,36 @@ weak: not an NLI model), ``heuristic-lexical`` (no embeddings), or ``llm:PROVIDE
 ``llm:openai:gpt-4o-mini``; needs the ``langchain`` package and the provider's); see
 :func:`~langchain_references.cli._common.build_judge`.
 
+Progress goes to stderr (off with ``--quiet``): one line per finished stage of each record
+(``[i/n] judge (8.93s)``; a live line on a terminal) and one with its outcome. A record whose
+judgements all failed (no key, no network) is not scored: it says ``k of n judgements failed``
+instead of scores and is not written to ``--output``; when only some failed, a warning line
+says how many. Ctrl-C stops at once: the records already scored are printed and written to
+``--output``, the record under way is not, and
+:func:`langchain_references.cli.main` says so in one line (exit status 130).
+
 Exit status: 0 when every record was scored, 1 when some records failed (the others are
-still reported), 2 when the command cannot run (unreadable input, unavailable judge).
+still reported), 2 when the command cannot run (unreadable input, unavailable judge or API key),
+130 when interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import time
 from pathlib import Path
 from typing import Any, Final, TextIO
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
 
 from langchain_references.cli._common import (
     CLIError,
+    ProgressLines,
     add_judge_options,
+    add_quiet_option,
     add_subcommand,
     atomic_write,
     build_judge,
@@ -54,9 +69,12 @@ from langchain_references.factuality.retrieval import InputContexts
 from langchain_references.loading import LoadResult, load_records
 
 __all__ = [
+    "STAGES",
+    "StageProgress",
     "add_parser",
     "configure_parser",
     "inference_report",
+    "judge_failures",
     "judge_model_name",
     "output_record",
     "run",
@@ -90,6 +108,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         default="auto",
         help="inference method (default: auto)",
     )
+    add_quiet_option(parser)
 
 
 HELP: Final = "FactReasoner-style long-form factuality of responses"
@@ -239,6 +258,103 @@ def _record_name(location: str, record: FactualityInput) -> str:
     return name if len(name) <= 40 else name[:39] + "…"
 
 
+def judge_failures(result: FactualityResult) -> tuple[int, int]:
+    """How many of a record's judgements failed.
+
+    Args:
+        result: A result of the factuality evaluator.
+
+    Returns:
+        ``(failed, judged)``: the failed judgements and the pairs sent to the judge.
+    """
+    failed = sum(1 for failure in result.failures if failure.stage == "judge")
+    return failed, result.num_judged_pairs
+
+
+#: The evaluator's stages, as its runs are named (``FactualityPipeline.as_runnable``).
+STAGES: Final = frozenset({"atomize", "retrieve", "judge", "infer"})
+
+
+class StageProgress(BaseCallbackHandler):
+    """Shows the stages of one record's evaluation on a :class:`ProgressLines`.
+
+    Pass it in the evaluator's ``callbacks``: the runs of :data:`STAGES` directly under the
+    evaluator's run are shown when they start (live line) and end (with their duration).
+
+    Args:
+        display: The display.
+        index: 0-based index of the record.
+    """
+
+    def __init__(self, display: ProgressLines, index: int) -> None:
+        self.display = display
+        self.index = index
+        self._root: UUID | None = None
+        self._started: dict[UUID, tuple[str, float]] = {}
+
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Note the evaluator's run, and show a stage that starts.
+
+        Args:
+            serialized: Unused.
+            inputs: Unused.
+            run_id: The run.
+            parent_run_id: Its parent run (``None`` for the evaluator's).
+            **kwargs: ``name`` is the run's name.
+        """
+        if parent_run_id is None:
+            self._root = run_id
+            return
+        name = kwargs.get("name")
+        if parent_run_id == self._root and isinstance(name, str) and name in STAGES:
+            self._started[run_id] = (name, time.perf_counter())
+            self.display.step(self.index, name)
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """Show a stage that ended, with its duration.
+
+        Args:
+            outputs: Unused.
+            run_id: The run.
+            **kwargs: Unused.
+        """
+        started = self._started.pop(run_id, None)
+        if started is not None:
+            name, start = started
+            self.display.step(self.index, name, elapsed_s=time.perf_counter() - start)
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Forget a stage that raised (the record's error is shown by the command).
+
+        Args:
+            error: Unused.
+            run_id: The run.
+            **kwargs: Unused.
+        """
+        self._started.pop(run_id, None)
+
+
+def _outcome(result: FactualityResult) -> str:
+    """The progress line's outcome of a scored record."""
+    s = result.scores
+    if s is None:
+        return f"not scored ({len(result.failures)} failure(s))"
+    return f"{s.num_atoms} atom(s), precision {format_number(s.factuality_score)}"
+
+
+def _write_results(path: Path, results: list[dict[str, Any]]) -> int:
+    with writing(path), atomic_write(path) as handle:
+        return dump_jsonl(handle, results)
+
+
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run the ``factuality`` command.
 
@@ -252,8 +368,10 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         0 when every record was scored, 1 when some failed (the others are still reported).
 
     Raises:
-        CLIError: If the input cannot be read, the judge or ``--llm`` is unavailable, or the
-            output cannot be written.
+        CLIError: If the input cannot be read, the judge or ``--llm`` is unavailable (missing
+            package or API key), or the output cannot be written.
+        KeyboardInterrupt: On Ctrl-C, once the records already scored are printed and
+            written, with a note saying what was kept.
     """
     out, err = streams(out, err)
     if args.output is not None:
@@ -274,30 +392,72 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     results: list[dict[str, Any]] = []
     failed = len(bad)
     model_name = judge_model_name(args.judge)
-    for location, record in records:
-        start = time.perf_counter()
-        try:
-            result = evaluator.invoke(record)
-        except (ValueError, TypeError) as exc:
-            failed += 1
-            err.write(f"error: {location}: {exc}\n")
-            continue
-        if result.scores is None:
-            failed += 1
-        for failure in result.failures:
-            logger.info(
-                "%s: %s failure: %s (%s)", location, failure.stage, failure.reason, failure.item
-            )
-        rows.append(summary_row(_record_name(location, record), result))
-        elapsed = time.perf_counter() - start
-        results.append(output_record(result, model_name=model_name, elapsed_time=elapsed))
-    out.write(f"FactReasoner FR{args.version}, {len(records)} record(s)\n")
-    if len(rows) > 1:
-        out.write(format_table(rows) + "\n")
+    display = ProgressLines(err, len(records), enabled=not args.quiet)
+    started = time.perf_counter()
+
+    def table() -> None:
+        out.write(f"FactReasoner FR{args.version}, {len(records)} record(s)\n")
+        if len(rows) > 1:
+            out.write(format_table(rows) + "\n")
+
+    try:
+        for index, (location, record) in enumerate(records):
+            name = _record_name(location, record)
+            start = time.perf_counter()
+            try:
+                result = evaluator.invoke(record, {"callbacks": [StageProgress(display, index)]})
+            except (ValueError, TypeError) as exc:
+                failed += 1
+                display.done(index, f"{name}: error")
+                err.write(f"error: {location}: {exc}\n")
+                continue
+            for failure in result.failures:
+                logger.info(
+                    "%s: %s failure: %s (%s)", location, failure.stage, failure.reason, failure.item
+                )
+            elapsed = time.perf_counter() - start
+            k, n = judge_failures(result)
+            if n and k == n:  # nothing was measured: no scores, nothing written
+                failed += 1
+                reason = next(f.reason for f in result.failures if f.stage == "judge")
+                display.done(index, f"{name}: not scored in {elapsed:.2f}s")
+                err.write(
+                    f"error: {location}: {k} of {n} judgements failed ({reason}); not scored\n"
+                )
+                rows.append(summary_row(name, dataclasses.replace(result, scores=None)))
+                continue
+            if k:
+                err.write(
+                    f"warning: {location}: {k} of {n} judgements failed; "
+                    f"the scores use the other {n - k}\n"
+                )
+            if result.scores is None:
+                failed += 1
+            rows.append(summary_row(name, result))
+            results.append(output_record(result, model_name=model_name, elapsed_time=elapsed))
+            display.done(index, f"{name}: {_outcome(result)} in {elapsed:.2f}s")
+    except KeyboardInterrupt as exc:  # keep what finished; main says "interrupted"
+        table()
+        kept = f"{len(results)} of {len(records)} record(s) scored"
+        if args.output is not None and results:
+            try:
+                _write_results(args.output, results)
+                kept += f" and written to {args.output}"
+            except CLIError as write_error:
+                kept += f"; {write_error}"
+        elif args.output is not None:
+            kept += f"; nothing written to {args.output}"
+        exc.add_note(kept)
+        raise
+    if not args.quiet:
+        err.write(
+            f"scored {len(results)} of {len(records)} record(s) "
+            f"in {time.perf_counter() - started:.2f}s\n"
+        )
+    table()
     if args.output is not None:
         if not results:
             raise CLIError(f"no record could be scored; nothing written to {args.output}")
-        with writing(args.output), atomic_write(args.output) as handle:
-            count = dump_jsonl(handle, results)
+        count = _write_results(args.output, results)
         out.write(f"wrote {count} result(s) to {args.output}\n")
     return 1 if failed else 0

@@ -7,18 +7,24 @@ entry (see :mod:`~langchain_references.server.index`). The index goes into an em
 (``--persist-dir``, default ``<user data dir>/langchain-references/indexes``) or a Chroma
 server (``--chroma-url http://host:port``, started with ``chroma run``).
 
-Re-running upserts by id: nothing is duplicated. A bad line is reported as
-``error: FILE:LINE: FIELD: problem (record skipped)`` and the other records are indexed.
+Each build is atomic: it writes a new generation of the index and switches to it only when
+every entry is written, so re-running it rebuilds the index from the corpus. A build that fails
+or is interrupted (Ctrl-C) is undone and says so: the previous generation still serves, or
+there is still no index; a build killed outright leaves an unfinished generation that nothing
+serves and the next build deletes. The generation replaced is kept until the next build, for a
+``serve`` still running on it (restart ``serve`` to serve the new one). A bad line is reported
+as ``error: FILE:LINE: FIELD: problem (record skipped)`` and the other records are indexed.
 
 Exit status: 0 when every record was indexed, 1 when some lines were skipped, 2 when the
-command cannot run (unreadable input, no valid record, index unavailable).
+command cannot run or the build failed (unreadable input, no valid record, index unavailable,
+a write refused), 130 when interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from langchain_references.cli._common import (
     CLIError,
@@ -38,6 +44,9 @@ from langchain_references.server.index import (
 )
 from langchain_references.server.settings import default_persist_dir
 
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+
 __all__ = [
     "add_location_options",
     "add_parser",
@@ -48,11 +57,14 @@ __all__ = [
 
 HELP: Final = "build an evidence index for the service"
 DESCRIPTION: Final = "Manage evidence indexes (Chroma collections) served by `serve`."
-BUILD_HELP: Final = "index a corpus JSONL file (idempotent)"
+BUILD_HELP: Final = "index a corpus JSONL file (atomic: a new generation, switched to when done)"
 BUILD_DESCRIPTION: Final = (
     "Index each record of a corpus JSONL file as a whole passage and as sentences, with its "
-    "metadata. Re-running upserts by id."
+    "metadata, into a new generation of the index; the index switches to it only when it is "
+    "complete, so a failed or interrupted build leaves the index as it was."
 )
+#: Exit status of an interrupted build (128 + SIGINT, as shells report it).
+INTERRUPTED: Final = 130
 
 
 def add_location_options(parser: argparse.ArgumentParser) -> None:
@@ -115,6 +127,17 @@ def _load(path: Path) -> LoadResult[EvidenceRecord]:
     return load_records(path, parse_evidence_record, strict=False, what="corpus record")
 
 
+def _persist_dir(args: argparse.Namespace) -> Path | None:
+    return None if args.chroma_url else (args.persist_dir or default_persist_dir())
+
+
+def _embeddings(args: argparse.Namespace) -> Embeddings:
+    try:
+        return load_embeddings(args.embeddings)
+    except (ValueError, ImportError) as exc:
+        raise CLIError(f"--embeddings {args.embeddings}: {exc}") from exc
+
+
 def open_index(args: argparse.Namespace, *, create: bool) -> EvidenceIndex:
     """Open the index named by ``--name``/``--index`` at the location given by the options.
 
@@ -127,17 +150,13 @@ def open_index(args: argparse.Namespace, *, create: bool) -> EvidenceIndex:
 
     Raises:
         CLIError: If the name is invalid, the embeddings cannot be loaded, or the index cannot
-            be opened.
+            be opened (it is missing, or has no complete generation).
     """
-    persist_dir = None if args.chroma_url else (args.persist_dir or default_persist_dir())
-    try:
-        embeddings = load_embeddings(args.embeddings)
-    except (ValueError, ImportError) as exc:
-        raise CLIError(f"--embeddings {args.embeddings}: {exc}") from exc
+    embeddings = _embeddings(args)
     try:
         return EvidenceIndex.open(
             args.name,
-            persist_dir=persist_dir,
+            persist_dir=_persist_dir(args),
             chroma_url=args.chroma_url,
             embeddings=embeddings,
             create=create,
@@ -157,29 +176,48 @@ def run_build(
         err: Where skipped lines and the progress bar go (stderr by default).
 
     Returns:
-        0 when every record was indexed, 1 when some lines were skipped.
+        0 when every record was indexed, 1 when some lines were skipped, 130 when interrupted
+        (one ``error: interrupted; ...`` line says what still serves).
 
     Raises:
         CLIError: If the input cannot be read or has no valid record, or the index cannot be
-            opened or written.
+            reached or written (the message says what still serves).
     """
     from tqdm import tqdm  # type: ignore[import-untyped]
 
     out, err = streams(out, err)
     records, errors = read_records(args.input, _load, err)
-    index = open_index(args, create=True)
-    before = index.count()
-    with tqdm(
-        total=len(records), unit="record", file=err, disable=args.quiet, desc="indexing"
-    ) as bar:
-        try:
-            written = index.add_records(records, batch_size=args.batch_size, progress=bar.update)
-        except EvidenceIndexError as exc:
-            raise CLIError(str(exc)) from exc
-    after = index.count()
+    embeddings = _embeddings(args)
+    try:
+        with tqdm(
+            total=len(records), unit="record", file=err, disable=args.quiet, desc="indexing"
+        ) as bar:
+            result = EvidenceIndex.build(
+                args.name,
+                records,
+                persist_dir=_persist_dir(args),
+                chroma_url=args.chroma_url,
+                embeddings=embeddings,
+                batch_size=args.batch_size,
+                progress=bar.update,
+            )
+    except (ValueError, EvidenceIndexError) as exc:
+        raise CLIError(str(exc)) from exc
+    except KeyboardInterrupt as exc:
+        err.write("; ".join(["error: interrupted", *getattr(exc, "__notes__", ())]) + "\n")
+        return INTERRUPTED
+    index = result.index
+    kept = (
+        f"; generation {result.previous_generation!r} kept until the next build (restart "
+        "`serve` to serve the new one)"
+        if result.previous_generation
+        else ""
+    )
     out.write(
-        f"indexed {len(records)} record(s) as {written} entries into {args.name!r} at "
-        f"{index.location}; the index holds {after} entries ({after - before:+d})"
+        f"indexed {result.records} record(s) as {result.entries} entries into {args.name!r} at "
+        f"{index.location}, generation {index.generation!r}; the index holds {result.entries} "
+        f"entries ({result.entries - result.previous_entries:+d})"
+        + kept
         + (f"; {len(errors)} line(s) skipped" if errors else "")
         + "\n"
     )

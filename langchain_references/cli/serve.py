@@ -10,8 +10,13 @@ answered with 4xx JSON errors naming the limit; ``--api-key-env VAR`` requires
 ``Authorization: Bearer $VAR``; ``--cors-origin`` turns CORS on for the given origins. Log
 lines carry the request id (``X-Request-ID``).
 
-Exit status: 0 after a clean shutdown, 2 when the service cannot start (no such index,
-Chroma unreachable, bad option).
+``serve`` opens the generation the index's pointer names (see ``index build``) and refuses,
+with one ``error: ...`` line, an index that has no complete generation: a first build that was
+interrupted or failed, a generation missing or short of entries, an interrupted in-place
+update, or an index built by an older version that did not mark complete builds.
+
+Exit status: 0 after a clean shutdown, 2 when the service cannot start (no such index, an
+incomplete index, Chroma unreachable, bad option).
 """
 
 from __future__ import annotations
@@ -191,7 +196,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         0 after shutdown.
 
     Raises:
-        CLIError: If the settings are invalid or the index cannot be opened.
+        CLIError: If the settings are invalid or the index cannot be opened (missing, or
+            without a complete generation).
     """
     import uvicorn
 
@@ -199,7 +205,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     settings = settings_from_args(args)
     index = open_index(args, create=False)  # fail now, not in every worker
     out.write(
-        f"serving index {args.name!r} ({index.count()} entries) from {index.location} at "
+        f"serving index {args.name!r} (generation {index.generation!r}, {index.count()} "
+        f"entries) from {index.location} at "
         f"http://{args.host}:{args.port} with {args.workers} worker(s); docs at /docs\n"
     )
     out.flush()

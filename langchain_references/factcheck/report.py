@@ -62,10 +62,11 @@ _VERDICT_NAMES: Final = {
     Verdict.DISPUTED: "Disputed",
     Verdict.ERROR: "Could not check",
 }
+#: The style of each format when none is given; inline links open the cited passage.
 _DEFAULT_STYLES: Final[dict[ReportFormat, Callable[[], ReferenceStyle]]] = {
-    "markdown": MarkdownReferenceStyle,
+    "markdown": lambda: MarkdownReferenceStyle(deep_links=True),
     "text": TextReferenceStyle,
-    "html": HTMLReferenceStyle,
+    "html": lambda: HTMLReferenceStyle(deep_links=True),
 }
 #: What separates two reports of :func:`render_reports`, by format.
 REPORT_SEPARATORS: Final[dict[ReportFormat, str]] = {
@@ -315,7 +316,7 @@ def render_report(
     Args:
         result: The result.
         style: Reference style of the citations and the reference list; defaults to the
-            style of ``fmt`` (Markdown if neither is given).
+            style of ``fmt`` (Markdown if neither is given), with deep links to each snippet.
         fmt: Layout: ``"markdown"``, ``"text"`` or ``"html"``. Defaults to the format of
             ``style`` (HTML for :class:`~langchain_references.styles.HTMLReferenceStyle`,
             Markdown for :class:`~langchain_references.styles.MarkdownReferenceStyle`, text

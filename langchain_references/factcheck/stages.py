@@ -75,7 +75,7 @@ from langchain_references.factcheck.verdict import (
     could_not_check,
 )
 from langchain_references.failures import Failure
-from langchain_references.judges.base import JudgeInputLike, Judgement, Label
+from langchain_references.judges.base import JudgeInputLike, Judgement, Label, raise_interrupts
 
 if TYPE_CHECKING:
     from langchain_chroma import Chroma
@@ -509,7 +509,7 @@ class RelevanceStage(FactCheckStage[list[tuple[Passage, float]]]):
 def _as_judgement(output: object) -> Judgement:
     if isinstance(output, Judgement):
         return output
-    if isinstance(output, BaseException):
+    if isinstance(output, Exception):
         return Judgement.failed(f"{type(output).__name__}: {output}")
     return Judgement.failed(f"the judge returned {type(output).__name__}, not a Judgement")
 
@@ -598,6 +598,7 @@ class JudgeStage(FactCheckStage[Sequence[object]]):
         if len(outcome) != len(state.selected):
             reason = f"the judge returned {len(outcome)} results for {len(state.selected)} passages"
             outcome = [ValueError(reason)] * len(state.selected)
+        raise_interrupts(outcome)  # Ctrl-C or a cancellation stops the run: not a failure
         judgements = tuple(_as_judgement(output) for output in outcome)
         evidence = _to_evidence(state.selected, judgements)
         failures = [

@@ -35,7 +35,7 @@ from langchain_references.factuality.model import (
     RelationKind,
     candidate_pairs,
 )
-from langchain_references.judges.base import JudgeInputLike, Judgement, Label
+from langchain_references.judges.base import JudgeInputLike, Judgement, Label, raise_interrupts
 
 __all__ = [
     "JudgedPair",
@@ -152,7 +152,11 @@ class _Plan:
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
     def result(self, outputs: Sequence[object]) -> RelationResult:
-        """Turn the judge outputs (one per input, exceptions included) into the result."""
+        """Turn the judge outputs (one per input, exceptions included) into the result.
+
+        An interrupt among them (Ctrl-C, cancellation) is raised, never recorded as a failure.
+        """
+        raise_interrupts(outputs)
         pairs: list[JudgedPair] = []
         relations: list[Relation] = []
         failures: list[JudgedPair] = []

@@ -42,6 +42,7 @@ from langchain_references.factcheck.search.base import SearchProvider, asearch_r
 from langchain_references.factcheck.types import Passage, SearchHit
 from langchain_references.factuality.model import Atom, Context
 from langchain_references.failures import Failure
+from langchain_references.judges.base import raise_interrupts
 
 if TYPE_CHECKING:
     from langchain_references.factcheck.fetch import PageFetcher
@@ -306,6 +307,7 @@ class VectorStoreContexts(ContextRetriever):
         out_atoms: list[Atom] = []
         contexts: list[Context] = []
         failures: list[Failure] = []
+        raise_interrupts(results)  # Ctrl-C or a cancellation stops: not a failed retrieval
         for atom, result in zip(atoms, results, strict=True):
             if isinstance(result, Exception):
                 reason = f"{type(result).__name__}: {result}"

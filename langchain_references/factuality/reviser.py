@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field
 from langchain_references._concurrency import check_concurrency, with_default_concurrency
 from langchain_references._structured import RetryOn, StructuredCall
 from langchain_references.factuality.model import Atom
+from langchain_references.judges.base import raise_interrupts
 from langchain_references.prompting import DATA_NOTICE, delimit
 
 __all__ = [
@@ -244,6 +245,7 @@ class Reviser(Runnable[ReviserInput, RevisionResult]):
         atoms: list[Atom] = []
         unrevised: list[str] = []
         errors: list[str] = []
+        raise_interrupts(outputs)  # Ctrl-C or a cancellation stops: not a failed chunk
         for chunk, output in zip(chunks, outputs, strict=True):
             if isinstance(output, Exception):
                 reply: RevisedAtoms | str = f"{type(output).__name__}: {output}"

@@ -14,16 +14,22 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar, Self, TypeAlias
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.runnables import Runnable, RunnableConfig
-from langchain_core.runnables.config import run_in_executor
+from langchain_core.runnables.config import (
+    ContextThreadPoolExecutor,
+    get_config_list,
+    run_in_executor,
+)
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
@@ -33,9 +39,22 @@ __all__ = [
     "Judgement",
     "Label",
     "coerce_judge_input",
+    "raise_interrupts",
 ]
 
 logger = logging.getLogger(__name__)
+
+#: In a call of :meth:`Judge._batch_threads`: set once the batch was interrupted.
+_ABANDONED: ContextVar[threading.Event | None] = ContextVar("judge_batch_abandoned", default=None)
+
+
+def _not_abandoned(record: logging.LogRecord) -> bool:
+    """Drop what a call still in flight logs after its batch was interrupted (Ctrl-C)."""
+    abandoned = _ABANDONED.get()
+    return abandoned is None or not abandoned.is_set()
+
+
+logger.addFilter(_not_abandoned)
 
 _MAX_ERROR_CHARS = 500
 
@@ -131,6 +150,26 @@ class JudgeInput(BaseModel):
 
 JudgeInputLike: TypeAlias = JudgeInput | Mapping[str, Any]
 """A :class:`JudgeInput` or a mapping with ``statement`` and ``passage`` string keys."""
+
+
+def raise_interrupts(outputs: Iterable[object]) -> None:
+    """Raise the first interrupt found among the outputs of ``batch(..., return_exceptions=True)``.
+
+    An interrupt is a ``BaseException`` that is not an ``Exception``: ``KeyboardInterrupt``
+    (Ctrl-C), ``SystemExit``, ``asyncio.CancelledError``. LangChain's ``batch`` / ``abatch``
+    with ``return_exceptions=True`` may return one in an input's slot (its batch helpers catch
+    ``BaseException``); it is a request to stop, not the failure of that input, so it must
+    never be recorded as a failed judgement.
+
+    Args:
+        outputs: The outputs of the batch, one per input.
+
+    Raises:
+        BaseException: The first interrupt among ``outputs``, if any.
+    """
+    for output in outputs:
+        if isinstance(output, BaseException) and not isinstance(output, Exception):
+            raise output
 
 
 def coerce_judge_input(value: object) -> JudgeInput:
@@ -308,12 +347,18 @@ class Judge(Runnable[JudgeInputLike, Judgement], ABC):
 
         Returns:
             One judgement per input, in order.
+
+        Raises:
+            KeyboardInterrupt: On Ctrl-C (likewise ``SystemExit``): the calls not started are
+                cancelled, and no judgement is recorded for them.
         """
         if not self._supports_native_batch:
-            return super().batch(inputs, config, return_exceptions=return_exceptions)
-        return self._batch_with_config(
+            return self._batch_threads(inputs, config, return_exceptions=return_exceptions)
+        outputs = self._batch_with_config(
             self._batch_native, inputs, config, return_exceptions=return_exceptions
         )
+        raise_interrupts(outputs)
+        return outputs
 
     async def abatch(
         self,
@@ -328,12 +373,57 @@ class Judge(Runnable[JudgeInputLike, Judgement], ABC):
         A judge with :meth:`_judge_batch` runs :meth:`batch` in the default executor.
         """
         if not self._supports_native_batch:
-            return await super().abatch(inputs, config, return_exceptions=return_exceptions)
-        return await run_in_executor(
-            None, self.batch, inputs, config, return_exceptions=return_exceptions
-        )
+            outputs = await super().abatch(inputs, config, return_exceptions=return_exceptions)
+        else:
+            outputs = await run_in_executor(
+                None, self.batch, inputs, config, return_exceptions=return_exceptions
+            )
+        raise_interrupts(outputs)
+        return outputs
 
     # ---------------------------------------------------------------------- internals
+
+    def _batch_threads(
+        self,
+        inputs: list[JudgeInputLike],
+        config: RunnableConfig | list[RunnableConfig] | None,
+        *,
+        return_exceptions: bool,
+    ) -> list[Judgement]:
+        """``Runnable.batch`` (:meth:`invoke` in a thread pool), but stopped at once on Ctrl-C.
+
+        LangChain's default waits for every queued call when the caller is interrupted; here
+        the calls not started are cancelled and the interrupt propagates (the calls in flight
+        finish in their threads, their results discarded and their failures not logged).
+        """
+        configs = get_config_list(config, len(inputs))
+        abandoned = threading.Event()
+
+        def one(value: JudgeInputLike, item_config: RunnableConfig) -> Judgement | Exception:
+            token = _ABANDONED.set(abandoned)
+            try:
+                return self.invoke(value, item_config)
+            except Exception as exc:
+                if not return_exceptions:
+                    raise
+                return exc
+            finally:
+                _ABANDONED.reset(token)
+
+        if len(inputs) <= 1:
+            outputs = [one(value, c) for value, c in zip(inputs, configs, strict=True)]
+        else:
+            pool = ContextThreadPoolExecutor(max_workers=configs[0].get("max_concurrency"))
+            try:
+                futures = [pool.submit(one, v, c) for v, c in zip(inputs, configs, strict=True)]
+                outputs = [future.result() for future in futures]
+            except BaseException:
+                abandoned.set()
+                raise
+            finally:
+                pool.shutdown(wait=False, cancel_futures=True)
+        # Exceptions sit in their slots only with return_exceptions, as in Runnable.batch.
+        return outputs  # type: ignore[return-value]
 
     def _record(self, exc: Exception) -> Judgement:
         if self.raise_errors:

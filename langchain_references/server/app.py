@@ -2,7 +2,9 @@
 
 :func:`create_app` assembles the service: the climate-evidence-compatible routes
 (:mod:`~langchain_references.server.compat`), the native ``/v1`` routes and the web page when
-their modules (``server.native``, ``server.page``) are installed, and one ASGI middleware that
+their modules (``server.native``, ``server.page``) are installed, the API docs (``/docs``,
+``/redoc``: :mod:`~langchain_references.server.docs`, offline, under a CSP), and one ASGI
+middleware that
 
 * gives every request an id (the client's ``X-Request-ID`` if it is a sane token, else a new
   one), returned in ``X-Request-ID`` and available to log records through
@@ -278,6 +280,7 @@ def build_services(settings: ServerSettings, *, index: EvidenceIndex | None = No
 
     Raises:
         IndexNotFoundError: If the index does not exist.
+        IncompleteIndexError: If it has no complete generation (an interrupted build...).
         EvidenceIndexError: If Chroma cannot be reached.
         SettingsError: If the search back-end is unknown.
     """
@@ -313,9 +316,10 @@ def create_app(settings: ServerSettings, *, services: Services | None = None) ->
             :func:`build_services` when omitted (opening the index, loading the judge).
 
     Returns:
-        The FastAPI application (OpenAPI docs at ``/docs``).
+        The FastAPI application (OpenAPI docs at ``/docs`` and ``/redoc``, served offline by
+        :mod:`~langchain_references.server.docs`).
     """
-    from langchain_references.server import compat
+    from langchain_references.server import compat, docs
 
     if services is None:
         services = build_services(settings)
@@ -327,10 +331,16 @@ def create_app(settings: ServerSettings, *, services: Services | None = None) ->
         title="langchain-references evidence service",
         description="Evidence retrieval and claim verification over an evidence index; "
         "compatible with the climate evidence API (`/api/...`).",
-        docs_url="/docs",
+        docs_url=None,  # served offline by server.docs, under a CSP
+        redoc_url=None,
+        swagger_ui_oauth2_redirect_url=None,
     )
     app.state.services = services
     app.include_router(compat.router)
+    if docs.available():
+        app.include_router(docs.router)
+    else:
+        logger.warning("no API docs at /docs: install fastapi-offline (in the server extra)")
     for name in _optional_routers(OPTIONAL_ROUTERS):
         module = importlib.import_module(f"{__package__}.{name}")
         app.include_router(module.router)

@@ -116,10 +116,10 @@ class InlineNumberStyle(TextReferenceStyle):
         return ""
 
 
-#: Reference styles a request may name.
+#: Reference styles a request may name (inline links open the cited passage: deep links).
 STYLES: Final[dict[str, Callable[[], ReferenceStyle]]] = {
-    "markdown": MarkdownReferenceStyle,
-    "html": HTMLReferenceStyle,
+    "markdown": lambda: MarkdownReferenceStyle(deep_links=True),
+    "html": lambda: HTMLReferenceStyle(deep_links=True),
     "text": TextReferenceStyle,
     "numbers": InlineNumberStyle,
     "empty": EmptyReferenceStyle,

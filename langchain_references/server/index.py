@@ -3,8 +3,25 @@
 Each corpus record ``{"id", "title", "text", "url"?, "doi"?, "year"?, "citation_count"?,
 "influential_citation_count"?, ...}`` becomes one ``abstract`` entry (the whole text, id
 ``"{id}:abstract"``) and one ``phrase`` entry per sentence (id ``"{id}:phrase:{i}"``), each with
-the record's metadata. Writes are upserts by id, and a record's stale sentences (its text got
-shorter) are deleted, so re-building from the same file changes nothing.
+the record's metadata.
+
+**Generations.** An index is built atomically (:meth:`EvidenceIndex.build`): the entries go
+into a new collection, a *generation* named ``"{name}__g{N}"``; only when every entry is written
+(and counted) does the index switch to it, in one step: the metadata of the empty collection
+``name`` (the *pointer*) then names the generation, with its entry count and
+``lr_complete: true``. A build that fails or is interrupted drops its generation and leaves the
+pointer as it was, so the previous generation still serves (or there is still no index); a
+build killed outright leaves an unfinished generation that nothing points at, which the next
+build deletes. :meth:`EvidenceIndex.open` opens the generation the pointer names and refuses
+(:class:`IncompleteIndexError`) an index without a complete generation: one whose first build
+never finished, whose generation is missing or short of entries, whose in-place update
+(:meth:`EvidenceIndex.add_records`) was interrupted, or one built by an older version without
+a pointer. After a switch the previous generation is kept, so that a ``serve`` still running on
+it keeps answering until it is restarted; the next build deletes it. One build at a time per
+index.
+
+Within a generation writes are upserts by id, and a record's stale sentences (its text got
+shorter) are deleted by :meth:`EvidenceIndex.add_records`.
 
 The collection uses cosine distance ``d = 1 - c``; a hit's ``similarity`` is ``(c + 1) / 2``,
 in ``[0, 1]``. Vectors come from any LangChain :class:`~langchain_core.embeddings.Embeddings`
@@ -26,6 +43,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast, get_args
 from urllib.parse import urlsplit
@@ -41,11 +59,15 @@ if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
 __all__ = [
+    "GENERATION_SEPARATOR",
+    "BuildResult",
     "EvidenceHit",
     "EvidenceIndex",
     "EvidenceIndexError",
     "EvidenceRecord",
     "Granularity",
+    "IncompleteIndexError",
+    "IndexBuildError",
     "IndexNotFoundError",
     "load_embeddings",
     "parse_evidence_record",
@@ -61,7 +83,17 @@ GRANULARITIES: Final[tuple[Granularity, ...]] = get_args(Granularity)
 RESERVED_KEYS: Final = frozenset({"record_id", "granularity", "position", "embeddings"})
 _KNOWN_STR: Final = ("url", "doi", "openalex_id")
 _KNOWN_INT: Final = ("year", "citation_count", "influential_citation_count")
-_NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]$")
+#: Between an index name and a generation number, in a generation's collection name.
+GENERATION_SEPARATOR: Final = "__g"
+# 3-52 characters, so that "{name}__g{N}" fits the 63 characters older Chroma servers allow.
+_NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,50}[A-Za-z0-9]$")
+# The pointer's metadata: the current generation, whether it is complete, its size.
+_GENERATION_KEY: Final = "lr_generation"
+_COMPLETE_KEY: Final = "lr_complete"
+_ENTRIES_KEY: Final = "lr_entries"
+_RECORDS_KEY: Final = "lr_records"
+_BUILT_AT_KEY: Final = "lr_built_at"
+_COSINE: Final[dict[str, Any]] = {"hnsw": {"space": "cosine"}}
 _CLIENT_LOCK: Final = threading.Lock()
 
 Scalar: TypeAlias = str | int | float | bool
@@ -73,6 +105,19 @@ class EvidenceIndexError(LangchainReferencesError, RuntimeError):
 
 class IndexNotFoundError(EvidenceIndexError, LookupError):
     """No index of that name exists at that location."""
+
+
+class IncompleteIndexError(EvidenceIndexError):
+    """The index has no complete generation to serve.
+
+    Its first build was interrupted or failed, its generation is missing or short of entries,
+    an in-place update was interrupted, or an older version built it without a completion
+    mark. The message is one line that says which, and to run ``index build`` again.
+    """
+
+
+class IndexBuildError(EvidenceIndexError):
+    """A build failed and was undone: the message says what still serves (or that none does)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,19 +428,218 @@ def _client(persist_dir: Path | None, chroma_url: str | None) -> ClientAPI:
         )
 
 
+def _is_not_found(exc: Exception) -> bool:
+    """Whether a Chroma error says that a collection does not exist."""
+    return type(exc).__name__ == "NotFoundError" or "does not exist" in str(exc).lower()
+
+
+def _collection(client: ClientAPI, name: str) -> Collection | None:
+    """The collection ``name``, or ``None`` if there is none."""
+    try:
+        return client.get_collection(name, embedding_function=None)
+    except Exception as exc:  # chromadb's NotFoundError, connection errors...
+        if _is_not_found(exc):
+            return None
+        raise
+
+
+def _generations(client: ClientAPI, name: str) -> dict[int, str]:
+    """The generation collections of index ``name``, by number."""
+    pattern = re.compile(re.escape(name + GENERATION_SEPARATOR) + r"([1-9][0-9]{0,8})")
+    found: dict[int, str] = {}
+    for item in client.list_collections():
+        collection_name = item if isinstance(item, str) else item.name
+        match = pattern.fullmatch(collection_name)
+        if match:
+            found[int(match.group(1))] = collection_name
+    return found
+
+
+def _max_batch(client: ClientAPI) -> int:
+    try:
+        return int(client.get_max_batch_size())
+    except Exception:  # a client that cannot tell: Chroma's smallest limit
+        return 1000
+
+
+@dataclass(frozen=True, slots=True)
+class _State:
+    """What the pointer of an index says, and why the index cannot be served (if it cannot)."""
+
+    pointer: Collection | None = None
+    generation: Collection | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    entries: int = 0
+    problem: str | None = None
+    legacy: bool = False
+
+    @property
+    def missing(self) -> bool:
+        return self.pointer is None and self.problem is None
+
+    @property
+    def complete(self) -> bool:
+        return self.generation is not None and self.problem is None
+
+
+def _resolve(client: ClientAPI, name: str, location: str) -> _State:
+    """Read the pointer of index ``name`` and check the generation it names."""
+    where = f"index {name!r} in {location}"
+    again = "run `index build` again"
+    pointer = _collection(client, name)
+    if pointer is None:
+        unfinished = _generations(client, name)
+        if unfinished:
+            return _State(
+                problem=f"{where} has no complete build: an interrupted or failed build left "
+                f"{len(unfinished)} unfinished generation(s); {again}"
+            )
+        return _State()
+    meta = dict(pointer.metadata or {})
+    generation_name = meta.get(_GENERATION_KEY)
+    if not isinstance(generation_name, str):
+        return _State(
+            pointer=pointer,
+            metadata=meta,
+            legacy=True,
+            problem=f"{where} was built by an older version that did not mark complete "
+            f"builds, so it may be partial; {again}",
+        )
+    generation = _collection(client, generation_name)
+    if generation is None:
+        return _State(
+            pointer=pointer,
+            metadata=meta,
+            problem=f"{where} is incomplete: its generation {generation_name!r} is missing; "
+            f"{again}",
+        )
+    entries = int(generation.count())
+    expected = meta.get(_ENTRIES_KEY)
+    problem = None
+    if meta.get(_COMPLETE_KEY) is not True:
+        problem = (
+            f"{where} is incomplete: an update of its generation {generation_name!r} was "
+            f"interrupted or failed; {again}"
+        )
+    elif entries != expected:
+        problem = (
+            f"{where} is incomplete: its generation {generation_name!r} holds {entries} of "
+            f"its {expected} entries; {again}"
+        )
+    return _State(pointer, generation, meta, entries, problem)
+
+
+def _left_as(state: _State, name: str) -> str:
+    """What a failed build leaves, in words."""
+    if state.complete:
+        assert state.generation is not None
+        return (
+            f"index {name!r} left as it was: generation {state.generation.name!r} "
+            f"({state.entries} entries) still current"
+        )
+    if state.missing:
+        return f"no index {name!r} was made"
+    return f"index {name!r} left as it was, still without a complete build"
+
+
+def _drop(client: ClientAPI, collection_name: str) -> bool:
+    """Delete a collection, logging (not raising) a failure."""
+    try:
+        client.delete_collection(collection_name)
+    except Exception as exc:  # already gone, Chroma unreachable...
+        if not _is_not_found(exc):
+            logger.warning("could not delete collection %r: %s", collection_name, exc)
+            return False
+    return True
+
+
+def _drop_unless_current(client: ClientAPI, name: str, generation_name: str) -> None:
+    """Undo a build: delete its generation, unless the pointer already names it."""
+    try:
+        pointer = _collection(client, name)
+        if pointer is not None and (pointer.metadata or {}).get(_GENERATION_KEY) == (
+            generation_name
+        ):
+            return
+    except Exception as exc:  # Chroma unreachable: nothing names it then, as far as we know
+        logger.warning("could not read the pointer of index %r: %s", name, exc)
+    _drop(client, generation_name)
+
+
+def _switch(client: ClientAPI, state: _State, name: str, meta: dict[str, Any]) -> Collection:
+    """Point index ``name`` at a generation, in one metadata write; returns the pointer."""
+    if state.pointer is not None and not state.legacy:
+        state.pointer.modify(metadata=meta)
+        return state.pointer
+    if state.pointer is not None:  # an older version's index: the name becomes the pointer
+        client.delete_collection(name)
+    return client.create_collection(
+        name, configuration=cast("Any", _COSINE), metadata=meta, embedding_function=None
+    )
+
+
+def _connect(
+    name: str, persist_dir: str | Path | None, chroma_url: str | None, *, create: bool
+) -> tuple[ClientAPI, str]:
+    """Check the name and the location, and connect: ``(client, location)``."""
+    if not _NAME.match(name) or GENERATION_SEPARATOR[:2] in name:
+        raise ValueError(
+            f"invalid index name {name!r}: use 3-52 letters, digits, '.', '_' or '-', "
+            "starting and ending with a letter or digit, without '__'"
+        )
+    if (persist_dir is None) == (chroma_url is None):
+        raise ValueError("give exactly one of persist_dir and chroma_url")
+    if persist_dir is not None:
+        path = Path(persist_dir)
+        if not create and not path.is_dir():
+            raise IndexNotFoundError(f"no index directory {path}")
+        return _client(path, None), str(persist_dir)
+    assert chroma_url is not None
+    return _client(None, chroma_url), chroma_url
+
+
+@dataclass(frozen=True, slots=True)
+class BuildResult:
+    """What :meth:`EvidenceIndex.build` did.
+
+    Attributes:
+        index: The index, open on its new generation.
+        records: Records indexed (a repeated id counts once).
+        entries: Entries in the new generation.
+        previous_generation: The generation that was current before, if any (kept until the
+            next build, for a ``serve`` still running on it).
+        previous_entries: Its entries (0 when there was none).
+        deleted: Older generations (and unfinished ones) deleted after the switch.
+    """
+
+    index: EvidenceIndex
+    records: int
+    entries: int
+    previous_generation: str | None
+    previous_entries: int
+    deleted: tuple[str, ...]
+
+    @property
+    def generation(self) -> str:
+        """The new generation's collection name."""
+        return self.index.generation
+
+
 class EvidenceIndex:
     """A named evidence index in an embedded Chroma directory or on a Chroma server.
 
-    Open one with :meth:`open`; build it with :meth:`add_records`; search it with
-    :meth:`search` / :meth:`asearch` (or several queries at once with :meth:`search_many` /
-    :meth:`asearch_many`).
+    Build one with :meth:`build` (atomic: a new generation, switched to when complete); open
+    its current generation with :meth:`open`; search it with :meth:`search` / :meth:`asearch`
+    (or several queries at once with :meth:`search_many` / :meth:`asearch_many`).
 
     Args:
-        collection: The Chroma collection (cosine space).
+        collection: The Chroma collection of the generation (cosine space).
         embeddings: The embeddings of the entries and the queries.
         name: The index name.
         location: Where it lives (a directory or a URL), for messages.
         max_batch_size: The most entries Chroma accepts in one write.
+        pointer: The index's pointer collection, kept up to date by :meth:`add_records`
+            (``None``: the collection is written as is).
     """
 
     def __init__(
@@ -406,13 +650,20 @@ class EvidenceIndex:
         name: str,
         location: str,
         max_batch_size: int = 1000,
+        pointer: Collection | None = None,
     ) -> None:
         self._collection = collection
+        self._pointer = pointer
         self.max_batch_size = max(1, max_batch_size)
         self.embeddings = embeddings
         self.name = name
         self.location = location
         self._write_lock = threading.Lock()
+
+    @property
+    def generation(self) -> str:
+        """The name of the Chroma collection searched (``"{name}__g{N}"``)."""
+        return str(self._collection.name)
 
     @classmethod
     def open(
@@ -424,16 +675,18 @@ class EvidenceIndex:
         embeddings: Embeddings | None = None,
         create: bool = False,
     ) -> EvidenceIndex:
-        """Open (or create) an index.
+        """Open the current generation of an index (or create an empty one).
 
         Args:
-            name: The index name: 3-63 characters, letters, digits, ``.``, ``_`` and ``-``,
-                starting and ending with a letter or digit.
+            name: The index name: 3-52 characters, letters, digits, ``.``, ``_`` and ``-``,
+                starting and ending with a letter or digit, without ``__``.
             persist_dir: Directory of an embedded Chroma.
             chroma_url: URL of a Chroma server (``http://host:port``), instead.
             embeddings: Embeddings for entries and queries (default: the offline MiniLM).
                 Use the same ones to build and to search.
-            create: Create the index if missing (building); otherwise it must exist.
+            create: For writing with :meth:`add_records`: create an empty generation if the
+                index is missing or has no complete one, and open an incomplete generation
+                as it is (a re-run of :meth:`add_records` completes it).
 
         Returns:
             The index.
@@ -441,50 +694,169 @@ class EvidenceIndex:
         Raises:
             ValueError: If the name is invalid, or both or neither locations are given.
             IndexNotFoundError: If the index does not exist and ``create`` is false.
+            IncompleteIndexError: If it has no complete generation and ``create`` is false.
             EvidenceIndexError: If Chroma cannot be reached or opened.
         """
-        if not _NAME.match(name):
-            raise ValueError(
-                f"invalid index name {name!r}: use 3-63 letters, digits, '.', '_' or '-', "
-                "starting and ending with a letter or digit"
-            )
-        if (persist_dir is None) == (chroma_url is None):
-            raise ValueError("give exactly one of persist_dir and chroma_url")
-        location = chroma_url or str(persist_dir)
-        if persist_dir is not None:
-            path = Path(persist_dir)
-            if not create and not path.is_dir():
-                raise IndexNotFoundError(f"no index directory {path}")
-            client = _client(path, None)
-        else:
-            client = _client(None, chroma_url)
+        client, location = _connect(name, persist_dir, chroma_url, create=create)
         if embeddings is None:
             embeddings = load_embeddings()
-        kind = type(embeddings).__name__
         try:
-            if create:
-                collection = client.get_or_create_collection(
-                    name,
-                    configuration={"hnsw": {"space": "cosine"}},
-                    metadata={"embeddings": kind},
-                    embedding_function=None,
-                )
-            else:
-                collection = client.get_collection(name, embedding_function=None)
-        except Exception as exc:  # chromadb's NotFoundError, connection errors...
-            if not create and "does not exist" in str(exc).lower():
-                raise IndexNotFoundError(f"no index {name!r} in {location}") from exc
+            state = _resolve(client, name, location)
+        except Exception as exc:  # chromadb's errors share no base class
             raise EvidenceIndexError(f"cannot open index {name!r} in {location}: {exc}") from exc
+        if not create and state.missing:
+            raise IndexNotFoundError(f"no index {name!r} in {location}")
+        if not create and state.problem is not None:
+            raise IncompleteIndexError(state.problem)
+        if state.legacy and state.pointer is not None:
+            logger.warning("%s; writing into it as it is", state.problem)
+            collection, pointer = state.pointer, None
+        elif state.generation is not None and state.pointer is not None:
+            if state.problem is not None:
+                logger.warning("%s; opening it for writing", state.problem)
+            collection, pointer = state.generation, state.pointer
+        else:
+            return cls._build(client, name, location, embeddings, [], batch_size=1).index
         built_with = (collection.metadata or {}).get("embeddings")
+        kind = type(embeddings).__name__
         if built_with is not None and built_with != kind:
             logger.warning(
                 "index %r was built with %s embeddings, searching with %s", name, built_with, kind
             )
+        return cls(
+            collection,
+            embeddings,
+            name=name,
+            location=location,
+            max_batch_size=_max_batch(client),
+            pointer=pointer,
+        )
+
+    @classmethod
+    def build(
+        cls,
+        name: str,
+        records: Iterable[EvidenceRecord],
+        *,
+        persist_dir: str | Path | None = None,
+        chroma_url: str | None = None,
+        embeddings: Embeddings | None = None,
+        batch_size: int = 256,
+        progress: Callable[[int], None] | None = None,
+    ) -> BuildResult:
+        """Build a new generation of an index from records and switch to it when complete.
+
+        The records go into a new collection ``"{name}__g{N}"``; once every entry is written
+        and counted, the pointer names it (one write). On any failure or interruption the new
+        generation is deleted and the index is left as it was: the previous generation still
+        serves, or there is still no index. After the switch, generations older than the
+        previous one are deleted (and unfinished ones of killed builds).
+
+        Args:
+            name: The index name (see :meth:`open`).
+            records: The records; when an id repeats, the last record with it wins.
+            persist_dir: Directory of an embedded Chroma (created if missing).
+            chroma_url: URL of a Chroma server, instead.
+            embeddings: Embeddings of the entries (default: the offline MiniLM).
+            batch_size: Entries embedded and written per batch (capped by Chroma's limit).
+            progress: Called with the number of records done after each batch.
+
+        Returns:
+            The new index and what was replaced.
+
+        Raises:
+            ValueError: If the name, the locations or ``batch_size`` are invalid.
+            IndexBuildError: If writing failed (the message ends with what still serves).
+            EvidenceIndexError: If Chroma cannot be reached.
+            KeyboardInterrupt: Re-raised after undoing the build, with a note saying what
+                still serves.
+        """
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        client, location = _connect(name, persist_dir, chroma_url, create=True)
+        if embeddings is None:
+            embeddings = load_embeddings()
+        return cls._build(
+            client, name, location, embeddings, records, batch_size=batch_size, progress=progress
+        )
+
+    @classmethod
+    def _build(
+        cls,
+        client: ClientAPI,
+        name: str,
+        location: str,
+        embeddings: Embeddings,
+        records: Iterable[EvidenceRecord],
+        *,
+        batch_size: int,
+        progress: Callable[[int], None] | None = None,
+    ) -> BuildResult:
+        unique = _last_of_each_id(records)
         try:
-            max_batch = int(client.get_max_batch_size())
-        except Exception:  # a client that cannot tell: Chroma's smallest limit
-            max_batch = 1000
-        return cls(collection, embeddings, name=name, location=location, max_batch_size=max_batch)
+            state = _resolve(client, name, location)
+            number = max(_generations(client, name), default=0) + 1
+            generation_name = f"{name}{GENERATION_SEPARATOR}{number}"
+            collection = client.create_collection(
+                generation_name,
+                configuration=cast("Any", _COSINE),
+                metadata={"embeddings": type(embeddings).__name__, "lr_index": name},
+                embedding_function=None,
+            )
+        except Exception as exc:  # chromadb's errors share no base class
+            raise EvidenceIndexError(f"cannot build index {name!r} in {location}: {exc}") from exc
+        left = _left_as(state, name)
+        index = cls(
+            collection, embeddings, name=name, location=location, max_batch_size=_max_batch(client)
+        )
+        try:
+            written = index._write(unique, min(batch_size, index.max_batch_size), progress)
+            entries = int(collection.count())
+            if entries != written:
+                raise EvidenceIndexError(
+                    f"generation {generation_name!r} holds {entries} entries, {written} written"
+                )
+            meta = {
+                _GENERATION_KEY: generation_name,
+                _COMPLETE_KEY: True,
+                _ENTRIES_KEY: entries,
+                _RECORDS_KEY: len(unique),
+                _BUILT_AT_KEY: datetime.now(UTC).isoformat(timespec="seconds"),
+                "embeddings": type(embeddings).__name__,
+            }
+            index._pointer = _switch(client, state, name, meta)
+        except Exception as exc:
+            _drop_unless_current(client, name, generation_name)
+            cause = (
+                str(exc) if isinstance(exc, EvidenceIndexError) else f"{type(exc).__name__}: {exc}"
+            )
+            raise IndexBuildError(f"build of index {name!r} failed: {cause}; {left}") from exc
+        except BaseException as exc:  # KeyboardInterrupt, SystemExit: undo, then let it go on
+            _drop_unless_current(client, name, generation_name)
+            exc.add_note(left)
+            raise
+        previous = state.generation.name if state.complete and state.generation else None
+        deleted = tuple(
+            old
+            for old in _generations(client, name).values()
+            if old not in (generation_name, previous) and _drop(client, old)
+        )
+        logger.info(
+            "index %r in %s: generation %r is current (%d entries)%s",
+            name,
+            location,
+            generation_name,
+            entries,
+            f"; deleted {', '.join(deleted)}" if deleted else "",
+        )
+        return BuildResult(
+            index=index,
+            records=len(unique),
+            entries=entries,
+            previous_generation=previous,
+            previous_entries=state.entries if previous else 0,
+            deleted=deleted,
+        )
 
     def count(self, granularity: Granularity | None = None) -> int:
         """Number of entries, of one granularity or of both.
@@ -508,10 +880,13 @@ class EvidenceIndex:
         batch_size: int = 256,
         progress: Callable[[int], None] | None = None,
     ) -> int:
-        """Upsert records (both granularities), in batches of entries.
+        """Upsert records (both granularities) into this generation, in batches of entries.
 
         Re-adding a record replaces its entries; sentences it no longer has are deleted. When
-        an id repeats, the last record with it wins (a warning is logged).
+        an id repeats, the last record with it wins (a warning is logged). This changes the
+        generation in place: while it runs (and if it fails) the index is marked incomplete,
+        so that :meth:`open` refuses it; re-running it completes the index. Use :meth:`build`
+        to replace an index atomically.
 
         Args:
             records: The records.
@@ -527,27 +902,58 @@ class EvidenceIndex:
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
-        limit = min(batch_size, self.max_batch_size)
         unique = _last_of_each_id(records)
+        with self._write_lock:
+            self._mark(complete=False)
+            written = self._write(
+                unique, min(batch_size, self.max_batch_size), progress, prune=True
+            )
+            self._mark(complete=True)
+        return written
+
+    def _mark(self, *, complete: bool) -> None:
+        """Record in the pointer whether this generation is complete, and its size."""
+        if self._pointer is None:
+            return
+        try:
+            meta = dict(self._pointer.metadata or {})
+            meta[_GENERATION_KEY] = self.generation
+            meta[_COMPLETE_KEY] = complete
+            if complete:
+                meta[_ENTRIES_KEY] = int(self._collection.count())
+            self._pointer.modify(metadata=meta)
+        except Exception as exc:  # chromadb's errors share no base class
+            raise EvidenceIndexError(f"cannot update index {self.name!r}: {exc}") from exc
+
+    def _write(
+        self,
+        records: Sequence[EvidenceRecord],
+        limit: int,
+        progress: Callable[[int], None] | None,
+        *,
+        prune: bool = False,
+    ) -> int:
+        """Write records (ids unique) in batches of about ``limit`` entries."""
         written = 0
         pending: list[_Entry] = []
         pending_records: list[str] = []
-        with self._write_lock:
-            for record in unique:
-                pending.extend(_entries(record))
-                pending_records.append(record.id)
-                if len(pending) >= limit:
-                    written += self._flush(pending, pending_records, limit)
-                    if progress is not None:
-                        progress(len(pending_records))
-                    pending, pending_records = [], []
-            if pending:
-                written += self._flush(pending, pending_records, limit)
+        for record in records:
+            pending.extend(_entries(record))
+            pending_records.append(record.id)
+            if len(pending) >= limit:
+                written += self._flush(pending, pending_records, limit, prune=prune)
                 if progress is not None:
                     progress(len(pending_records))
+                pending, pending_records = [], []
+        if pending:
+            written += self._flush(pending, pending_records, limit, prune=prune)
+            if progress is not None:
+                progress(len(pending_records))
         return written
 
-    def _flush(self, entries: Sequence[_Entry], record_ids: Sequence[str], limit: int) -> int:
+    def _flush(
+        self, entries: Sequence[_Entry], record_ids: Sequence[str], limit: int, *, prune: bool
+    ) -> int:
         try:
             for start in range(0, len(entries), limit):
                 chunk = entries[start : start + limit]
@@ -561,12 +967,13 @@ class EvidenceIndex:
                     documents=[e.text for e in chunk],
                     metadatas=cast("Any", [e.metadata for e in chunk]),
                 )
-            fresh = {e.id for e in entries}
-            owners = {"record_id": {"$in": list(dict.fromkeys(record_ids))}}
-            existing = self._collection.get(where=cast("Any", owners), include=[])
-            stale = [i for i in existing["ids"] if i not in fresh]
-            if stale:
-                self._collection.delete(ids=stale)
+            if prune:  # a record's sentences it no longer has
+                fresh = {e.id for e in entries}
+                owners = {"record_id": {"$in": list(dict.fromkeys(record_ids))}}
+                existing = self._collection.get(where=cast("Any", owners), include=[])
+                stale = [i for i in existing["ids"] if i not in fresh]
+                if stale:
+                    self._collection.delete(ids=stale)
         except Exception as exc:  # chromadb's errors share no base class
             raise EvidenceIndexError(f"cannot write to index {self.name!r}: {exc}") from exc
         return len(entries)

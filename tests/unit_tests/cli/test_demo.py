@@ -263,6 +263,7 @@ def test_a_model_failing_while_answering_is_one_error_line(
 
     _fake_module(monkeypatch, "langchain")
     _fake_module(monkeypatch, "langchain.chat_models", init_chat_model=init_chat_model)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # the key is there; the network is not
     code, out, err = _demo("--model", "openai:gpt-4o-mini", "-k", "1")
     assert code == 2
     assert out.startswith("Question: ")

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import langchain_references
 from langchain_references.cli import build_parser, main
 from tests.unit_tests.conftest import REPO_ROOT
 
@@ -162,3 +165,78 @@ def test_python_dash_m_reports_each_bad_record_once(tmp_path: Path) -> None:
     assert done.stderr.count(f"{path}:3") == 1
     assert f"error: {path}:2: document: unknown field (did you mean 'documents'?)" in done.stderr
     assert f"error: {path}:3: JSON nested deeper than 100 levels (record skipped)" in done.stderr
+
+
+def test_version() -> None:
+    code, out, err = run_main("--version")
+    assert (code, err) == (0, "")
+    assert out == f"langchain-references {importlib.metadata.version('langchain-references')}\n"
+    assert out.removeprefix("langchain-references ").strip() == langchain_references.__version__
+
+
+@pytest.mark.slow
+def test_python_dash_m_version() -> None:
+    done = _module("--version")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"langchain-references {langchain_references.__version__}\n"
+
+
+@pytest.mark.slow
+def test_python_dash_m_dead_network(tmp_path: Path) -> None:
+    """A judge that cannot reach its API: one warning, "k of n judgements failed", exit 1."""
+    pytest.importorskip("langchain_openai")
+    answer = {
+        "answer": "Seattle gets a lot of rain every year [1](id=1). Tokyo is in Japan [2](id=2).",
+        "documents": [{"page_content": "Seattle is rainy."}, {"page_content": "Tokyo."}],
+    }
+    path = tmp_path / "answers.jsonl"
+    path.write_text(json.dumps(answer) + "\n", encoding="utf-8")
+    environment = {
+        **os.environ,
+        "OPENAI_API_KEY": "sk-test",
+        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",  # nothing listens: connection refused
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "langchain_references.cli",
+            "citations",
+            "--input",
+            str(path),
+            "--judge",
+            "llm:openai:gpt-4o-mini",
+        ],
+        cwd=REPO_ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.count("LLMJudge failed") == 1  # the same warning is not repeated
+    assert "no scores: 2 of 2 judgements failed (first: " in done.stdout
+    assert "0.000" not in done.stdout
+
+
+@pytest.mark.slow
+def test_version_when_the_distribution_is_not_installed() -> None:
+    script = (
+        "import importlib.metadata as metadata\n"
+        "def version(name):\n"
+        "    raise metadata.PackageNotFoundError(name)\n"
+        "metadata.version = version\n"
+        "import langchain_references\n"
+        "print(langchain_references.__version__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (0, "0+unknown\n"), done.stderr

@@ -120,41 +120,45 @@ def test_choose_quote_picks_the_sentence_sharing_the_rarest_words() -> None:
     assert choose_quote("", "anything") is None
 
 
-def _doc(**metadata: object) -> Document:
-    return Document("text", metadata={"source": "https://a.org/x?a=1&b=2", **metadata})
+def _doc(content: str = "text", **metadata: object) -> Document:
+    return Document(content, metadata={"source": "https://a.org/x?a=1&b=2", **metadata})
 
 
 def test_markdown_and_html_link_inline_citations_deep_but_not_the_list() -> None:
-    doc = _doc(**{QUOTE_KEY: "Sea level rose 20 cm."})
-    md = MarkdownReferenceStyle()
+    doc = _doc("Since 1900, sea level rose 20 cm.", **{QUOTE_KEY: "Sea level rose 20 cm."})
+    md = MarkdownReferenceStyle(deep_links=True)
     inline = md.format_reference(1, doc)
     assert (
         inline
         == "<sup>[[1](https://a.org/x?a=1&amp;b=2#:~:text=Sea%20level%20rose%2020%20cm.)]</sup>"
     )
     assert "#:~:" not in md.format_all_references([(1, doc)])
-    page = HTMLReferenceStyle().format_reference(2, doc)
+    page = HTMLReferenceStyle(deep_links=True).format_reference(2, doc)
     assert page is not None
     assert html.unescape(page).count("#:~:text=Sea%20level") == 1
-    assert "#:~:" not in HTMLReferenceStyle().format_all_references([(1, doc)])
+    assert "#:~:" not in HTMLReferenceStyle(deep_links=True).format_all_references([(1, doc)])
 
 
-def test_deep_links_can_be_turned_off_and_text_style_has_none() -> None:
-    doc = _doc(**{QUOTE_KEY: "Sea level rose."})
-    assert MarkdownReferenceStyle(deep_links=False).format_reference(1, doc) == (
-        "<sup>[[1](https://a.org/x?a=1&amp;b=2)]</sup>"
+def test_deep_links_are_off_by_default_and_text_style_has_none() -> None:
+    doc = _doc("Sea level rose 20 cm since 1900.", **{QUOTE_KEY: "Sea level rose 20 cm"})
+    for md in (MarkdownReferenceStyle(), MarkdownReferenceStyle(deep_links=False)):
+        assert md.format_reference(1, doc) == "<sup>[[1](https://a.org/x?a=1&amp;b=2)]</sup>"
+    assert HTMLReferenceStyle().format_reference(1, doc) == (
+        '<sup><a href="https://a.org/x?a=1&amp;b=2">1</a></sup>'
     )
     assert TextReferenceStyle().format_reference(1, doc) == "[1]"
+    assert TextReferenceStyle(deep_links=True).format_reference(1, doc) == "[1]"
 
 
 def test_hostile_quotes_cannot_break_out_of_the_link() -> None:
-    doc = _doc(**{QUOTE_KEY: '"><script>alert(1)</script> ) ] javascript:x'})
-    page = HTMLReferenceStyle().format_reference(1, doc)
+    quote = '"><script>alert(1)</script> ) ] javascript:x and more words'
+    doc = _doc(quote, **{QUOTE_KEY: quote})
+    page = HTMLReferenceStyle(deep_links=True).format_reference(1, doc)
     assert page is not None
     match = re.fullmatch(r'<sup><a href="([^"<>]*)">1</a></sup>', page)
     assert match is not None, page
     assert "%3Cscript%3E" in match.group(1)
-    md = MarkdownReferenceStyle().format_reference(1, doc)
+    md = MarkdownReferenceStyle(deep_links=True).format_reference(1, doc)
     assert md is not None
     target = md[len("<sup>[[1](") : -len(")]</sup>")]
     assert not re.search(r"[\s()<>\[\]\"]", target)

@@ -205,9 +205,8 @@ def test_no_valid_citation_and_empty_answer() -> None:
 def test_default_style_is_markdown() -> None:
     wrapped = manage_references(RunnableLambda(lambda _: "x [1](id=2)"))
     assert wrapped.invoke({"documents": DOCS}) == (
-        "x <sup>[[1](https://h.org#:~:text=It%20opened%20in%201962.)]</sup>"
-        "\n\n- **1** [https://h.org](https://h.org)"
-    )  # the inline link is a deep link to the cited chunk's sentence; the list is plain
+        "x <sup>[[1](https://h.org)]</sup>\n\n- **1** [https://h.org](https://h.org)"
+    )  # the seed's format: the inline link is the plain source URL (deep links are opt-in)
 
 
 def test_wrapped_runnable_is_a_child_run() -> None:

@@ -23,7 +23,7 @@ DOCS = [
 ]
 ANSWER = "The Needle is in Seattle [1](id=1). It opened in 1962 [7](id=2). Bad [3](id=9)."
 EXPECTED = (
-    "The Needle is in Seattle [1]. It opened in 1962 [2]. Bad ."
+    "The Needle is in Seattle [1]. It opened in 1962 [2]. Bad."
     "\n\n- [1] S (https://s.org)\n- [2] https://h.org"
 )
 PIECES = [ANSWER[i : i + 3] for i in range(0, len(ANSWER), 3)]

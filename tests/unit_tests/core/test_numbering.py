@@ -110,12 +110,18 @@ def test_positions_outside_the_list_are_errors() -> None:
 
 def test_a_quote_reaches_deep_link_styles_only() -> None:
     d = docs("https://a.org/x")
-    deep = SourceNumbering(d, MarkdownReferenceStyle())
-    assert deep.cite(1, quote="Chunk 1.") == "<sup>[[1](https://a.org/x#:~:text=Chunk%201.)]</sup>"
+    quote = "Second sentence of chunk 1."
+    deep = SourceNumbering(d, MarkdownReferenceStyle(deep_links=True))
+    assert deep.cite(1, quote=quote) == (
+        "<sup>[[1](https://a.org/x#:~:text=Second%20sentence%20of%20chunk%201.)]</sup>"
+    )
     assert deep.cite(1) == "<sup>[[1](https://a.org/x)]</sup>"
+    # a quote of two words could match anywhere on the page: no text fragment
+    assert deep.cite(1, quote="Chunk 1.") == "<sup>[[1](https://a.org/x)]</sup>"
     assert QUOTE_KEY not in deep.references[0].document.metadata  # the listed document is as given
-    flat = SourceNumbering(d, MarkdownReferenceStyle(deep_links=False))
-    assert flat.cite(1, quote="Chunk 1.") == "<sup>[[1](https://a.org/x)]</sup>"
+    for flat_style in (MarkdownReferenceStyle(deep_links=False), MarkdownReferenceStyle()):
+        flat = SourceNumbering(d, flat_style)
+        assert flat.cite(1, quote=quote) == "<sup>[[1](https://a.org/x)]</sup>"
 
 
 def test_the_rewriter_numbers_through_the_same_registry() -> None:
@@ -152,11 +158,12 @@ def test_the_rewriter_numbers_through_the_same_registry() -> None:
 
 def test_deep_link_numbering_matches_the_rewriter() -> None:
     d = docs("https://a.org/x", "https://b.org/y", "https://a.org/x")
-    rewriter = ReferenceRewriter(d, MarkdownReferenceStyle())
+    rewriter = ReferenceRewriter(d, MarkdownReferenceStyle(deep_links=True))
     out = rewriter.feed("[1](id=3)[1](id=2)[1](id=1)")
-    numbering = SourceNumbering(d, MarkdownReferenceStyle())
-    # With no citing sentence, a deep link quotes the chunk's first sentence.
-    quotes = ["Chunk 3.", "Chunk 2.", "Chunk 1."]
+    numbering = SourceNumbering(d, MarkdownReferenceStyle(deep_links=True))
+    # With no citing sentence, a deep link quotes the chunk's first sentence long enough.
+    quotes = [f"Second sentence of chunk {i}." for i in (3, 2, 1)]
+    assert "#:~:text=Second%20sentence%20of%20chunk%203." in out
     assert out == "".join(
         numbering.cite(p, quote=q) for p, q in zip((3, 2, 1), quotes, strict=True)
     )

@@ -48,7 +48,7 @@ def test_documents_without_source_are_never_merged() -> None:
 def test_out_of_range_ids_are_dropped_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="langchain_references"):
         out = run("a [1](id=0) b [1](id=3) c [1](id=2)", docs("u1", "u2"))
-    assert out == "a  b  c [1]\n\n- [1] u2"
+    assert out == "a b c [1]\n\n- [1] u2"  # a dropped citation leaves no double blank
     assert sum("not in 1..2" in r.getMessage() for r in caplog.records) == 2
 
 
@@ -67,7 +67,7 @@ class DropOdd(TextReferenceStyle):
 
 def test_none_from_format_reference_takes_no_number() -> None:
     out = run("[1](id=1) [1](id=2) [1](id=3) [1](id=4)", docs("u1", "u2", "u3", "u4"), DropOdd())
-    assert out == " [1]  [2]\n\n- [1] u2\n- [2] u4"
+    assert out == " [1] [2]\n\n- [1] u2\n- [2] u4"
 
 
 def test_feed_after_finish_is_an_error() -> None:
@@ -85,7 +85,7 @@ def test_deep_links_quote_per_citing_sentence_under_one_number() -> None:
         "The tower opened in 1962. Its deck turns once every 47 minutes.",
         metadata={"source": "https://t.org"},
     )
-    rewriter = ReferenceRewriter([chunk], MarkdownReferenceStyle())
+    rewriter = ReferenceRewriter([chunk], MarkdownReferenceStyle(deep_links=True))
     answer = (
         "It turns every 47 minutes [1](id=1). It opened in 1962 [2](id=1). "
         "Again, 47 minutes [3](id=1)."

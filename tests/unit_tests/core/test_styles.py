@@ -54,7 +54,9 @@ def test_html_exact_forms() -> None:
 
 
 def test_empty_style_removes_citations_and_list() -> None:
-    assert render(EmptyReferenceStyle(), "x [1](id=1) y.", [A]) == "x  y."
+    # the removed citation takes the blank before it along: no double space
+    assert render(EmptyReferenceStyle(), "x [1](id=1) y.", [A]) == "x y."
+    assert render(EmptyReferenceStyle(), "x [1](id=1).", [A]) == "x."
 
 
 def test_no_citation_means_no_list() -> None:
@@ -260,6 +262,6 @@ class Tracer(EmptyReferenceStyle):
 
 def test_format_all_references_called_once_with_a_real_list() -> None:
     tracer = Tracer()
-    assert render(tracer, "a [1](id=2) b [2](id=1) [3](id=2)", [A, B]) == "a  b  "
+    assert render(tracer, "a [1](id=2) b [2](id=1) [3](id=2)", [A, B]) == "a b"
     assert tracer.calls == [[(1, B), (2, A)]]
     assert isinstance(tracer.calls[0], list)

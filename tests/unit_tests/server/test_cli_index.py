@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -11,7 +15,8 @@ import pytest
 from langchain_references.cli import main
 from langchain_references.server.index import EvidenceIndex
 
-from .conftest import CORPUS
+from .conftest import CORPUS, free_port
+from .test_index import INCOMPLETE
 
 
 def _run(*argv: str) -> tuple[int, str, str]:
@@ -176,3 +181,187 @@ def test_serve_settings_from_options(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (settings.max_top_k, settings.default_top_k, settings.max_claims) == (5, 5, 3)
     assert settings.chroma_url == "http://127.0.0.1:9"
     assert settings.persist_dir is None
+
+
+# --------------------------------------------------------------------------- atomic builds
+
+FAKE = "tests.unit_tests.server._build_fakes:WordHashEmbeddings"
+REPO = Path(__file__).resolve().parents[3]
+BIN = Path(sys.executable).parent
+QUERIES = ("carbon dioxide warming", "honey bees", "sea level rise", "coral bleaching")
+
+
+def _build(corpus: Path, db: Path) -> tuple[int, str, str]:
+    return _run(
+        "index",
+        "build",
+        "--input",
+        str(corpus),
+        "--name",
+        "cli-gen",
+        "--persist-dir",
+        str(db),
+        "--embeddings",
+        FAKE,
+        "--batch-size",
+        "4",
+        "--quiet",
+    )
+
+
+def _served(db: Path, name: str = "cli-gen") -> EvidenceIndex:
+    """The index `serve --index NAME --persist-dir DB` opens (or its CLIError)."""
+    from langchain_references.cli import build_parser
+    from langchain_references.cli.index import open_index
+
+    args = build_parser().parse_args(
+        ["serve", "--index", name, "--persist-dir", str(db), "--embeddings", FAKE]
+    )
+    return open_index(args, create=False)
+
+
+def _answers(index: EvidenceIndex) -> list[list[str]]:
+    return [
+        [h.id for h in index.search(q, granularity=g, k=4)]
+        for q in QUERIES
+        for g in ("abstract", "phrase")
+    ]
+
+
+def _bigger_corpus(tmp_path: Path) -> Path:
+    path = tmp_path / "bigger.jsonl"
+    extra = {"id": "new-1", "title": "Bees", "text": "Honey bees dance to point at flowers."}
+    path.write_text(CORPUS.read_text() + json.dumps(extra) + "\n")
+    return path
+
+
+def test_a_rebuild_switches_to_a_new_generation(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    status, out, _ = _build(CORPUS, db)
+    assert status == 0
+    assert "generation 'cli-gen__g1'; the index holds 24 entries (+24)\n" in out
+    status, out, _ = _build(_bigger_corpus(tmp_path), db)
+    assert status == 0
+    assert "generation 'cli-gen__g2'; the index holds 26 entries (+2); generation " in out
+    assert "'cli-gen__g1' kept until the next build" in out
+    assert _served(db).generation == "cli-gen__g2"
+
+
+@pytest.mark.parametrize(("failure", "status"), [("error", 2), ("interrupt", 130)])
+def test_a_failed_build_leaves_the_previous_generation_serving(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: str, status: int
+) -> None:
+    db = tmp_path / "db"
+    assert _build(CORPUS, db)[0] == 0
+    before = _answers(_served(db))
+    monkeypatch.setenv("LR_TEST_FAIL_AFTER", "3")
+    monkeypatch.setenv("LR_TEST_FAIL_WITH", failure)
+    code, out, err = _build(_bigger_corpus(tmp_path), db)
+    assert (code, out) == (status, "")
+    (line,) = err.splitlines()
+    kept = "index 'cli-gen' left as it was: generation 'cli-gen__g1' (24 entries) still current"
+    if failure == "error":
+        assert line.startswith("error: build of index 'cli-gen' failed: cannot write to index")
+        assert "embeddings failed after 3 batches" in line
+    else:
+        assert line.startswith("error: interrupted; ")
+    assert line.endswith(kept)
+    monkeypatch.delenv("LR_TEST_FAIL_AFTER")
+    served = _served(db)
+    assert served.generation == "cli-gen__g1"
+    assert _answers(served) == before
+    assert "new-1:abstract" not in [
+        h.id for h in served.search("Honey bees dance", granularity="abstract", k=8)
+    ]
+
+
+def test_a_failed_first_build_says_there_is_no_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "db"
+    monkeypatch.setenv("LR_TEST_FAIL_AFTER", "2")
+    status, _, err = _build(CORPUS, db)
+    assert status == 2
+    assert err.endswith("; no index 'cli-gen' was made\n")
+    status, _, err = _run("serve", "--index", "cli-gen", "--persist-dir", str(db))
+    assert status == 2
+    assert err == f"error: no index 'cli-gen' in {db}\n"
+
+
+@pytest.mark.parametrize("state", sorted(INCOMPLETE))
+def test_serve_refuses_an_incomplete_index_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, state: str
+) -> None:
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn, "run", lambda *_, **__: pytest.fail("serve started"))
+    make, message = INCOMPLETE[state]
+    make(tmp_path)
+    status, out, err = _run(
+        "serve", "--index", "gen-idx", "--persist-dir", str(tmp_path), "--embeddings", FAKE
+    )
+    assert (status, out) == (2, "")
+    (line,) = err.splitlines()
+    assert line.startswith(f"error: index 'gen-idx' in {tmp_path} ")
+    assert message in line
+    assert line.endswith("run `index build` again")
+
+
+def _killed_build(db: Path, tmp_path: Path) -> None:
+    """Run `index build` in a process and kill it (SIGKILL) after three batches."""
+    marker = tmp_path / "hanging"
+    marker.unlink(missing_ok=True)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "LR_TEST_FAIL_AFTER": "3",
+        "LR_TEST_FAIL_WITH": "hang",
+        "LR_TEST_MARKER": str(marker),
+    }
+    argv = [str(BIN / "langchain-references"), "index", "build", "--input", str(CORPUS)]
+    argv += ["--name", "cli-gen", "--persist-dir", str(db), "--embeddings", FAKE, "--quiet"]
+    process = subprocess.Popen(
+        [*argv, "--batch-size", "4"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            assert process.poll() is None, "the build ended before it was killed"
+            assert time.monotonic() < deadline, "the build never reached its third batch"
+            time.sleep(0.1)
+    finally:
+        process.kill()
+        process.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_a_killed_build_is_never_served(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    _killed_build(db, tmp_path)  # the first build: no index to serve
+    argv = [str(BIN / "langchain-references"), "serve", "--index", "cli-gen"]
+    serve = subprocess.run(
+        [*argv, "--persist-dir", str(db), "--embeddings", FAKE, "--port", str(free_port())],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert serve.returncode == 2
+    assert serve.stdout == ""
+    (line,) = serve.stderr.splitlines()
+    assert line.startswith("error: index 'cli-gen' in ")
+    assert "has no complete build" in line
+
+    assert _build(CORPUS, db)[0] == 0  # a build repairs it
+    before = _answers(_served(db))
+    assert _served(db).generation == "cli-gen__g2"
+
+    _killed_build(db, tmp_path)  # a rebuild killed midway: the previous generation serves
+    served = _served(db)
+    assert served.generation == "cli-gen__g2"
+    assert served.count() == 24
+    assert _answers(served) == before

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,12 +16,18 @@ from langchain_references.embeddings import MiniLMEmbeddings
 from langchain_references.errors import RecordError
 from langchain_references.loading import load_records
 from langchain_references.server.index import (
+    BuildResult,
     EvidenceIndex,
+    EvidenceIndexError,
+    EvidenceRecord,
+    IncompleteIndexError,
+    IndexBuildError,
     IndexNotFoundError,
     parse_evidence_record,
     split_sentences,
 )
 
+from ._build_fakes import WordHashEmbeddings
 from .conftest import CORPUS, INDEX_NAME
 
 
@@ -178,7 +186,7 @@ def test_open_missing_index_or_directory(tmp_path: Path, embeddings: MiniLMEmbed
         EvidenceIndex.open("absent", persist_dir=tmp_path, embeddings=embeddings)
 
 
-@pytest.mark.parametrize("name", ["ab", "-abc", "a b c", "x" * 64, "abc-"])
+@pytest.mark.parametrize("name", ["ab", "-abc", "a b c", "x" * 53, "abc-", "a__b"])
 def test_open_rejects_invalid_names(name: str, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="invalid index name"):
         EvidenceIndex.open(name, persist_dir=tmp_path)
@@ -247,3 +255,189 @@ def test_concurrent_searches_from_threads(evidence_index: EvidenceIndex) -> None
             )
         )
     assert results == [expected[q] for q in queries]
+
+
+# ------------------------------------------------------------------ generations (atomic builds)
+
+QUERIES = ("carbon dioxide warming", "honey bees", "sea level rise", "coral bleaching")
+
+
+def _records() -> list[EvidenceRecord]:
+    return load_records(CORPUS, parse_evidence_record).records
+
+
+def _collections(directory: Path) -> list[str]:
+    from chromadb import PersistentClient
+    from chromadb.config import Settings
+
+    client = PersistentClient(path=str(directory), settings=Settings(anonymized_telemetry=False))
+    return sorted(c.name for c in client.list_collections())
+
+
+def _answers(index: EvidenceIndex) -> list[list[tuple[str, float]]]:
+    return [
+        [(h.id, round(h.similarity, 6)) for h in index.search(q, granularity=g, k=4)]
+        for q in QUERIES
+        for g in ("abstract", "phrase")
+    ]
+
+
+def _built(directory: Path, records: list[EvidenceRecord] | None = None) -> BuildResult:
+    return EvidenceIndex.build(
+        "gen-idx",
+        _records() if records is None else records,
+        persist_dir=directory,
+        embeddings=WordHashEmbeddings(),
+        batch_size=4,
+    )
+
+
+def _open(directory: Path) -> EvidenceIndex:
+    return EvidenceIndex.open("gen-idx", persist_dir=directory, embeddings=WordHashEmbeddings())
+
+
+def test_build_writes_a_new_generation_and_keeps_only_the_previous_one(tmp_path: Path) -> None:
+    first = _built(tmp_path)
+    assert (first.generation, first.previous_generation, first.deleted) == ("gen-idx__g1", None, ())
+    assert first.entries == first.index.count() == 24
+    assert first.records == 8
+    assert _open(tmp_path).generation == "gen-idx__g1"
+
+    second = _built(tmp_path, _records()[:3])
+    assert (second.generation, second.previous_generation) == ("gen-idx__g2", "gen-idx__g1")
+    assert (second.entries, second.previous_entries) == (9, 24)
+    assert _open(tmp_path).count() == 9
+    assert first.index.count() == 24  # a server still on the previous generation answers
+
+    third = _built(tmp_path)
+    assert third.deleted == ("gen-idx__g1",)
+    assert _collections(tmp_path) == ["gen-idx", "gen-idx__g2", "gen-idx__g3"]
+    assert _open(tmp_path).count("abstract") == 8
+
+
+@pytest.mark.parametrize("failure", ["error", "interrupt"])
+def test_a_failed_build_leaves_the_previous_generation_serving(
+    tmp_path: Path, failure: str
+) -> None:
+    _built(tmp_path)
+    before = _answers(_open(tmp_path))
+    bigger = [*_records(), parse_evidence_record({"id": "new", "text": "Honey bees dance."})]
+    failing = WordHashEmbeddings(fail_after=3, fail_with=failure)
+    expected = "index 'gen-idx' left as it was: generation 'gen-idx__g1' (24 entries) still current"
+    caught: pytest.ExceptionInfo[BaseException]
+    with pytest.raises(IndexBuildError if failure == "error" else KeyboardInterrupt) as caught:
+        EvidenceIndex.build(
+            "gen-idx", bigger, persist_dir=tmp_path, embeddings=failing, batch_size=4
+        )
+    assert failing.calls == 3  # it failed midway, after writing some entries
+    if failure == "error":
+        assert str(caught.value).endswith(expected)
+        assert "embeddings failed after 3 batches" in str(caught.value)
+    else:
+        assert caught.value.__notes__ == [expected]
+    after = _open(tmp_path)
+    assert after.generation == "gen-idx__g1"
+    assert _answers(after) == before
+    assert after.search("Honey bees dance.", granularity="abstract", k=1)[0].record_id != "new"
+    assert _collections(tmp_path) == ["gen-idx", "gen-idx__g1"]  # the new generation is gone
+
+
+def test_a_failed_first_build_leaves_no_index(tmp_path: Path) -> None:
+    with pytest.raises(IndexBuildError, match=r"no index 'gen-idx' was made$"):
+        EvidenceIndex.build(
+            "gen-idx",
+            _records(),
+            persist_dir=tmp_path,
+            embeddings=WordHashEmbeddings(fail_after=2),
+            batch_size=4,
+        )
+    with pytest.raises(IndexNotFoundError):
+        _open(tmp_path)
+    assert _collections(tmp_path) == []
+
+
+def _killed_first_build(directory: Path) -> None:
+    """What `kill -9` during a first build leaves: a partial generation and no pointer."""
+    _built(directory, _records()[:3])
+    client = _chroma(directory)
+    client.delete_collection("gen-idx")
+    client.delete_collection("gen-idx__g1")
+    partial = client.create_collection("gen-idx__g1", embedding_function=None)
+    partial.add(ids=["x:abstract"], embeddings=[[1.0] * 64], documents=["x"])
+
+
+def _short_generation(directory: Path) -> None:
+    _built(directory)
+    _chroma(directory).get_collection("gen-idx__g1").delete(ids=["co2-1:abstract"])
+
+
+def _interrupted_update(directory: Path) -> None:
+    _built(directory, _records()[:3])
+    index = EvidenceIndex.open(
+        "gen-idx",
+        persist_dir=directory,
+        embeddings=WordHashEmbeddings(fail_after=1),
+        create=True,
+    )
+    with pytest.raises(EvidenceIndexError):
+        index.add_records(_records(), batch_size=4)
+
+
+def _missing_generation(directory: Path) -> None:
+    _built(directory)
+    _chroma(directory).delete_collection("gen-idx__g1")
+
+
+def _older_version(directory: Path) -> None:
+    """An index as versions without generations built it: one collection, no pointer."""
+    legacy = _chroma(directory).create_collection("gen-idx", embedding_function=None)
+    legacy.add(ids=["x:abstract"], embeddings=[[1.0] * 64], documents=["x"])
+
+
+def _chroma(directory: Path) -> Any:
+    from chromadb import PersistentClient
+    from chromadb.config import Settings
+
+    return PersistentClient(path=str(directory), settings=Settings(anonymized_telemetry=False))
+
+
+INCOMPLETE = {
+    "killed first build": (_killed_first_build, "has no complete build"),
+    "short generation": (_short_generation, "holds 23 of its 24 entries"),
+    "interrupted update": (_interrupted_update, "update of its generation 'gen-idx__g1'"),
+    "missing generation": (_missing_generation, "'gen-idx__g1' is missing"),
+    "older version": (_older_version, "built by an older version"),
+}
+
+
+@pytest.mark.parametrize("state", sorted(INCOMPLETE))
+def test_open_refuses_an_index_without_a_complete_generation(tmp_path: Path, state: str) -> None:
+    make, message = INCOMPLETE[state]
+    make(tmp_path)
+    with pytest.raises(IncompleteIndexError, match=re.escape(message)) as caught:
+        _open(tmp_path)
+    assert "\n" not in str(caught.value)
+    assert str(caught.value).endswith("run `index build` again")
+    rebuilt = _built(tmp_path)  # a build repairs it
+    assert _open(tmp_path).generation == rebuilt.generation
+    assert _open(tmp_path).count() == 24
+    assert _collections(tmp_path)[-1] == rebuilt.generation
+
+
+def test_rerunning_an_interrupted_update_completes_the_index(tmp_path: Path) -> None:
+    _interrupted_update(tmp_path)
+    index = EvidenceIndex.open(
+        "gen-idx", persist_dir=tmp_path, embeddings=WordHashEmbeddings(), create=True
+    )
+    index.add_records(_records(), batch_size=4)
+    assert _open(tmp_path).count() == 24
+
+
+def test_a_build_deletes_the_generations_of_killed_builds(tmp_path: Path) -> None:
+    _built(tmp_path)
+    _built(tmp_path)
+    _chroma(tmp_path).create_collection("gen-idx__g3", embedding_function=None)  # killed
+    result = _built(tmp_path)
+    assert result.generation == "gen-idx__g4"
+    assert result.deleted == ("gen-idx__g1", "gen-idx__g3")
+    assert _collections(tmp_path) == ["gen-idx", "gen-idx__g2", "gen-idx__g4"]
