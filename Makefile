@@ -1,6 +1,6 @@
 # Two entry points: `make demo` and `make test`. Both set everything up on a fresh machine.
 # `make demo` installs only what the demo needs (this project with [demo,factcheck]);
-# `make test` (and lint, typecheck, unit, bench) installs [all,dev]: every extra and the dev tools.
+# `make test` (and lint, typecheck, unit, bench, docs) installs [all,dev]: every extra and the dev tools.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -8,7 +8,7 @@ PIP := $(PY) -m pip
 DEMO_STAMP := $(VENV)/.installed-demo
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: install install-demo demo test lint typecheck unit unit-fast bench clean
+.PHONY: install install-demo demo test lint typecheck unit unit-fast bench docs clean
 
 $(PY):
 	@echo "== Creating the virtual environment $(VENV)"
@@ -70,5 +70,10 @@ bench: $(DEV_STAMP)
 	$(PY) benchmarks/bench_splitter.py
 	$(PY) benchmarks/bench_service.py
 
+# The documentation site (mkdocs-material + mkdocstrings, docs/ and mkdocs.yml) into site/,
+# offline: no plugin fetches anything at build time, warnings are errors.
+docs: $(DEV_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) site

@@ -1,4 +1,4 @@
-"""Screenshot of the service's web page, for the README: benchmarks/screenshots/service-page.png.
+"""Screenshot of the service's web page, for the docs: docs/images/service-page.png.
 
 Builds a small evidence index from ``tests/unit_tests/server/data/native_corpus.jsonl`` in a
 temporary directory (offline MiniLM embeddings), serves the application with uvicorn on
@@ -32,7 +32,7 @@ from langchain_references.server.settings import ServerSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "unit_tests" / "server" / "data" / "native_corpus.jsonl"
-OUT = ROOT / "benchmarks" / "screenshots" / "service-page.png"
+OUT = ROOT / "docs" / "images" / "service-page.png"
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",

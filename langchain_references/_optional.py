@@ -6,7 +6,7 @@ its absence into a :class:`MissingDependencyError` whose message is the install 
 command installs *this* project from a checkout (``pip install ".[factcheck]"``): the name
 ``langchain-references`` on the public package index belongs to another project.
 
-Example:
+Examples:
     >>> np = require("numpy", "embeddings", feature="MiniLMEmbeddings")  # doctest: +SKIP
 """
 

@@ -235,7 +235,7 @@ class CitationParser:
     Raises:
         ValueError: If ``markers`` names an unknown dialect, or none.
 
-    Example:
+    Examples:
         >>> p = CitationParser()
         >>> p.feed("Seattle [1](i")
         ['Seattle ']

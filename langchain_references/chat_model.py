@@ -89,7 +89,7 @@ def conversation_documents(
         documents has them as ``<document id=N>`` blocks, ids unique in the conversation),
         and the documents in id order (id ``k`` at position ``k``).
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import HumanMessage, ToolMessage
         >>> docs = [Document("Paris is in France.")]
         >>> tool = ToolMessage("Paris is in France.", artifact=docs, tool_call_id="1")

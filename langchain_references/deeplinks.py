@@ -103,7 +103,7 @@ def usable_quote(quote: str | None, chunk_text: str | None = None) -> str | None
     Returns:
         The cleaned quote, or None.
 
-    Example:
+    Examples:
         >>> usable_quote("Sea level rose 20 cm.", "Since 1900, sea level rose 20 cm.")
         'Sea level rose 20 cm.'
         >>> usable_quote("m", "m") is None, usable_quote("Sea level rose 20 cm.", "Ice.") is None
@@ -130,7 +130,7 @@ def text_fragment(quote: str) -> str | None:
         ``":~:text=<first words>,<last words>"`` for a longer one, or None when the quote has
         no words.
 
-    Example:
+    Examples:
         >>> text_fragment("Sea level rose 20 cm - since 1900, in all")
         ':~:text=Sea%20level%20rose%2020%20cm%20%2D%20since%201900%2C%20in%20all'
     """
@@ -197,7 +197,7 @@ def deep_link(
     Returns:
         The deep link, or ``url`` unchanged when there is nothing to point at.
 
-    Example:
+    Examples:
         >>> deep_link("https://a.org/r.pdf", metadata={"page": 3})
         'https://a.org/r.pdf#page=4'
         >>> deep_link("https://a.org/x#top", quote="Warming is unequivocal.")

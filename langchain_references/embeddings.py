@@ -168,7 +168,7 @@ class MiniLMEmbeddings(Embeddings):
     their dot product. The async methods run the computation in an executor thread and never
     block the event loop.
 
-    Example:
+    Examples:
         .. code-block:: python
 
             from langchain_references.embeddings import MiniLMEmbeddings

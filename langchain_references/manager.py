@@ -1098,7 +1098,7 @@ def manage_references(
         TypeError: If ``runnable``, ``style`` or ``verifier`` has the wrong type.
         ValueError: If ``mark_unsupported`` is set without a verifier.
 
-    Example:
+    Examples:
         >>> from langchain_core.documents import Document
         >>> from langchain_core.runnables import RunnableLambda
         >>> from langchain_references import TextReferenceStyle

@@ -62,7 +62,7 @@ class SourceNumbering:
         documents: The citable documents; a position is a 1-based index in this list.
         style: The reference style (source ids, markers and the reference list).
 
-    Example:
+    Examples:
         >>> from langchain_core.documents import Document
         >>> from langchain_references.styles import TextReferenceStyle
         >>> docs = [

@@ -83,7 +83,7 @@ class ReferenceRewriter:
     Raises:
         ValueError: If ``markers`` names an unknown dialect, or none.
 
-    Example:
+    Examples:
         >>> from langchain_core.documents import Document
         >>> from langchain_references.styles import TextReferenceStyle
         >>> docs = [Document("a", metadata={"source": "https://a"})]

@@ -234,7 +234,7 @@ class SentenceCitationTracker:
     sentences completed by that call, in order; the concatenation of everything returned is
     the same for every way of cutting the answer into fragments.
 
-    Example:
+    Examples:
         >>> t = SentenceCitationTracker()
         >>> t.feed("Seattle is in Washington [1](i")
         []

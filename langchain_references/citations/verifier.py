@@ -298,7 +298,7 @@ class CitationVerifier:
         max_concurrency: Limit of parallel judge calls (unless the config sets one).
         separator: Text between documents in the concatenated premise.
 
-    Example:
+    Examples:
         >>> from langchain_references.citations.sentences import split_cited_sentences
         >>> verifier = CitationVerifier(judge)  # doctest: +SKIP
         >>> (sentence,) = split_cited_sentences("Seattle is in Washington [1](id=1).")

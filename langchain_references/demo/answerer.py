@@ -316,7 +316,7 @@ def states_asked_quantity(question: str, sentence: str) -> bool | None:
         ``None`` if the question asks for no quantity, else whether ``sentence`` states one
         of the kind asked.
 
-    Example:
+    Examples:
         >>> states_asked_quantity("How tall is it?", "The tower is 605 feet (184 meters) tall.")
         True
         >>> states_asked_quantity("How tall is it?", "The tower is in Seattle.")
@@ -412,7 +412,7 @@ class ExtractiveAnswerer(BaseChatModel):
     and scores at least ``relative_threshold`` times the best sentence. Exact duplicate
     sentences are kept once. When nothing passes, the answer is :data:`NOT_FOUND_ANSWER`.
 
-    Example:
+    Examples:
         .. code-block:: python
 
             from langchain_core.messages import HumanMessage, SystemMessage

@@ -11,7 +11,7 @@ The offline demo of the fact-check chain runs every stage for real without the i
 * :class:`LocalOriginGuard` lets the fetcher reach exactly that server (and public addresses),
   instead of opening it to every private address with ``allow_private=True``.
 
-Example:
+Examples:
     >>> with serve_demo_site() as base_url:  # doctest: +SKIP
     ...     hits = DemoSiteSearch(base_url).search("Europa ocean", k=3)
     ...     fetcher = PageFetcher(guard=LocalOriginGuard([base_url]))

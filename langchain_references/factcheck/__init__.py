@@ -8,7 +8,7 @@ The names below are imported lazily, on first access, so ``import
 langchain_references.factcheck`` stays light: the heavy optional dependencies (``chromadb``,
 ``trafilatura``, ``httpx``, ``tiktoken``) load only with the module that needs them.
 
-Example:
+Examples:
     >>> from langchain_references.factcheck import create_fact_check_chain  # doctest: +SKIP
 """
 

@@ -39,7 +39,7 @@ yield only the result, so the chain pipes into other runnables like any other. C
 ``astream_events`` see the stages, and the judge calls under the ``judge`` stage, as child runs
 of the ``fact_check`` run.
 
-Example:
+Examples:
     >>> from langchain_references.embeddings import MiniLMEmbeddings  # doctest: +SKIP
     >>> from langchain_references.factcheck import DuckDuckGoSearch  # doctest: +SKIP
     >>> from langchain_references.factcheck import HeuristicJudge  # doctest: +SKIP

@@ -19,7 +19,7 @@ Every URL ends as either a :class:`~langchain_references.factcheck.types.Fetched
 :class:`~langchain_references.factcheck.types.Failure` with a short reason; one failing
 URL never stops the others.
 
-Example:
+Examples:
     >>> fetcher = PageFetcher(cache=PageCache("/tmp/pages"))  # doctest: +SKIP
     >>> report = fetcher.fetch_all(["https://example.org/"])  # doctest: +SKIP
     >>> report.pages[0].body[:15], report.failures  # doctest: +SKIP

@@ -7,7 +7,7 @@ passage, ``similarity`` the retrieval score if known) and returns a :class:`Verd
 probabilistic aggregator (e.g. a FactReasoner-style posterior over a factor graph) plugs in the
 same way:
 
-Example:
+Examples:
     >>> class NoisyOrAggregator:
     ...     '''P(supported) = 1 - prod(1 - p_entail); same for refuted.'''
     ...

@@ -27,7 +27,7 @@ Around it, the LLM-facing evaluator:
 Citation recall / precision (Liu et al., 2023) is in :mod:`langchain_references.citations`;
 the ``factuality`` command is in :mod:`langchain_references.cli.factuality`.
 
-Example:
+Examples:
     >>> from langchain_references.factuality import (
     ...     Atom, Context, Relation, build_fact_graph, infer_marginals, score_marginals)
     >>> graph = build_fact_graph(

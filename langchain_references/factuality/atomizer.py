@@ -124,7 +124,7 @@ class Atomizer(Runnable[AtomizerInput, tuple[Atom, ...]]):
         TypeError: If ``llm`` is not a chat model.
         ValueError: If the prompt lacks a variable, ``max_atoms`` or ``max_attempts`` < 1.
 
-    Example:
+    Examples:
         >>> atoms = Atomizer(llm).invoke("Paris, the capital of France, ...")  # doctest: +SKIP
         >>> [a.text for a in atoms]  # doctest: +SKIP
         ['Paris is the capital of France.', ...]

@@ -617,7 +617,7 @@ def create_factuality_evaluator(
         TypeError: On an unknown option.
         ValueError: On a bad version, bound or prior.
 
-    Example:
+    Examples:
         >>> from langchain_references.factuality import load_inputs
         >>> evaluator = create_factuality_evaluator(judge=my_judge, version=2)  # doctest: +SKIP
         >>> (record,) = load_inputs("flaherty_wikipedia.json").records  # doctest: +SKIP

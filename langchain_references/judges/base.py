@@ -210,7 +210,7 @@ class Judge(Runnable[JudgeInputLike, Judgement], ABC):
     ``batch_size`` pairs. ``ainvoke`` / ``abatch`` use :meth:`_ajudge` (by default
     :meth:`_judge` in an executor).
 
-    Example:
+    Examples:
         >>> class SubstringJudge(Judge):
         ...     def _judge(self, statement, passage, *, config):
         ...         if statement.lower() in passage.lower():

@@ -84,7 +84,7 @@ class LLMJudge(Judge):
             ``{"method": "json_schema"}`` for providers that support it).
         raise_errors: Re-raise errors instead of recording them in ``Judgement.error``.
 
-    Example:
+    Examples:
         >>> from langchain_openai import ChatOpenAI  # doctest: +SKIP
         >>> judge = LLMJudge(ChatOpenAI(model="gpt-4o-mini", temperature=0))  # doctest: +SKIP
         >>> judge.invoke({"statement": "Ice melts at 0 °C.",  # doctest: +SKIP

@@ -88,7 +88,7 @@ def find_marker_runs(text: str) -> list[Cut]:
     Returns:
         The cuts in text order.
 
-    Example:
+    Examples:
         >>> [(c.start, c.end) for c in find_marker_runs("a【4:0†x】 b\ue200cite\ue202t0\ue201")]
         [(1, 8), (10, 19)]
     """
@@ -128,7 +128,7 @@ def apply_cuts(text: str, cuts: Iterable[Cut]) -> list[Piece]:
     Returns:
         Text and citations in order, adjacent text merged, no empty strings.
 
-    Example:
+    Examples:
         >>> c = NativeCitation(provider="x", source="s")
         >>> apply_cuts("ab([l](u)).", [Cut(2, 10, [c])]) == ["ab", c, "."]
         True
@@ -245,7 +245,7 @@ class MarkerStripper:
     beginning (at most a few hundred characters, never past a newline) and the blank space
     before it are held back; the output does not depend on how the text was split.
 
-    Example:
+    Examples:
         >>> s = MarkerStripper()
         >>> s.feed("in 2023 【4:0")
         'in 2023'

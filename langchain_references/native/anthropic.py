@@ -91,7 +91,7 @@ def citation_from_anthropic(raw: dict[str, Any]) -> NativeCitation | None:
     Returns:
         The record, or None for a location this adapter cannot place (logged at debug).
 
-    Example:
+    Examples:
         >>> citation_from_anthropic(
         ...     {"type": "web_search_result_location", "url": "https://a.org/?utm_source=x",
         ...      "title": "A", "cited_text": "a", "encrypted_index": "e"}
@@ -158,7 +158,7 @@ def _cited_block(text: str, citations: list[NativeCitation]) -> list[Piece]:
 class AnthropicAdapter:
     """Reads the citations of one Claude answer (see the module docstring for the shapes).
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import AIMessage
         >>> adapter = AnthropicAdapter()
         >>> pieces = adapter.feed(AIMessage(content=[

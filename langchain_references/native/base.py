@@ -34,7 +34,7 @@ def normalize_url(url: str) -> str:
         The URL with every ``utm_*`` query parameter removed (the rest kept in order) and an
         empty fragment dropped.
 
-    Example:
+    Examples:
         >>> normalize_url("https://a.org/x?utm_source=openai&id=3")
         'https://a.org/x?id=3'
     """

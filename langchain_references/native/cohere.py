@@ -64,7 +64,7 @@ def _document_fields(document: Any) -> Mapping[str, Any]:
 class CohereAdapter:
     """Places Cohere's citations after the spans they support.
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import AIMessage
         >>> citation = {"start": 0, "end": 7, "text": "Cats nap",
         ...             "sources": [{"type": "document", "id": "doc-0",

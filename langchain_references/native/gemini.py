@@ -121,7 +121,7 @@ def grounding_cuts(text: str, metadata: Any) -> list[Cut]:
 class GeminiAdapter:
     """Places Gemini's grounding citations after the segments they support.
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import AIMessage
         >>> metadata = {
         ...     "grounding_chunks": [{"web": {"uri": "https://a.org/", "title": "a.org"}}],

@@ -75,7 +75,7 @@ def citation_from_openai(raw: dict[str, Any]) -> NativeCitation | None:
     Returns:
         The record, or None for an annotation that is not a citation.
 
-    Example:
+    Examples:
         >>> citation_from_openai(
         ...     {"type": "url_citation", "url": "https://a.org/x?utm_source=openai",
         ...      "title": "A", "start_index": 3, "end_index": 9}
@@ -119,7 +119,7 @@ def resolve_annotations(text: str, annotations: list[dict[str, Any]]) -> list[Pi
     Returns:
         Text and citations in order.
 
-    Example:
+    Examples:
         >>> text = "Paris is big ([a.org](https://a.org/?utm_source=openai))."
         >>> link = {"type": "url_citation", "url": "https://a.org/?utm_source=openai",
         ...         "title": "A", "start_index": 13, "end_index": 56}
@@ -155,7 +155,7 @@ def resolve_annotations(text: str, annotations: list[dict[str, Any]]) -> list[Pi
 class OpenAIAdapter:
     """Reads the citations of one OpenAI answer (see the module docstring for the shapes).
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import AIMessage
         >>> adapter = OpenAIAdapter()
         >>> pieces = adapter.feed(AIMessage(content=[{"type": "text", "text": "See it.",

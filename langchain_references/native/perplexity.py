@@ -54,7 +54,7 @@ def _result_list(value: Any) -> list[Any] | None:
 class PerplexityAdapter:
     """Turns Perplexity's ``[k]`` markers into citations of ``citations``/``search_results``.
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import AIMessage
         >>> adapter = PerplexityAdapter()
         >>> message = AIMessage(

@@ -98,7 +98,7 @@ def char_offset(text: str, byte_offset: int) -> int:
     Returns:
         The character offset.
 
-    Example:
+    Examples:
         >>> char_offset("né x", 4)
         3
     """
@@ -143,7 +143,7 @@ def span_end(
     Returns:
         A character position in ``[0, len(text)]``.
 
-    Example:
+    Examples:
         >>> span_end("Zoë ran. It rained.", 0, 9, "Zoë ran.", utf8=True)
         8
     """
@@ -269,7 +269,7 @@ def _delegate_for(message: BaseMessage) -> NativeAdapter | None:
 class V1Adapter:
     """Reads LangChain v1 content blocks and their ``citation`` annotations.
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import AIMessage
         >>> message = AIMessage(
         ...     content=[

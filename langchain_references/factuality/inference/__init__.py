@@ -41,8 +41,8 @@ fits the budgets, else loopy BP with an error estimate:
 
 How far the estimate can be trusted is measured, not proven: on the FR-shaped graphs of
 ``benchmarks/bench_inference.py`` where exact inference is affordable, the clamped
-marginal's actual error stayed below the estimate (see the benchmark's tables and the
-README), and so did the sampled marginal's. It is an estimate, not a bound: BP and
+marginal's actual error stayed below the estimate (see the benchmark's tables and
+``docs/benchmarks.md``), and so did the sampled marginal's. It is an estimate, not a bound: BP and
 clamping can both be wrong in the same way on strongly frustrated graphs, and sampling
 chains can all miss the same mode.
 
