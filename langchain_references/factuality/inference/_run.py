@@ -322,7 +322,6 @@ def _run_bp(
         max_residual=base.residual,
         clamped=int(chosen.size),
         clamp_sweeps=estimate.sweeps,
-        clamp_converged=estimate.converged,
     )
 
 
@@ -374,7 +373,6 @@ def _run_gibbs(
         chains=run.chains,
         levels=levels,
         converged=run.converged,
-        max_error=float(run.errors.max(initial=0.0)),
         swap_rate=run.swap_rate,
         hot_rate=run.hot_rate,
         mixed=run.mixed,
