@@ -126,11 +126,6 @@ class RelationResult:
     failures: tuple[JudgedPair, ...] = ()
     skipped: tuple[tuple[str, str], ...] = ()
 
-    @property
-    def n_failed(self) -> int:
-        """Number of failed judgements."""
-        return len(self.failures)
-
 
 @dataclass
 class _Plan:
