@@ -194,16 +194,7 @@ class Atomizer(Runnable[AtomizerInput, tuple[Atom, ...]]):
     async def ainvoke(
         self, input: AtomizerInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> tuple[Atom, ...]:
-        """Async :meth:`invoke`.
-
-        Args:
-            input: The response, or ``{"response": ..., "topic": ...}``.
-            config: Runnable config.
-            **kwargs: Ignored.
-
-        Returns:
-            The atoms, in response order.
-        """
+        """Async :meth:`invoke`: same arguments, result and errors."""
         return await self._acall_with_config(self._arun, input, config)
 
     def _inputs(self, value: AtomizerInput) -> dict[str, str]:

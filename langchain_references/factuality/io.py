@@ -44,7 +44,6 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -269,23 +268,6 @@ def dump_jsonl(handle: TextIO, objects: Iterable[Mapping[str, Any]]) -> int:
         handle.write(json.dumps(obj, ensure_ascii=False, allow_nan=False) + "\n")
         count += 1
     return count
-
-
-def write_jsonl(
-    path: str | os.PathLike[str], objects: Iterable[Mapping[str, Any]], *, append: bool = False
-) -> int:
-    """Write one JSON object per line (UTF-8).
-
-    Args:
-        path: Destination file.
-        objects: Objects to write (e.g. :func:`result_to_dict` outputs).
-        append: Append instead of truncating (for resumable runs).
-
-    Returns:
-        Number of lines written.
-    """
-    with Path(path).open("a" if append else "w", encoding="utf-8") as handle:
-        return dump_jsonl(handle, objects)
 
 
 def label_string(labels: Mapping[str, str]) -> str:

@@ -66,23 +66,6 @@ def _clipped(probabilities: Iterable[float]) -> npt.NDArray[np.float64]:
     return np.where(values >= 1.0, _CLIP_HIGH, np.maximum(values, _CLIP_LOW))
 
 
-def entropy_score(probabilities: Iterable[float], *, log_base: float = math.e) -> float:
-    """FactReasoner's ``E(y) = (1/n) sum_i -P(a_i) log P(a_i)`` (``avg_entropy``).
-
-    Args:
-        probabilities: Posterior ``P(a_i = 1)`` of each atom.
-        log_base: Logarithm base; ``e`` as in FactReasoner's code, ``10`` for the
-            README's scale.
-
-    Returns:
-        The average, or 0.0 for no atoms.
-    """
-    p = _clipped(probabilities)
-    if p.size == 0:
-        return 0.0
-    return float(np.mean(-p * np.log(p)) / math.log(log_base))
-
-
 def f1_at_k(num_supported: int, num_atoms: int, k: int) -> tuple[float, float, float]:
     """Precision, recall@K and F1@K of one response (VeriScore / FactReasoner).
 

@@ -293,14 +293,6 @@ class FactGraph:
         """Number of factors: one unary per variable plus one per relation."""
         return len(self.variables) + len(self.relations)
 
-    def index_of(self, variable_id: str) -> int:
-        """Position of a variable in :attr:`variables`.
-
-        Raises:
-            KeyError: If the id is unknown.
-        """
-        return self._index[variable_id]
-
     def link_of(self, relation: Relation) -> LinkKind:
         """Link type of a relation of this graph (by its endpoint kinds)."""
         return self._link(relation, self._index)

@@ -63,7 +63,6 @@ from langchain_references.factuality.model import (
     Atom,
     FactGraph,
     GraphVersion,
-    InferenceSummary,
     Relation,
     build_fact_graph,
 )
@@ -182,11 +181,6 @@ class FactualityResult:
     def atoms(self) -> tuple[Atom, ...]:
         """The atoms as assessed."""
         return self.record.atoms
-
-    @property
-    def inference_summary(self) -> InferenceSummary | None:
-        """Inference method, exactness and estimated errors (``None`` if it did not run)."""
-        return None if self.inference is None else self.inference.summary()
 
     def to_dict(self) -> dict[str, Any]:
         """FactReasoner's results dictionary plus atoms, relations, failures and timings."""

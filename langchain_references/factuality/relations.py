@@ -126,11 +126,6 @@ class RelationResult:
     failures: tuple[JudgedPair, ...] = ()
     skipped: tuple[tuple[str, str], ...] = ()
 
-    @property
-    def n_failed(self) -> int:
-        """Number of failed judgements."""
-        return len(self.failures)
-
 
 @dataclass
 class _Plan:
@@ -280,16 +275,7 @@ class RelationJudge:
         *,
         config: RunnableConfig | None = None,
     ) -> RelationResult:
-        """Async :meth:`judge_pairs` (the judge's ``abatch``).
-
-        Args:
-            atoms: The atoms.
-            contexts: The contexts.
-            config: Runnable config of the judge calls.
-
-        Returns:
-            Relations, judged pairs and failures.
-        """
+        """Async :meth:`judge_pairs` (the judge's ``abatch``): same arguments, result and errors."""
         plan = self._plan(atoms, contexts, config)
         outputs = await self.judge.abatch(plan.inputs, plan.config, return_exceptions=True)
         return plan.result(outputs)

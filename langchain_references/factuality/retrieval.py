@@ -171,18 +171,68 @@ class ContextRetriever(ABC):
         )
 
 
+@dataclass(frozen=True)
+class _Request:
+    """The arguments of one :meth:`ContextRetriever.retrieve` call."""
+
+    atoms: Sequence[Atom]
+    contexts: Sequence[Context]
+    topic: str | None
+    config: RunnableConfig | None
+
+
+class _Retriever(ContextRetriever):
+    """The retrievers of this module: one signature, forwarded to per-class drivers.
+
+    :meth:`retrieve` and :meth:`aretrieve` pack their arguments into a :class:`_Request`
+    and hand it to :meth:`_retrieve` / :meth:`_aretrieve`, the class's thin drivers.
+    """
+
+    @override
+    def retrieve(
+        self,
+        atoms: Sequence[Atom],
+        contexts: Sequence[Context] = (),
+        *,
+        topic: str | None = None,
+        config: RunnableConfig | None = None,
+    ) -> RetrievedContexts:
+        """Find the contexts of each atom (see the class docstring)."""
+        return self._retrieve(_Request(atoms, contexts, topic, config))
+
+    @override
+    async def aretrieve(
+        self,
+        atoms: Sequence[Atom],
+        contexts: Sequence[Context] = (),
+        *,
+        topic: str | None = None,
+        config: RunnableConfig | None = None,
+    ) -> RetrievedContexts:
+        """Async :meth:`retrieve` (see the class docstring)."""
+        return await self._aretrieve(_Request(atoms, contexts, topic, config))
+
+    @abstractmethod
+    def _retrieve(self, request: _Request) -> RetrievedContexts:
+        """The sync driver."""
+
+    @abstractmethod
+    async def _aretrieve(self, request: _Request) -> RetrievedContexts:
+        """The async driver."""
+
+
 def _check_positive(value: int | None, name: str) -> None:
     if value is not None and (isinstance(value, bool) or value < 1):
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
-class InputContexts(ContextRetriever):
+class InputContexts(_Retriever):
     """Use the contexts that came with the input (FactReasoner's ``atoms[].contexts``).
 
     Each context's ``text`` becomes its :func:`context_premise`: the snippet when the text
     is empty (FactReasoner's Google-search files), both when both are given, the title when
     neither is. A failure is recorded for each atom without context; ``topic`` and
-    ``config`` are unused.
+    ``config`` are unused, and :meth:`aretrieve` does the same as :meth:`retrieve` (no I/O).
 
     Args:
         top_k: Keep only the first ``top_k`` context ids of each atom, and drop the contexts
@@ -197,15 +247,9 @@ class InputContexts(ContextRetriever):
         self.top_k = top_k
 
     @override
-    def retrieve(
-        self,
-        atoms: Sequence[Atom],
-        contexts: Sequence[Context] = (),
-        *,
-        topic: str | None = None,
-        config: RunnableConfig | None = None,
-    ) -> RetrievedContexts:
+    def _retrieve(self, request: _Request) -> RetrievedContexts:
         """The input atoms and contexts (trimmed to ``top_k`` per atom), premises filled in."""
+        atoms, contexts = request.atoms, request.contexts
         if self.top_k is None:
             kept_atoms, kept = tuple(atoms), tuple(contexts)
         else:
@@ -227,16 +271,9 @@ class InputContexts(ContextRetriever):
         return RetrievedContexts(kept_atoms, kept, failures)
 
     @override
-    async def aretrieve(
-        self,
-        atoms: Sequence[Atom],
-        contexts: Sequence[Context] = (),
-        *,
-        topic: str | None = None,
-        config: RunnableConfig | None = None,
-    ) -> RetrievedContexts:
-        """Same as :meth:`retrieve` (no I/O)."""
-        return self.retrieve(atoms, contexts, topic=topic, config=config)
+    async def _aretrieve(self, request: _Request) -> RetrievedContexts:
+        """Same as :meth:`_retrieve` (no I/O)."""
+        return self._retrieve(request)
 
 
 def _document_context(cid: str, doc: Document) -> Context:
@@ -251,7 +288,7 @@ def _document_context(cid: str, doc: Document) -> Context:
     )
 
 
-class VectorStoreContexts(ContextRetriever):
+class VectorStoreContexts(_Retriever):
     """The ``k`` documents nearest to each atom, from a LangChain retriever or vector store.
 
     One query per atom (``"topic: atom"`` with ``include_topic``), all in one ``batch`` /
@@ -296,12 +333,10 @@ class VectorStoreContexts(ContextRetriever):
     # the results (:meth:`_collect`); they differ only in ``batch`` / ``abatch``. No atoms: an
     # empty batch, no retriever call.
 
-    def _requests(
-        self, atoms: Sequence[Atom], topic: str | None, config: RunnableConfig | None
-    ) -> tuple[list[str], RunnableConfig]:
+    def _requests(self, request: _Request) -> tuple[list[str], RunnableConfig]:
         """The queries, one per atom, and the config of their batch."""
-        queries = _queries(atoms, topic, self.include_topic)
-        return queries, with_default_concurrency(config, self.max_concurrency)
+        queries = _queries(request.atoms, request.topic, self.include_topic)
+        return queries, with_default_concurrency(request.config, self.max_concurrency)
 
     def _collect(self, atoms: Sequence[Atom], results: Sequence[object]) -> RetrievedContexts:
         out_atoms: list[Atom] = []
@@ -326,38 +361,25 @@ class VectorStoreContexts(ContextRetriever):
         return RetrievedContexts(tuple(out_atoms), tuple(contexts), tuple(failures))
 
     @override
-    def retrieve(
-        self,
-        atoms: Sequence[Atom],
-        contexts: Sequence[Context] = (),
-        *,
-        topic: str | None = None,
-        config: RunnableConfig | None = None,
-    ) -> RetrievedContexts:
+    def _retrieve(self, request: _Request) -> RetrievedContexts:
         """Query the retriever once per atom, in one ``batch``."""
-        queries, limited = self._requests(atoms, topic, config)
-        return self._collect(atoms, self.retriever.batch(queries, limited, return_exceptions=True))
+        queries, limited = self._requests(request)
+        results = self.retriever.batch(queries, limited, return_exceptions=True)
+        return self._collect(request.atoms, results)
 
     @override
-    async def aretrieve(
-        self,
-        atoms: Sequence[Atom],
-        contexts: Sequence[Context] = (),
-        *,
-        topic: str | None = None,
-        config: RunnableConfig | None = None,
-    ) -> RetrievedContexts:
+    async def _aretrieve(self, request: _Request) -> RetrievedContexts:
         """Query the retriever once per atom, in one ``abatch``."""
-        queries, limited = self._requests(atoms, topic, config)
+        queries, limited = self._requests(request)
         results = await self.retriever.abatch(queries, limited, return_exceptions=True)
-        return self._collect(atoms, results)
+        return self._collect(request.atoms, results)
 
 
 def _from_source_failure(failure: Failure, atom_id: str | None = None) -> Failure:
     return failure.model_copy(update={"item": atom_id})
 
 
-class WebContexts(ContextRetriever):
+class WebContexts(_Retriever):
     """Evidence from the web (or any search provider), through the fact-check stack.
 
     For each atom: search (``k_hits`` hits); then, over the union of all hits, each URL is
@@ -411,31 +433,18 @@ class WebContexts(ContextRetriever):
         self.include_topic = include_topic
 
     @override
-    def retrieve(
-        self,
-        atoms: Sequence[Atom],
-        contexts: Sequence[Context] = (),
-        *,
-        topic: str | None = None,
-        config: RunnableConfig | None = None,
-    ) -> RetrievedContexts:
-        """Run :meth:`aretrieve` to completion (see the class docstring)."""
-        return run_sync(self.aretrieve(atoms, contexts, topic=topic, config=config))
+    def _retrieve(self, request: _Request) -> RetrievedContexts:
+        """Run :meth:`_aretrieve` to completion (see the class docstring)."""
+        return run_sync(self._aretrieve(request))
 
     @override
-    async def aretrieve(
-        self,
-        atoms: Sequence[Atom],
-        contexts: Sequence[Context] = (),
-        *,
-        topic: str | None = None,
-        config: RunnableConfig | None = None,
-    ) -> RetrievedContexts:
+    async def _aretrieve(self, request: _Request) -> RetrievedContexts:
         """Search, fetch, extract, split and select (see the class docstring)."""
+        atoms = request.atoms
         if not atoms:
             return RetrievedContexts((), ())
         failures: list[Failure] = []
-        queries = _queries(atoms, topic, self.include_topic)
+        queries = _queries(atoms, request.topic, self.include_topic)
         reports = await asyncio.gather(
             *(asearch_report(self.search, q, self.k_hits) for q in queries)
         )

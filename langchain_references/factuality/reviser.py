@@ -204,16 +204,7 @@ class Reviser(Runnable[ReviserInput, RevisionResult]):
     async def ainvoke(
         self, input: ReviserInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> RevisionResult:
-        """Async :meth:`invoke`.
-
-        Args:
-            input: ``{"response": str, "atoms": [Atom, ...], "topic": str (optional)}``.
-            config: Runnable config.
-            **kwargs: Ignored.
-
-        Returns:
-            The revised atoms.
-        """
+        """Async :meth:`invoke`: same arguments, result and errors."""
         return await self._acall_with_config(self._arun, input, config)
 
     # ------------------------------------------------------------------ internals

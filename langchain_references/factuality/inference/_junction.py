@@ -39,12 +39,6 @@ class JunctionPlan:
     width: int
 
 
-def elimination_cost(size: int, ei: IntArray, ej: IntArray, budget: int) -> int | None:
-    """``sum 2^|C|`` of the min-degree elimination cliques, or ``None`` above ``budget``."""
-    plan = _eliminate(size, ei, ej, budget)
-    return None if plan is None else plan[2]
-
-
 def _eliminate(
     size: int, ei: IntArray, ej: IntArray, budget: int
 ) -> tuple[list[int], list[list[int]], int] | None:

@@ -57,7 +57,6 @@ class BPReport:
         max_residual: Largest change of a message log-odds in the last sweep.
         clamped: Variables whose marginal was corrected and error estimated by clamping.
         clamp_sweeps: Sweeps spent on the clamped runs.
-        clamp_converged: Whether every clamped run converged.
     """
 
     iterations: int
@@ -65,7 +64,6 @@ class BPReport:
     max_residual: float
     clamped: int = 0
     clamp_sweeps: int = 0
-    clamp_converged: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +76,6 @@ class GibbsReport:
         levels: Replicas per chain (parallel tempering).
         converged: Whether every sampled marginal's estimated error fell below the
             sampling tolerance within the budget.
-        max_error: Largest estimated error of a sampled marginal.
         swap_rate: Lowest acceptance rate of replica exchanges between neighbouring
             temperatures.
         hot_rate: Share of their variables the hottest replicas changed per sweep.
@@ -92,7 +89,6 @@ class GibbsReport:
     chains: int
     levels: int
     converged: bool
-    max_error: float
     swap_rate: float = 1.0
     hot_rate: float = 1.0
     mixed: bool = True

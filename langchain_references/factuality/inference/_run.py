@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from typing import Literal, TypedDict, get_args
@@ -264,27 +265,20 @@ def _run_bp(
     """Loopy BP on the union of the BP components, then clamped corrections."""
     kernel = Kernel.of(sub)
     damping = options["damping"]
-    base = run_bp(
+    bp = functools.partial(
+        run_bp,
         kernel,
         kernel.unary,
-        damping=damping,
         tolerance=options["tolerance"],
         max_sweeps=options["max_iterations"],
     )
+    base = bp(damping=damping)
     spent = base.sweeps
     for retry, memory in _RETRIES:  # restarts from the last messages
         if base.converged:
             break
         damping = damping if retry is None else max(damping, retry)
-        base = run_bp(
-            kernel,
-            kernel.unary,
-            damping=damping,
-            tolerance=options["tolerance"],
-            max_sweeps=options["max_iterations"],
-            init=base.messages,
-            memory=memory,
-        )
+        base = bp(damping=damping, init=base.messages, memory=memory)
         spent += base.sweeps
     if not base.converged:
         logger.warning(
@@ -322,7 +316,6 @@ def _run_bp(
         max_residual=base.residual,
         clamped=int(chosen.size),
         clamp_sweeps=estimate.sweeps,
-        clamp_converged=estimate.converged,
     )
 
 
@@ -374,7 +367,6 @@ def _run_gibbs(
         chains=run.chains,
         levels=levels,
         converged=run.converged,
-        max_error=float(run.errors.max(initial=0.0)),
         swap_rate=run.swap_rate,
         hot_rate=run.hot_rate,
         mixed=run.mixed,

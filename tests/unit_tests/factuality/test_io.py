@@ -15,11 +15,11 @@ from langchain_references.factuality import (
 )
 from langchain_references.factuality.io import (
     FactualityFormatError,
+    dump_jsonl,
     input_to_dict,
     parse_input,
     parse_result,
     result_to_dict,
-    write_jsonl,
 )
 
 RECORD = {
@@ -109,8 +109,10 @@ def test_accepts_object_list_and_jsonl(tmp_path: Path, layout: str) -> None:
     elif layout == "list":
         path.write_text(json.dumps([RECORD, second], indent=1))
     else:
-        write_jsonl(path, [RECORD])
-        write_jsonl(path, [second], append=True)
+        with path.open("w", encoding="utf-8") as handle:
+            dump_jsonl(handle, [RECORD])
+        with path.open("a", encoding="utf-8") as handle:
+            dump_jsonl(handle, [second])
     records = load_inputs(path).records
     assert [r.topic for r in records] == (["X"] if layout in ("object", "pretty") else ["X", "Y"])
     first = records[0]

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from langchain_references.factuality import score_marginals
-from langchain_references.factuality.metrics import atom_label, entropy_score, f1_at_k, median_k
+from langchain_references.factuality.metrics import atom_label, f1_at_k, median_k
 
 
 def test_atom_label_threshold_is_strictly_above_one_half() -> None:
@@ -16,6 +16,11 @@ def test_atom_label_threshold_is_strictly_above_one_half() -> None:
     assert atom_label(0.5 + 1e-12) == "NS"  # undecided within the tolerance
     assert atom_label(0.5 + 1e-12, uniform_tolerance=0.0) == "S"
     assert atom_label(0.49) == "NS"
+
+
+def entropy_score(probabilities: list[float], log_base: float = math.e) -> float:
+    marginals = {f"a{i}": p for i, p in enumerate(probabilities)}
+    return score_marginals(marginals, log_base=log_base).avg_entropy
 
 
 def test_entropy_conventions() -> None:

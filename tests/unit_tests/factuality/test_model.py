@@ -49,7 +49,8 @@ def test_pairwise_tables_follow_factreasoner(
     graph = _graph(Relation(source, target, kind, 0.8), use_priors=use_priors)  # type: ignore[arg-type]
     expected = np.array(fr_table(kind, 0.8, link_prior, use_priors))
     np.testing.assert_allclose(graph.pairwise_tables()[0], expected)
-    assert graph.edge_index().tolist() == [[graph.index_of(source), graph.index_of(target)]]
+    ids = [v.id for v in graph.variables]
+    assert graph.edge_index().tolist() == [[ids.index(source), ids.index(target)]]
 
 
 def test_entailment_favours_true_target_and_contradiction_false_target() -> None:

@@ -14,9 +14,9 @@ from pydantic import BaseModel
 from langchain_references.factuality import Atomizer, FactualityInput, load_inputs
 from langchain_references.factuality.io import (
     FactualityFormatError,
+    dump_jsonl,
     input_to_dict,
     parse_result,
-    write_jsonl,
 )
 from langchain_references.factuality.model import Atom, Context, candidate_pairs
 from langchain_references.factuality.pipeline import (
@@ -127,7 +127,8 @@ def test_result_dict_has_factreasoner_fields(flaherty: FactualityInput, tmp_path
         "contexts": ["c_a0_0", "c_a0_1", "c_a0_2"],
     }
     assert {f["item"] for f in data["failures"]} == {a.id for a in flaherty.atoms if not a.contexts}
-    write_jsonl(tmp_path / "out.jsonl", [data])
+    with (tmp_path / "out.jsonl").open("w", encoding="utf-8") as handle:
+        dump_jsonl(handle, [data])
     back = parse_result(json.loads((tmp_path / "out.jsonl").read_text(encoding="utf-8")))
     assert back.predictions == result.scores.predictions  # type: ignore[union-attr]
 

@@ -105,7 +105,7 @@ def test_judges_exactly_the_candidate_pairs(version: int) -> None:
     expected = candidate_pairs(ATOMS, CONTEXTS, version=normalize_version(version))
     assert [(p.source, p.target) for p in result.pairs] == expected
     assert len(judge.calls) == len(expected)
-    assert result.n_failed == 0
+    assert result.failures == ()
 
 
 def test_premise_is_the_context_with_its_title_hypothesis_the_atom() -> None:
