@@ -236,6 +236,17 @@ def _check_reason(claim: UnsupportedClaim) -> str:
     return "some citations do not support it"
 
 
+def _section(head: str, items: Sequence[str], tail: str = "", *, separator: str = "\n") -> str:
+    """Return ``head``, the ``items`` joined by ``separator``, and ``tail``; "" without items."""
+    return head + separator.join(items) + tail if items else ""
+
+
+def _text_check_line(claim: UnsupportedClaim) -> str:
+    """One plain-text line of the citation check."""
+    refs = "".join(f"[{n}]" for n in claim.numbers)
+    return f'- "{clean_text(claim.sentence)}" {refs}'.rstrip() + f" ({_check_reason(claim)})"
+
+
 class ReferenceStyle:
     """Base class of reference styles.
 
@@ -350,15 +361,7 @@ class ReferenceStyle:
         Returns:
             The text to append (plain text here; each built-in style writes its own form).
         """
-        if not unsupported:
-            return ""
-        lines = []
-        for claim in unsupported:
-            refs = "".join(f"[{n}]" for n in claim.numbers)
-            lines.append(
-                f'- "{clean_text(claim.sentence)}" {refs}'.rstrip() + f" ({_check_reason(claim)})"
-            )
-        return "\n\nCitation check:\n" + "\n".join(lines)
+        return _section("\n\nCitation check:\n", [_text_check_line(claim) for claim in unsupported])
 
     def _links(self, refs: Sequence[tuple[int, Document]]) -> list[tuple[int, str | None, str]]:
         """Return ``(number, safe URL or None, clean label)`` for each reference."""
@@ -412,18 +415,28 @@ class TextReferenceStyle(ReferenceStyle):
 
     def format_all_references(self, refs: list[tuple[int, Document]]) -> str:
         """Write one ``- [n] Title (URL)`` line per source."""
-        if not refs:
-            return ""
-        lines = []
-        for ref, doc in refs:
-            source_id = self.get_source_id(doc)
-            source = None if source_id is None else clean_text(source_id)
-            title = self.get_title(doc)
-            if title and source:
-                lines.append(f"- [{ref}] {title} ({source})")
-            else:
-                lines.append(f"- [{ref}] {title or source or f'Document {ref}'}")
-        return "\n\n" + "\n".join(lines)
+        return _section("\n\n", [self._reference_line(ref, doc) for ref, doc in refs])
+
+    def _reference_line(self, ref: int, doc: Document) -> str:
+        """One ``- [n] Title (URL)`` line (the title or the source alone when one is missing)."""
+        source_id = self.get_source_id(doc)
+        source = None if source_id is None else clean_text(source_id)
+        title = self.get_title(doc)
+        if title and source:
+            return f"- [{ref}] {title} ({source})"
+        return f"- [{ref}] {title or source or f'Document {ref}'}"
+
+
+def _markdown_link_line(ref: int, url: str | None, label: str) -> str:
+    """One ``- **n** [Title](URL)`` line of the Markdown list (``label`` is clean text)."""
+    text = _markdown_escape(label)
+    return f"- **{ref}** [{text}]({_markdown_url(url)})" if url else f"- **{ref}** {text}"
+
+
+def _markdown_check_line(claim: UnsupportedClaim) -> str:
+    """One bullet of the Markdown citation check."""
+    refs = " ".join(f"**{n}**" for n in claim.numbers)
+    return f"- {_markdown_text(claim.sentence)} {refs}".rstrip() + f" *({_check_reason(claim)})*"
 
 
 class MarkdownReferenceStyle(ReferenceStyle):
@@ -442,26 +455,27 @@ class MarkdownReferenceStyle(ReferenceStyle):
 
     def format_all_references(self, refs: list[tuple[int, Document]]) -> str:
         """Write one ``- **n** [Title](URL)`` line per source."""
-        if not refs:
-            return ""
-        lines = []
-        for ref, url, label in self._links(refs):
-            text = _markdown_escape(label)  # a label of _links() is clean text
-            lines.append(
-                f"- **{ref}** [{text}]({_markdown_url(url)})" if url else f"- **{ref}** {text}"
-            )
-        return "\n\n" + "\n".join(lines)
+        return _section("\n\n", [_markdown_link_line(*link) for link in self._links(refs)])
 
     def format_citation_check(self, unsupported: list[UnsupportedClaim]) -> str:
         """Write a bold heading and one bullet per unsupported sentence."""
-        if not unsupported:
-            return ""
-        lines = []
-        for claim in unsupported:
-            refs = " ".join(f"**{n}**" for n in claim.numbers)
-            text = _markdown_text(claim.sentence)
-            lines.append(f"- {text} {refs}".rstrip() + f" *({_check_reason(claim)})*")
-        return "\n\n**Citation check**\n\n" + "\n".join(lines)
+        lines = [_markdown_check_line(claim) for claim in unsupported]
+        return _section("\n\n**Citation check**\n\n", lines)
+
+
+def _html_link_item(url: str | None, label: str) -> str:
+    """One ``<li>`` of the HTML list: a link to a safe URL, else the escaped label."""
+    text = html.escape(label, quote=True)
+    if url:
+        return f'<li><a href="{html.escape(url, quote=True)}">{text}</a></li>'
+    return f"<li>{text}</li>"
+
+
+def _html_check_item(claim: UnsupportedClaim) -> str:
+    """One ``<li>`` of the HTML citation check; everything escaped."""
+    refs = "".join(f"<sup>{n}</sup>" for n in claim.numbers)
+    reason = html.escape(_check_reason(claim))
+    return f"<li>{html.escape(clean_text(claim.sentence))}{refs} <em>({reason})</em></li>"
 
 
 class HTMLReferenceStyle(ReferenceStyle):
@@ -480,30 +494,11 @@ class HTMLReferenceStyle(ReferenceStyle):
 
     def format_all_references(self, refs: list[tuple[int, Document]]) -> str:
         """Write an ordered list of links to the sources."""
-        if not refs:
-            return ""
-        items = []
-        for _, url, label in self._links(refs):
-            text = html.escape(label, quote=True)
-            if url:
-                items.append(f'<li><a href="{html.escape(url, quote=True)}">{text}</a></li>')
-            else:
-                items.append(f"<li>{text}</li>")
-        return "\n\n<ol>" + "".join(items) + "</ol>"
+        items = [_html_link_item(url, label) for _, url, label in self._links(refs)]
+        return _section("\n\n<ol>", items, "</ol>", separator="")
 
     def format_citation_check(self, unsupported: list[UnsupportedClaim]) -> str:
         """Write an ``<aside class="citation-check">`` list; everything escaped."""
-        if not unsupported:
-            return ""
-        items = []
-        for claim in unsupported:
-            refs = "".join(f"<sup>{n}</sup>" for n in claim.numbers)
-            reason = html.escape(_check_reason(claim))
-            items.append(
-                f"<li>{html.escape(clean_text(claim.sentence))}{refs} <em>({reason})</em></li>"
-            )
-        return (
-            '\n\n<aside class="citation-check"><p>Citation check</p><ul>'
-            + "".join(items)
-            + "</ul></aside>"
-        )
+        items = [_html_check_item(claim) for claim in unsupported]
+        head = '\n\n<aside class="citation-check"><p>Citation check</p><ul>'
+        return _section(head, items, "</ul></aside>", separator="")

@@ -27,7 +27,7 @@ import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Protocol, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TextIO, TypeVar
 
 from langchain_references._optional import MissingDependencyError, require
 from langchain_references.errors import LangchainReferencesError, RecordError
@@ -46,6 +46,7 @@ __all__ = [
     "HEURISTIC_NOTICE",
     "CLIError",
     "Command",
+    "ItemProgress",
     "ProgressLines",
     "add_judge_options",
     "add_quiet_option",
@@ -534,6 +535,24 @@ class ProgressLines:
             text: The outcome.
         """
         self._write(f"{self._tag(index)} {text}", final=True)
+
+
+DisplayT = TypeVar("DisplayT", bound=ProgressLines)
+
+
+class ItemProgress(Generic[DisplayT]):
+    """The item a progress callback handler reports on: a display and the item's index.
+
+    A base of the commands' callback handlers (mixed in before the LangChain handler class).
+
+    Args:
+        display: The display.
+        index: 0-based index of the item (statement, record...).
+    """
+
+    def __init__(self, display: DisplayT, index: int) -> None:
+        self.display = display
+        self.index = index
 
 
 # ------------------------------------------------------------------------ tables

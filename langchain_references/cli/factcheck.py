@@ -56,6 +56,7 @@ from langchain_references._concurrency import run_sync
 from langchain_references.cli import _common
 from langchain_references.cli._common import (
     CLIError,
+    ItemProgress,
     ProgressLines,
     add_judge_options,
     add_quiet_option,
@@ -414,13 +415,8 @@ class ProgressDisplay(ProgressLines):
             index: 0-based statement index.
             event: The event.
         """
-        if event.done:
-            line = f"{self._tag(index)} {event.stage}: {event.detail} ({event.elapsed_s:.2f}s)"
-        elif self.live:
-            line = f"{self._tag(index)} {event.stage}: {event.detail}…"
-        else:
-            return
-        self._write(line, final=False)
+        elapsed_s = event.elapsed_s if event.done else None
+        self.step(index, f"{event.stage}: {event.detail}", elapsed_s=elapsed_s)
 
     def finished(self, index: int, result: FactCheckResult) -> None:
         """Show the verdict of statement ``index``.
@@ -433,10 +429,7 @@ class ProgressDisplay(ProgressLines):
             outcome = f"{result.verdict.value} (confidence {result.confidence:.0%})"
         else:
             outcome = f"error: could not check ({result.error})"
-        self._write(
-            f"{self._tag(index)} {outcome} in {result.total_s:.2f}s: {result.statement}",
-            final=True,
-        )
+        self.done(index, f"{outcome} in {result.total_s:.2f}s: {result.statement}")
 
     def failed(self, index: int, statement: str, exc: BaseException) -> None:
         """Report that statement ``index`` could not be checked.
@@ -454,17 +447,12 @@ class ProgressDisplay(ProgressLines):
         self.stream.flush()
 
 
-class ProgressHandler(AsyncCallbackHandler):
+class ProgressHandler(ItemProgress[ProgressDisplay], AsyncCallbackHandler):
     """Shows the progress events of one statement's run on a :class:`ProgressDisplay`.
 
-    Args:
-        display: The display.
-        index: 0-based index of the statement.
+    Built as ``ProgressHandler(display, index)`` (:class:`ItemProgress`; ``index``: 0-based
+    index of the statement).
     """
-
-    def __init__(self, display: ProgressDisplay, index: int) -> None:
-        self.display = display
-        self.index = index
 
     async def on_custom_event(
         self,

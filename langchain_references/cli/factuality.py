@@ -44,6 +44,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 
 from langchain_references.cli._common import (
     CLIError,
+    ItemProgress,
     ProgressLines,
     add_judge_options,
     add_quiet_option,
@@ -275,20 +276,17 @@ def judge_failures(result: FactualityResult) -> tuple[int, int]:
 STAGES: Final = frozenset({"atomize", "retrieve", "judge", "infer"})
 
 
-class StageProgress(BaseCallbackHandler):
+class StageProgress(ItemProgress[ProgressLines], BaseCallbackHandler):
     """Shows the stages of one record's evaluation on a :class:`ProgressLines`.
 
     Pass it in the evaluator's ``callbacks``: the runs of :data:`STAGES` directly under the
     evaluator's run are shown when they start (live line) and end (with their duration).
-
-    Args:
-        display: The display.
-        index: 0-based index of the record.
+    Built as ``StageProgress(display, index)`` (:class:`ItemProgress`; ``index``: 0-based
+    index of the record).
     """
 
     def __init__(self, display: ProgressLines, index: int) -> None:
-        self.display = display
-        self.index = index
+        super().__init__(display, index)
         self._root: UUID | None = None
         self._started: dict[UUID, tuple[str, float]] = {}
 

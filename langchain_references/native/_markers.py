@@ -18,8 +18,12 @@ from typing import Any, Final
 
 from langchain_core.messages import BaseMessage
 
-from langchain_references.errors import LangchainReferencesError
-from langchain_references.native.base import NativeCitation, Piece
+from langchain_references.native.base import (
+    NativeCitation,
+    Piece,
+    UnsupportedMessageError,
+    as_message,
+)
 
 __all__ = [
     "MARKER_RUN_RE",
@@ -31,9 +35,11 @@ __all__ = [
     "coalesce",
     "content_items",
     "find_marker_runs",
+    "has_provider_citations",
     "is_final_chunk",
     "optional_int",
     "optional_str",
+    "text_block_cites",
 ]
 
 logger = logging.getLogger(__name__)
@@ -55,10 +61,6 @@ _VIABLE_PREFIX_RE: Final = re.compile(
 _MARKER_OPENERS: Final = re.compile("[【\ue200]")
 
 _HORIZONTAL_SPACE: Final = " \t"
-
-
-class UnsupportedMessageError(LangchainReferencesError, TypeError):
-    """An adapter was fed something that is not a LangChain message."""
 
 
 @dataclass(slots=True)
@@ -188,10 +190,7 @@ def content_items(message: Any) -> list[str | dict[str, Any]]:
     Raises:
         UnsupportedMessageError: If ``message`` is not a LangChain message.
     """
-    if not isinstance(message, BaseMessage):
-        msg = f"expected a LangChain message or message chunk, got {type(message).__name__}"
-        raise UnsupportedMessageError(msg)
-    content = message.content
+    content = as_message(message).content
     if isinstance(content, str):
         return [content] if content else []
     return [item for item in content if isinstance(item, str | dict)]
@@ -313,6 +312,21 @@ def has_provider_citations(
         return False
     if metadata.get("model_provider") == provider:
         return True
+    return text_block_cites(message, field, types)
+
+
+def text_block_cites(message: BaseMessage, field: str, types: Collection[str]) -> bool:
+    """Tell whether a text block of ``message`` has a ``field`` item of one of ``types``.
+
+    Args:
+        message: A message or chunk.
+        field: The text-block key of the citations (``"citations"``, ``"annotations"``).
+        types: The ``type`` values that make an item of that list a citation.
+
+    Returns:
+        True when some ``{"type": "text"}`` block of the content lists such an item (dict
+        items of a list only); False for string content.
+    """
     content = message.content
     if isinstance(content, str):
         return False

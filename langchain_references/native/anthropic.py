@@ -42,17 +42,10 @@ from __future__ import annotations
 import logging
 from typing import Any, Final
 
-from langchain_core.messages import AIMessageChunk, BaseMessage
+from typing_extensions import override
 
-from langchain_references.native._markers import (
-    as_dicts,
-    coalesce,
-    content_items,
-    has_provider_citations,
-    is_final_chunk,
-    optional_int,
-    optional_str,
-)
+from langchain_references.native._blocks import IndexedBlockAdapter
+from langchain_references.native._markers import coalesce, optional_int, optional_str
 from langchain_references.native.base import NativeCitation, Piece, normalize_url
 
 __all__ = ["AnthropicAdapter", "citation_from_anthropic"]
@@ -74,7 +67,6 @@ CITATION_TYPES: Final = frozenset(
 
 _DOCUMENT_TYPES: Final = frozenset({"char_location", "page_location", "content_block_location"})
 _TRAILING_SPACE: Final = " \t\r\n"
-_NO_BLOCK: Final = object()
 
 
 def _is_web_url(value: str) -> bool:
@@ -137,12 +129,6 @@ def citation_from_anthropic(raw: dict[str, Any]) -> NativeCitation | None:
     return None
 
 
-def _citations(block: dict[str, Any]) -> list[NativeCitation]:
-    """Return the citations of one text block (or text block fragment)."""
-    records = (citation_from_anthropic(raw) for raw in as_dicts(block.get("citations")))
-    return [record for record in records if record is not None]
-
-
 def _cited_block(text: str, citations: list[NativeCitation]) -> list[Piece]:
     """Return a finished block's pieces: its text with the citations at its end.
 
@@ -155,7 +141,7 @@ def _cited_block(text: str, citations: list[NativeCitation]) -> list[Piece]:
     return coalesce([body, *citations, text[len(body) :]])
 
 
-class AnthropicAdapter:
+class AnthropicAdapter(IndexedBlockAdapter):
     """Reads the citations of one Claude answer (see the module docstring for the shapes).
 
     Examples:
@@ -171,84 +157,11 @@ class AnthropicAdapter:
     """
 
     provider: str = PROVIDER
+    citation_field = "citations"
+    citation_types = CITATION_TYPES
 
-    def __init__(self) -> None:
-        self._index: object = _NO_BLOCK
-        self._text: list[str] = []
-        self._citations: list[NativeCitation] = []
-
-    @classmethod
-    def matches(cls, message: BaseMessage) -> bool:
-        """Return True when ``message`` comes from Anthropic or carries Anthropic citations.
-
-        Args:
-            message: A message or message chunk.
-
-        Returns:
-            True for ``response_metadata["model_provider"] == "anthropic"`` (unless the message
-            was converted to LangChain's standard ``v1`` content) or for a text block whose
-            ``citations`` are Anthropic citation locations.
-        """
-        return has_provider_citations(message, PROVIDER, "citations", CITATION_TYPES)
-
-    def feed(self, message: Any) -> list[Piece]:
-        """Consume one chunk (or the whole message); return the pieces now certain.
-
-        Args:
-            message: An ``AIMessageChunk`` of a stream, or the whole ``AIMessage``.
-
-        Returns:
-            Text and citations in order.
-
-        Raises:
-            UnsupportedMessageError: If ``message`` is not a LangChain message.
-        """
-        items = content_items(message)
-        if not isinstance(message, AIMessageChunk):
-            pieces = self._flush()
-            for item in items:
-                if isinstance(item, str):
-                    pieces.append(item)
-                elif item.get("type") == "text":
-                    pieces.extend(_cited_block(str(item.get("text") or ""), _citations(item)))
-            return coalesce(pieces)
-        pieces = []
-        for item in items:
-            if isinstance(item, str):
-                pieces.extend(self._flush())
-                pieces.append(item)
-                continue
-            index = item.get("index")
-            if item.get("type") != "text":
-                if index is None or index != self._index:
-                    pieces.extend(self._flush())
-                continue
-            if index is None:
-                # A complete block outside any indexed stream.
-                pieces.extend(self._flush())
-                pieces.extend(_cited_block(str(item.get("text") or ""), _citations(item)))
-                continue
-            if index != self._index:
-                pieces.extend(self._flush())
-                self._index = index
-            self._text.append(str(item.get("text") or ""))
-            self._citations.extend(_citations(item))
-        if is_final_chunk(message):
-            pieces.extend(self._flush())
-        return coalesce(pieces)
-
-    def finish(self) -> list[Piece]:
-        """End the answer; return the held block, if any.
-
-        Returns:
-            The remaining pieces.
-        """
-        return coalesce(self._flush())
-
-    def _flush(self) -> list[Piece]:
-        """Close the held block and return its pieces."""
-        pieces = _cited_block("".join(self._text), self._citations)
-        self._index = _NO_BLOCK
-        self._text = []
-        self._citations = []
-        return pieces
+    @override
+    def _block_pieces(self, text: str, raw: list[dict[str, Any]]) -> list[Piece]:
+        """Place the block's citations at its end (see :func:`_cited_block`)."""
+        records = (citation_from_anthropic(item) for item in raw)
+        return _cited_block(text, [record for record in records if record is not None])

@@ -10,18 +10,32 @@ one number per source) and renders it in the run's style, so provider citations 
 Adapters are sans-IO and per run: one instance per answer, never shared between runs.
 Their output must not depend on how the stream was chunked: concatenating the text pieces
 and keeping the citations in order gives the same result for any split of the same answer.
+The built-in adapters derive from :class:`BaseNativeAdapter`, which holds the entry points
+they share (the message check of ``feed``, the documented ``matches``).
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage
 
-__all__ = ["NativeAdapter", "NativeCitation", "Piece", "normalize_url"]
+from langchain_references.errors import LangchainReferencesError
+
+__all__ = [
+    "BaseNativeAdapter",
+    "NativeAdapter",
+    "NativeCitation",
+    "Piece",
+    "UnsupportedMessageError",
+    "as_message",
+    "normalize_url",
+]
 
 
 def normalize_url(url: str) -> str:
@@ -55,7 +69,7 @@ class NativeCitation:
 
     Attributes:
         provider: The adapter that read it (``"anthropic"``, ``"openai"``, ...).
-        source: The source key: a normalised URL, a file id, or None when the citation
+        source: The source key: a normalized URL, a file id, or None when the citation
             points at ``documents[document_index]`` (whose own source is then used).
         url: The URL to link to, if the provider gave one.
         title: The source's title, if known.
@@ -124,3 +138,76 @@ class NativeAdapter(Protocol):
     def finish(self) -> list[Piece]:
         """End the answer; return every piece still held back."""
         ...
+
+
+class UnsupportedMessageError(LangchainReferencesError, TypeError):
+    """An adapter was fed something that is not a LangChain message."""
+
+
+def as_message(message: Any) -> BaseMessage:
+    """Return ``message`` if it is a LangChain message (or chunk); raise otherwise.
+
+    Args:
+        message: What an adapter was fed.
+
+    Returns:
+        The same object, typed as a message.
+
+    Raises:
+        UnsupportedMessageError: If ``message`` is not a LangChain message.
+    """
+    if not isinstance(message, BaseMessage):
+        msg = f"expected a LangChain message or message chunk, got {type(message).__name__}"
+        raise UnsupportedMessageError(msg)
+    return message
+
+
+class BaseNativeAdapter(ABC):
+    """The entry points every built-in adapter shares; a subclass supplies the reading.
+
+    A subclass sets :attr:`provider` and implements :meth:`matches` (which messages it
+    reads), :meth:`_read` (one message, already checked) and :meth:`finish`.
+    """
+
+    __slots__ = ()
+
+    provider: str
+
+    @classmethod
+    @abstractmethod
+    def matches(cls, message: BaseMessage) -> bool:
+        """Return True when this adapter reads ``message`` (used by ``native="auto"``).
+
+        Args:
+            message: A message or chunk.
+
+        Returns:
+            Whether this adapter reads it.
+        """
+
+    def feed(self, message: Any) -> list[Piece]:
+        """Consume one chunk (or the whole message); return the pieces now certain.
+
+        Args:
+            message: A LangChain message chunk of a stream, or the whole message.
+
+        Returns:
+            Text and citations in order; an adapter may hold text back until the citations
+            that point into it are known.
+
+        Raises:
+            UnsupportedMessageError: If ``message`` is not a LangChain message.
+        """
+        return self._read(as_message(message))
+
+    @abstractmethod
+    def _read(self, message: BaseMessage) -> list[Piece]:
+        """Consume one checked message (or chunk); return the pieces now certain."""
+
+    @abstractmethod
+    def finish(self) -> list[Piece]:
+        """End the answer; return every piece still held back.
+
+        Returns:
+            The remaining pieces.
+        """

@@ -26,14 +26,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage
+from typing_extensions import override
 
-from langchain_references.native._markers import (
-    Cut,
-    UnsupportedMessageError,
-    apply_cuts,
-    is_final_chunk,
+from langchain_references.native._markers import Cut, apply_cuts, is_final_chunk
+from langchain_references.native.base import (
+    BaseNativeAdapter,
+    NativeCitation,
+    Piece,
+    normalize_url,
 )
-from langchain_references.native.base import NativeCitation, Piece, normalize_url
 from langchain_references.native.v1 import field_of, span_end
 
 __all__ = ["CohereAdapter"]
@@ -61,7 +62,7 @@ def _document_fields(document: Any) -> Mapping[str, Any]:
     return data if isinstance(data, Mapping) else document
 
 
-class CohereAdapter:
+class CohereAdapter(BaseNativeAdapter):
     """Places Cohere's citations after the spans they support.
 
     Examples:
@@ -88,15 +89,9 @@ class CohereAdapter:
         self._documents: list[Any] = []
 
     @classmethod
+    @override
     def matches(cls, message: BaseMessage) -> bool:
-        """Return True for a Cohere message: its provider, or Cohere-shaped citations.
-
-        Args:
-            message: A message or chunk.
-
-        Returns:
-            Whether this adapter reads it.
-        """
+        """Return True for a Cohere message: its provider, or Cohere-shaped citations."""
         if message.response_metadata.get("model_provider") == "cohere":
             return True
         citations = message.additional_kwargs.get("citations")
@@ -106,21 +101,9 @@ class CohereAdapter:
             and all(_is_cohere_citation(item) for item in citations)
         )
 
-    def feed(self, message: Any) -> list[Piece]:
-        """Consume one chunk (or whole message); return everything once a last chunk comes.
-
-        Args:
-            message: A LangChain message or message chunk.
-
-        Returns:
-            Nothing until the answer is complete.
-
-        Raises:
-            UnsupportedMessageError: If ``message`` is not a LangChain message.
-        """
-        if not isinstance(message, BaseMessage):
-            msg = f"expected a LangChain message or message chunk, got {type(message).__name__}"
-            raise UnsupportedMessageError(msg)
+    @override
+    def _read(self, message: BaseMessage) -> list[Piece]:
+        """Keep the text and citations; return everything once a last chunk comes."""
         self._text += message.text
         kwargs = message.additional_kwargs
         citations = kwargs.get("citations")
@@ -133,12 +116,9 @@ class CohereAdapter:
             return self.finish()
         return []
 
+    @override
     def finish(self) -> list[Piece]:
-        """End the answer; return it with citations after the cited spans.
-
-        Returns:
-            The answer's pieces (empty if already returned).
-        """
+        """End the answer; return it with citations after the cited spans."""
         text, self._text = self._text, ""
         citations, self._citations = self._citations, []
         cuts: list[Cut] = []

@@ -21,9 +21,15 @@ import logging
 from typing import Any
 
 from langchain_core.messages import BaseMessage
+from typing_extensions import override
 
-from langchain_references.native._markers import Cut, UnsupportedMessageError, apply_cuts
-from langchain_references.native.base import NativeCitation, Piece, normalize_url
+from langchain_references.native._markers import Cut, apply_cuts
+from langchain_references.native.base import (
+    BaseNativeAdapter,
+    NativeCitation,
+    Piece,
+    normalize_url,
+)
 from langchain_references.native.v1 import field_of, span_end
 
 __all__ = ["GeminiAdapter", "grounding_cuts"]
@@ -118,7 +124,7 @@ def grounding_cuts(text: str, metadata: Any) -> list[Cut]:
     return cuts
 
 
-class GeminiAdapter:
+class GeminiAdapter(BaseNativeAdapter):
     """Places Gemini's grounding citations after the segments they support.
 
     Examples:
@@ -149,48 +155,27 @@ class GeminiAdapter:
         self._metadata: Any = None
 
     @classmethod
+    @override
     def matches(cls, message: BaseMessage) -> bool:
-        """Return True for a Gemini message: its provider, or grounding metadata.
-
-        Args:
-            message: A message or chunk.
-
-        Returns:
-            Whether this adapter reads it.
-        """
+        """Return True for a Gemini message: its provider, or grounding metadata."""
         metadata = message.response_metadata
         provider = metadata.get("model_provider")
         if isinstance(provider, str) and provider.lower() in _PROVIDERS:
             return True
         return bool(metadata.get("grounding_metadata"))
 
-    def feed(self, message: Any) -> list[Piece]:
-        """Consume one chunk (or whole message); hold everything until :meth:`finish`.
-
-        Args:
-            message: A LangChain message or message chunk.
-
-        Returns:
-            Always empty: the grounding metadata comes last.
-
-        Raises:
-            UnsupportedMessageError: If ``message`` is not a LangChain message.
-        """
-        if not isinstance(message, BaseMessage):
-            msg = f"expected a LangChain message or message chunk, got {type(message).__name__}"
-            raise UnsupportedMessageError(msg)
+    @override
+    def _read(self, message: BaseMessage) -> list[Piece]:
+        """Keep the text and the last grounding metadata; return nothing (it comes last)."""
         self._text += message.text
         metadata = message.response_metadata.get("grounding_metadata")
         if metadata:
             self._metadata = metadata
         return []
 
+    @override
     def finish(self) -> list[Piece]:
-        """End the answer; return it with citations after the supported segments.
-
-        Returns:
-            The whole answer's pieces.
-        """
+        """End the answer; return it with citations after the supported segments."""
         text, self._text = self._text, ""
         metadata, self._metadata = self._metadata, None
         if metadata is None:

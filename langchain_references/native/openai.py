@@ -37,18 +37,14 @@ from __future__ import annotations
 import logging
 from typing import Any, Final
 
-from langchain_core.messages import AIMessageChunk, BaseMessage
+from typing_extensions import override
 
+from langchain_references.native._blocks import IndexedBlockAdapter
 from langchain_references.native._markers import (
     Cut,
     MarkerStripper,
     apply_cuts,
-    as_dicts,
-    coalesce,
-    content_items,
     find_marker_runs,
-    has_provider_citations,
-    is_final_chunk,
     optional_int,
     optional_str,
 )
@@ -62,8 +58,6 @@ PROVIDER: Final = "openai"
 
 #: Annotation types that are citations (``file_path`` is a download link, not a source).
 CITATION_TYPES: Final = frozenset({"url_citation", "file_citation", "container_file_citation"})
-
-_NO_BLOCK: Final = object()
 
 
 def citation_from_openai(raw: dict[str, Any]) -> NativeCitation | None:
@@ -152,7 +146,7 @@ def resolve_annotations(text: str, annotations: list[dict[str, Any]]) -> list[Pi
     return apply_cuts(text, cuts)
 
 
-class OpenAIAdapter:
+class OpenAIAdapter(IndexedBlockAdapter):
     """Reads the citations of one OpenAI answer (see the module docstring for the shapes).
 
     Examples:
@@ -166,98 +160,29 @@ class OpenAIAdapter:
     """
 
     provider: str = PROVIDER
+    citation_field = "annotations"
+    citation_types = CITATION_TYPES
 
     def __init__(self) -> None:
-        self._index: object = _NO_BLOCK
-        self._text: list[str] = []
-        self._annotations: list[dict[str, Any]] = []
+        super().__init__()
         self._stripper = MarkerStripper()
 
-    @classmethod
-    def matches(cls, message: BaseMessage) -> bool:
-        """Return True when ``message`` comes from OpenAI or carries Responses annotations.
+    @override
+    def _block_pieces(self, text: str, raw: list[dict[str, Any]]) -> list[Piece]:
+        """Place the part's annotations (see :func:`resolve_annotations`)."""
+        return resolve_annotations(text, raw)
 
-        Args:
-            message: A message or message chunk.
+    @override
+    def _closes_block(self, item: dict[str, Any]) -> bool:
+        """``response.output_text.done`` (an ``id``): no annotation can follow for this part."""
+        return "id" in item
 
-        Returns:
-            True for ``response_metadata["model_provider"] == "openai"`` (unless the message
-            was converted to LangChain's standard ``v1`` content) or for a text block whose
-            ``annotations`` include a Responses API citation.
-        """
-        return has_provider_citations(message, PROVIDER, "annotations", CITATION_TYPES)
+    @override
+    def _stream_text(self, text: str) -> str:
+        """Release string content with leaked markers removed (a marker's start held)."""
+        return self._stripper.feed(text)
 
-    def feed(self, message: Any) -> list[Piece]:
-        """Consume one chunk (or the whole message); return the pieces now certain.
-
-        Args:
-            message: An ``AIMessageChunk`` of a stream, or the whole ``AIMessage``.
-
-        Returns:
-            Text and citations in order.
-
-        Raises:
-            UnsupportedMessageError: If ``message`` is not a LangChain message.
-        """
-        items = content_items(message)
-        if not isinstance(message, AIMessageChunk):
-            pieces = self._flush()
-            for item in items:
-                if isinstance(item, str):
-                    pieces.extend(resolve_annotations(item, []))
-                elif item.get("type") == "text":
-                    text = str(item.get("text") or "")
-                    pieces.extend(
-                        resolve_annotations(text, list(as_dicts(item.get("annotations"))))
-                    )
-            return coalesce(pieces)
-        pieces = []
-        for item in items:
-            if isinstance(item, str):
-                pieces.extend(self._flush_block())
-                pieces.append(self._stripper.feed(item))
-                continue
-            index = item.get("index")
-            if item.get("type") != "text":
-                if index is None or index != self._index:
-                    pieces.extend(self._flush())
-                continue
-            if index is None:
-                # A complete part outside any indexed stream.
-                pieces.extend(self._flush())
-                text = str(item.get("text") or "")
-                pieces.extend(resolve_annotations(text, list(as_dicts(item.get("annotations")))))
-                continue
-            if index != self._index:
-                pieces.extend(self._flush())
-                self._index = index
-            self._text.append(str(item.get("text") or ""))
-            self._annotations.extend(as_dicts(item.get("annotations")))
-            if "id" in item:
-                # ``response.output_text.done``: no annotation can follow for this part.
-                pieces.extend(self._flush_block())
-        if is_final_chunk(message):
-            pieces.extend(self._flush())
-        return coalesce(pieces)
-
-    def finish(self) -> list[Piece]:
-        """End the answer; return the held part and any held string text.
-
-        Returns:
-            The remaining pieces.
-        """
-        return coalesce(self._flush())
-
-    def _flush_block(self) -> list[Piece]:
-        """Close the held output text part and return its pieces."""
-        if self._index is _NO_BLOCK and not self._text:
-            return []
-        pieces = resolve_annotations("".join(self._text), self._annotations)
-        self._index = _NO_BLOCK
-        self._text = []
-        self._annotations = []
-        return pieces
-
+    @override
     def _flush(self) -> list[Piece]:
         """Close the held part and the held string text; return their pieces."""
         return [self._stripper.close(), *self._flush_block()]

@@ -24,9 +24,15 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from langchain_core.messages import BaseMessage
+from typing_extensions import override
 
-from langchain_references.native._markers import UnsupportedMessageError, coalesce
-from langchain_references.native.base import NativeCitation, Piece, normalize_url
+from langchain_references.native._markers import coalesce
+from langchain_references.native.base import (
+    BaseNativeAdapter,
+    NativeCitation,
+    Piece,
+    normalize_url,
+)
 from langchain_references.native.v1 import field_of
 
 __all__ = ["PerplexityAdapter"]
@@ -51,7 +57,7 @@ def _result_list(value: Any) -> list[Any] | None:
     return None
 
 
-class PerplexityAdapter:
+class PerplexityAdapter(BaseNativeAdapter):
     """Turns Perplexity's ``[k]`` markers into citations of ``citations``/``search_results``.
 
     Examples:
@@ -77,15 +83,9 @@ class PerplexityAdapter:
         self._known = False
 
     @classmethod
+    @override
     def matches(cls, message: BaseMessage) -> bool:
-        """Return True for a Perplexity message: its provider, model or source lists.
-
-        Args:
-            message: A message or chunk.
-
-        Returns:
-            Whether this adapter reads it.
-        """
+        """Return True for a Perplexity message: its provider, model or source lists."""
         metadata = message.response_metadata
         if metadata.get("model_provider") == "perplexity":
             return True
@@ -99,31 +99,16 @@ class PerplexityAdapter:
         results = kwargs.get("search_results")
         return bool(results) and _result_list(results) is not None
 
-    def feed(self, message: Any) -> list[Piece]:
-        """Consume one chunk (or whole message); return the pieces now certain.
-
-        Args:
-            message: A LangChain message or message chunk.
-
-        Returns:
-            Text and citations; a possible marker prefix is held back.
-
-        Raises:
-            UnsupportedMessageError: If ``message`` is not a LangChain message.
-        """
-        if not isinstance(message, BaseMessage):
-            msg = f"expected a LangChain message or message chunk, got {type(message).__name__}"
-            raise UnsupportedMessageError(msg)
+    @override
+    def _read(self, message: BaseMessage) -> list[Piece]:
+        """Keep the sources and the text; return it with a possible marker prefix held."""
         self._read_sources(message.additional_kwargs)
         self._buffer += message.text
         return self._scan(final=False)
 
+    @override
     def finish(self) -> list[Piece]:
-        """End the answer; return the held-back text (a pending marker is resolved now).
-
-        Returns:
-            The remaining pieces.
-        """
+        """End the answer; return the held-back text (a pending marker is resolved now)."""
         return self._scan(final=True)
 
     def _read_sources(self, kwargs: dict[str, Any]) -> None:

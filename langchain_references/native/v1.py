@@ -32,18 +32,25 @@ from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.messages import BaseMessage
+from typing_extensions import override
 
 from langchain_references._parser import CITATION_RE
 from langchain_references.native._markers import (
     Cut,
-    UnsupportedMessageError,
     apply_cuts,
     coalesce,
     is_final_chunk,
     optional_int,
     optional_str,
+    text_block_cites,
 )
-from langchain_references.native.base import NativeAdapter, NativeCitation, Piece, normalize_url
+from langchain_references.native.base import (
+    BaseNativeAdapter,
+    NativeAdapter,
+    NativeCitation,
+    Piece,
+    normalize_url,
+)
 
 __all__ = [
     "V1Adapter",
@@ -55,6 +62,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _GEMINI_EXTRAS = "google_ai_metadata"
+_CITATION_TYPES = frozenset({"citation"})
 
 #: An inline Markdown link the model wrote for a citation, ``([title](url))`` (OpenAI's
 #: web-search answers: the annotation's span is exactly this link).
@@ -266,7 +274,7 @@ def _delegate_for(message: BaseMessage) -> NativeAdapter | None:
     return None
 
 
-class V1Adapter:
+class V1Adapter(BaseNativeAdapter):
     """Reads LangChain v1 content blocks and their ``citation`` annotations.
 
     Examples:
@@ -301,45 +309,16 @@ class V1Adapter:
         self._delegate: NativeAdapter | None = None
 
     @classmethod
+    @override
     def matches(cls, message: BaseMessage) -> bool:
-        """Return True for v1 output: ``output_version="v1"`` or ``citation`` annotations.
-
-        Args:
-            message: A message or chunk.
-
-        Returns:
-            Whether this adapter reads it.
-        """
+        """Return True for v1 output: ``output_version="v1"`` or ``citation`` annotations."""
         if message.response_metadata.get("output_version") == "v1":
             return True
-        content = message.content
-        if isinstance(content, str):
-            return False
-        return any(
-            isinstance(block, dict)
-            and block.get("type") == "text"
-            and any(
-                isinstance(a, dict) and a.get("type") == "citation"
-                for a in block.get("annotations") or ()
-            )
-            for block in content
-        )
+        return text_block_cites(message, "annotations", _CITATION_TYPES)
 
-    def feed(self, message: Any) -> list[Piece]:
-        """Consume one chunk (or whole message); return the completed blocks' pieces.
-
-        Args:
-            message: A LangChain message or message chunk.
-
-        Returns:
-            Text and citations of every text block now complete.
-
-        Raises:
-            UnsupportedMessageError: If ``message`` is not a LangChain message.
-        """
-        if not isinstance(message, BaseMessage):
-            msg = f"expected a LangChain message or message chunk, got {type(message).__name__}"
-            raise UnsupportedMessageError(msg)
+    @override
+    def _read(self, message: BaseMessage) -> list[Piece]:
+        """Hold each text block until it is complete; return the completed ones' pieces."""
         if not self._fed:
             self._fed = True
             self._delegate = _delegate_for(message)
@@ -371,12 +350,9 @@ class V1Adapter:
             out.extend(self._close_all())
         return coalesce(out)
 
+    @override
     def finish(self) -> list[Piece]:
-        """End the answer; return the blocks still open.
-
-        Returns:
-            Their text and citations.
-        """
+        """End the answer; return the blocks still open."""
         if self._delegate is not None:
             return self._delegate.finish()
         return coalesce(self._close_all())
