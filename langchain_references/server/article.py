@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import warnings
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal
@@ -41,7 +40,11 @@ from langchain_core.documents import Document
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from langchain_references.citations.sentences import CitedSentence, is_verification_worthy
+from langchain_references.citations.sentences import (
+    CitedSentence,
+    is_verification_worthy,
+    sentence_spans,
+)
 from langchain_references.factcheck.chain import FactCheckInput
 from langchain_references.factcheck.extract import aextract_all
 from langchain_references.factcheck.fetch import PageFetcher
@@ -72,12 +75,6 @@ from langchain_references.styles import (
     clean_text,
     safe_url,
 )
-
-with warnings.catch_warnings():
-    # pysbd 0.3.4 has regex literals with invalid escapes; Python warns when it compiles them.
-    warnings.simplefilter("ignore", DeprecationWarning)
-    warnings.simplefilter("ignore", SyntaxWarning)
-    import pysbd
 
 __all__ = [
     "ARTICLE_EVENT",
@@ -148,9 +145,9 @@ def split_with_offsets(text: str) -> list[Sentence]:
     """Cut a text into sentences, each with its offsets in the text.
 
     Every line is a block of its own (a heading or a list item never merges with the next
-    line); pysbd splits each line into sentences. Each sentence is located in the text from
-    the end of the previous one, so the offsets are exact: ``text[start:end]`` is the
-    sentence.
+    line); pysbd splits each line into sentences
+    (:func:`~langchain_references.citations.sentences.sentence_spans`), so the offsets are
+    exact: ``text[start:end]`` is the sentence.
 
     Args:
         text: The article.
@@ -158,30 +155,12 @@ def split_with_offsets(text: str) -> list[Sentence]:
     Returns:
         The non-blank sentences, in order.
     """
-    segmenter = pysbd.Segmenter(language="en", clean=False)
-    sentences: list[Sentence] = []
-    for line in _LINE.finditer(text):
-        cursor = line.start()
-        pieces: list[str] = segmenter.segment(line.group()) if line.group().strip() else []
-        for piece in pieces:
-            stripped = piece.strip()
-            if not stripped:
-                continue
-            start = text.find(stripped, cursor, line.end())
-            if start < 0:  # pysbd changed the text: keep the rest of the line as one sentence
-                logger.debug("Sentence not found in its line; keeping the rest of the line")
-                rest = text[cursor : line.end()]
-                start = cursor + len(rest) - len(rest.lstrip())
-                stripped = rest.strip()
-                if stripped:
-                    sentences.append(
-                        Sentence(len(sentences), start, start + len(stripped), stripped)
-                    )
-                break
-            end = start + len(stripped)
-            sentences.append(Sentence(len(sentences), start, end, stripped))
-            cursor = end
-    return sentences
+    spans = [
+        (line.start() + start, line.start() + end)
+        for line in _LINE.finditer(text)
+        for start, end in sentence_spans(line.group())
+    ]
+    return [Sentence(i, start, end, text[start:end]) for i, (start, end) in enumerate(spans)]
 
 
 def is_claim(sentence: Sentence) -> bool:
