@@ -321,7 +321,6 @@ def _selected(
 async def _aselected(
     services: Services,
     claims: Sequence[str],
-    *,
     granularity: Granularity,
     threshold: float | None,
     top_k: int | None,
@@ -360,14 +359,7 @@ async def afind_evidence(
         LimitExceededError: If the claims or ``top_k`` exceed the settings' limits.
         EvidenceIndexError: If the index fails.
     """
-    _, selected = await _aselected(
-        services,
-        claims,
-        granularity=granularity,
-        threshold=threshold,
-        top_k=top_k,
-        re_rank=re_rank,
-    )
+    _, selected = await _aselected(services, claims, granularity, threshold, top_k, re_rank)
     return [[EvidenceOutput(**_output(r)) for r in claim] for claim in selected]
 
 
@@ -424,14 +416,7 @@ async def averify_claims(
         LimitExceededError: If the claims or ``top_k`` exceed the settings' limits.
         EvidenceIndexError: If the index fails.
     """
-    plan, selected = await _aselected(
-        services,
-        claims,
-        granularity=granularity,
-        threshold=threshold,
-        top_k=top_k,
-        re_rank=re_rank,
-    )
+    plan, selected = await _aselected(services, claims, granularity, threshold, top_k, re_rank)
     units = [
         verification_units(evidence, granularity=granularity, include_title=include_title)
         for evidence in selected
