@@ -56,6 +56,7 @@ from langchain_references.server.events import (
     ApiError,
     Event,
     error_response,
+    openapi_responses,
     respond,
 )
 from langchain_references.server.factcheck_api import (
@@ -396,20 +397,14 @@ async def article_events(
 
 router = APIRouter(tags=["native"])
 
-_ARTICLE_RESPONSES: Final[dict[int | str, dict[str, Any]]] = {
-    200: {
-        "description": "The article's sentences and claims with a verdict, passages and "
-        "references per claim (JSON); with `Accept: text/event-stream`: `article`, "
-        "`progress`, `claim` (one per claim, as it is decided) and `result` events.",
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
-    },
-    400: {"description": "`top_k` above `max_top_k` (JSON naming the limit)."},
-    413: {
-        "description": "The article exceeds `max_article_chars`, or it has more than "
-        "`max_claims` claims or a claim longer than `max_claim_chars` (JSON naming the limit)."
-    },
-    422: {"description": "Invalid body, or the URL could not be fetched or read."},
-}
+_ARTICLE_RESPONSES: Final = openapi_responses(
+    "The article's sentences and claims with a verdict, passages and references per claim "
+    "(JSON); with `Accept: text/event-stream`: `article`, `progress`, `claim` (one per claim, "
+    "as it is decided) and `result` events.",
+    "The article exceeds `max_article_chars`, or it has more than `max_claims` claims or a "
+    "claim longer than `max_claim_chars` (JSON naming the limit).",
+    {422: "Invalid body, or the URL could not be fetched or read."},
+)
 
 
 @router.post(

@@ -80,6 +80,7 @@ from langchain_references.server.events import (
     PROGRESS_EVENT,
     RESULT_EVENT,
     Event,
+    openapi_responses,
     respond,
 )
 from langchain_references.server.index import EvidenceHit, EvidenceIndex, Granularity
@@ -426,15 +427,11 @@ async def _factcheck_events(
             yield Event(RESULT_EVENT, item.model_dump(mode="json"))
 
 
-_FACTCHECK_RESPONSES: Final[dict[int | str, dict[str, Any]]] = {
-    200: {
-        "description": "The fact-check result (JSON), or with `Accept: text/event-stream` "
-        "`progress` events (one per stage start and end) and a final `result` event.",
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
-    },
-    400: {"description": "`top_k` above `max_top_k` (JSON naming the limit)."},
-    413: {"description": "The statement exceeds `max_claim_chars` (JSON naming the limit)."},
-}
+_FACTCHECK_RESPONSES: Final = openapi_responses(
+    "The fact-check result (JSON), or with `Accept: text/event-stream` `progress` events (one "
+    "per stage start and end) and a final `result` event.",
+    "The statement exceeds `max_claim_chars` (JSON naming the limit).",
+)
 
 
 @router.post(
