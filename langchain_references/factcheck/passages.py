@@ -51,7 +51,6 @@ __all__ = [
     "DEFAULT_MIN_CHARS",
     "PRESPLIT_CHARS",
     "PassageSplitter",
-    "make_passages",
     "normalise_for_dedup",
     "presplit",
 ]
@@ -312,31 +311,3 @@ def presplit(paragraph: str, limit: int = PRESPLIT_CHARS) -> Iterator[str]:
         start += cut + 1
     if start < len(paragraph):
         yield paragraph[start:]
-
-
-def make_passages(
-    pages: Sequence[ExtractedPage],
-    *,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
-    min_chars: int = DEFAULT_MIN_CHARS,
-    max_passages_per_page: int = DEFAULT_MAX_PASSAGES_PER_PAGE,
-    max_passages: int = DEFAULT_MAX_PASSAGES,
-) -> list[Passage]:
-    """Split pages into deduplicated passages of at most ``max_tokens`` tokens.
-
-    Args:
-        pages: Extracted pages.
-        max_tokens: Maximum tokens per passage.
-        min_chars: Minimum paragraph length in characters.
-        max_passages_per_page: Most passages kept per page.
-        max_passages: Most passages kept in all.
-
-    Returns:
-        Passages ordered by page rank, then position in the page.
-    """
-    return PassageSplitter(
-        max_tokens=max_tokens,
-        min_chars=min_chars,
-        max_passages_per_page=max_passages_per_page,
-        max_passages=max_passages,
-    ).split(pages)
