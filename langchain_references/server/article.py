@@ -32,9 +32,9 @@ import logging
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Final, Literal
+from typing import Any, Final, Literal
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from langchain_core.documents import Document
 from langchain_core.runnables import Runnable
@@ -61,12 +61,12 @@ from langchain_references.server.events import (
 )
 from langchain_references.server.factcheck_api import (
     DEFAULT_GRANULARITY,
+    PageFetcherDep,
     build_checker,
     check_stream,
-    get_page_fetcher,
 )
 from langchain_references.server.index import Granularity
-from langchain_references.server.services import Services, get_services
+from langchain_references.server.services import ServicesDep
 from langchain_references.styles import (
     EmptyReferenceStyle,
     HTMLReferenceStyle,
@@ -415,8 +415,8 @@ _ARTICLE_RESPONSES: Final = openapi_responses(
 async def article(
     body: ArticleBody,
     request: Request,
-    services: Annotated[Services, Depends(get_services)],
-    fetcher: Annotated[PageFetcher, Depends(get_page_fetcher)],
+    services: ServicesDep,
+    fetcher: PageFetcherDep,
 ) -> Response:
     """Split an article into sentences, pick its claims and check each one.
 

@@ -29,13 +29,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, WithJsonSchema
 
 from langchain_references.judges import Judgement, Label
 from langchain_references.judges.base import JudgeInputLike
 from langchain_references.server.index import EvidenceHit, Granularity, split_sentences
-from langchain_references.server.services import Services, get_services
+from langchain_references.server.services import Services, ServicesDep
 
 __all__ = [
     "Claim",
@@ -429,7 +429,6 @@ async def averify_claims(
 # --- The router --------------------------------------------------------------------------------
 
 router = APIRouter()
-ServicesDep = Annotated[Services, Depends(get_services)]
 ReRank = Annotated[bool, Query(title="Re Rank")]
 IncludeTitle = Annotated[bool, Query(title="Include Title")]
 FilterNei = Annotated[bool, Query(title="Filter Nei")]

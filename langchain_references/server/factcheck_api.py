@@ -37,7 +37,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import AsyncIterator, Mapping
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, TypeAlias
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
@@ -84,12 +84,13 @@ from langchain_references.server.events import (
     respond,
 )
 from langchain_references.server.index import EvidenceHit, EvidenceIndex, Granularity
-from langchain_references.server.services import Services, get_services
+from langchain_references.server.services import Services, ServicesDep
 
 __all__ = [
     "DEFAULT_GRANULARITY",
     "FactCheckBody",
     "IndexEvidenceStage",
+    "PageFetcherDep",
     "build_checker",
     "check_stream",
     "evidence_link",
@@ -118,6 +119,10 @@ def get_page_fetcher() -> PageFetcher:
         The fetcher.
     """
     return PageFetcher()
+
+
+#: A handler's parameter that receives the page fetcher (``fetcher: PageFetcherDep``).
+PageFetcherDep: TypeAlias = Annotated[PageFetcher, Depends(get_page_fetcher)]
 
 
 def evidence_link(hit: EvidenceHit) -> str:
@@ -443,8 +448,8 @@ _FACTCHECK_RESPONSES: Final = openapi_responses(
 async def factcheck(
     body: FactCheckBody,
     request: Request,
-    services: Annotated[Services, Depends(get_services)],
-    fetcher: Annotated[PageFetcher, Depends(get_page_fetcher)],
+    services: ServicesDep,
+    fetcher: PageFetcherDep,
 ) -> Response:
     """Check one statement: evidence from the index (and the web back-end chosen at start-up).
 
