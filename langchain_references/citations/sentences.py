@@ -49,6 +49,7 @@ dependency, with :func:`sentence_spans`: the one pysbd splitter of the package.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import re
 import warnings
@@ -58,7 +59,6 @@ from functools import cache
 from types import ModuleType
 from typing import Any, Final
 
-from langchain_references._optional import require
 from langchain_references._parser import Citation, CitationParser
 
 __all__ = [
@@ -495,13 +495,15 @@ def _pysbd() -> ModuleType:
         # pysbd 0.3.4 has regex literals with invalid escapes; Python warns when it compiles them.
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", SyntaxWarning)
-        return require("pysbd", feature="Sentence splitting")
+        return importlib.import_module("pysbd")
 
 
 def sentence_segmenter(language: str = "en") -> Any:
     """A new pysbd segmenter that keeps the text as it is (``clean=False``).
 
-    A new one per text: pysbd keeps per-text state on the instance.
+    A new one per text: pysbd keeps per-text state on the instance. A module that splits
+    sentences calls it once at import, so that without pysbd it fails to import with the
+    ``ImportError`` of ``pysbd`` (which the command line turns into the extra to install).
 
     Args:
         language: pysbd language code.
@@ -510,7 +512,7 @@ def sentence_segmenter(language: str = "en") -> Any:
         The ``pysbd.Segmenter``.
 
     Raises:
-        MissingDependencyError: If pysbd is not installed.
+        ImportError: If pysbd is not installed.
         ValueError: If pysbd does not support the language.
     """
     try:
@@ -536,7 +538,7 @@ def sentence_spans(text: str, *, language: str = "en") -> list[tuple[int, int]]:
         sentence, stripped.
 
     Raises:
-        MissingDependencyError: If pysbd is not installed.
+        ImportError: If pysbd is not installed.
         ValueError: If pysbd does not support the language.
     """
     segmenter = sentence_segmenter(language)

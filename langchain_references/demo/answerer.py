@@ -53,7 +53,9 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from pydantic import Field
 
 from langchain_references._vectors import cosines
-from langchain_references.citations.sentences import sentence_spans
+from langchain_references.citations.sentences import sentence_segmenter, sentence_spans
+
+sentence_segmenter()  # without pysbd, importing the module fails here
 
 __all__ = [
     "NOT_FOUND_ANSWER",

@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from langchain_references.citations.sentences import (
     CitedSentence,
     is_verification_worthy,
+    sentence_segmenter,
     sentence_spans,
 )
 from langchain_references.factcheck.chain import FactCheckInput
@@ -76,6 +77,8 @@ from langchain_references.styles import (
     clean_text,
     safe_url,
 )
+
+sentence_segmenter()  # without pysbd, importing the module fails here
 
 __all__ = [
     "ARTICLE_EVENT",
