@@ -42,14 +42,22 @@ the word being written and the one before it (bounded), never re-reads the sente
 time is linear in the text. General-purpose segmenters (pysbd, NLTK's Punkt) are not used
 because they segment a whole text at once: their decision about a prefix can change when
 more text arrives, which would break split invariance in a stream.
+
+Whole texts that are not streamed (documents, articles, pages) are split by pysbd, an optional
+dependency, with :func:`sentence_spans`: the one pysbd splitter of the package.
 """
 
 from __future__ import annotations
 
+import importlib
+import logging
 import re
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Final
+from functools import cache
+from types import ModuleType
+from typing import Any, Final
 
 from langchain_references._parser import Citation, CitationParser
 
@@ -57,8 +65,12 @@ __all__ = [
     "CitedSentence",
     "SentenceCitationTracker",
     "is_verification_worthy",
+    "sentence_segmenter",
+    "sentence_spans",
     "split_cited_sentences",
 ]
+
+logger = logging.getLogger(__name__)
 
 _TERMINALS: Final = frozenset(".!?…")
 _CLOSERS: Final = frozenset("\"'”’»)]*_`")
@@ -475,3 +487,82 @@ def is_verification_worthy(sentence: CitedSentence, *, min_words: int = 4) -> bo
     """
     text = sentence.text.strip()
     return len(_WORD.findall(text)) >= min_words and not text.rstrip("*_\"'”’)").endswith("?")
+
+
+@cache
+def _pysbd() -> ModuleType:
+    with warnings.catch_warnings():
+        # pysbd 0.3.4 has regex literals with invalid escapes; Python warns when it compiles them.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", SyntaxWarning)
+        return importlib.import_module("pysbd")
+
+
+def sentence_segmenter(language: str = "en") -> Any:
+    """A new pysbd segmenter that keeps the text as it is (``clean=False``).
+
+    A new one per text: pysbd keeps per-text state on the instance. A module that splits
+    sentences calls it once at import, so that without pysbd it fails to import with the
+    ``ImportError`` of ``pysbd`` (which the command line turns into the extra to install).
+
+    Args:
+        language: pysbd language code.
+
+    Returns:
+        The ``pysbd.Segmenter``.
+
+    Raises:
+        ImportError: If pysbd is not installed.
+        ValueError: If pysbd does not support the language.
+    """
+    try:
+        return _pysbd().Segmenter(language=language, clean=False)
+    except ValueError as exc:
+        raise ValueError(f"pysbd does not support language {language!r}") from exc
+
+
+def sentence_spans(text: str, *, language: str = "en") -> list[tuple[int, int]]:
+    """Split a whole text into sentences with pysbd, as offsets in the text.
+
+    Each sentence is located in the text from the end of the previous one, so the offsets are
+    exact and the blanks around a sentence are left out. No text is lost: when pysbd leaves
+    part of the text out (it drops what it cannot find again, e.g. text holding the symbols
+    it uses internally), changes it, or fails, the text from there to the end is one sentence.
+
+    Args:
+        text: The text (a line, a paragraph, a document).
+        language: pysbd language code.
+
+    Returns:
+        ``(start, end)`` of each non-blank sentence, in order: ``text[start:end]`` is the
+        sentence, stripped.
+
+    Raises:
+        ImportError: If pysbd is not installed.
+        ValueError: If pysbd does not support the language.
+    """
+    segmenter = sentence_segmenter(language)
+    if not text.strip():
+        return []
+    try:
+        pieces: list[str] = segmenter.segment(text)
+    except Exception:  # pysbd is a heuristic: keep the text whole rather than fail
+        logger.debug("Sentence splitting failed; keeping the text as one sentence", exc_info=True)
+        pieces = []
+    spans: list[tuple[int, int]] = []
+    cursor = 0
+    for piece in pieces:
+        stripped = piece.strip()
+        if not stripped:
+            continue
+        start = text.find(stripped, cursor)
+        if start < 0 or text[cursor:start].strip():
+            logger.debug("Sentence splitter left out or changed text; keeping the rest whole")
+            break
+        spans.append((start, start + len(stripped)))
+        cursor = start + len(stripped)
+    rest = text[cursor:]
+    if rest.strip():
+        start = cursor + len(rest) - len(rest.lstrip())
+        spans.append((start, start + len(rest.strip())))
+    return spans

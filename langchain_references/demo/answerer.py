@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import math
 import re
-import warnings
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
@@ -54,12 +53,9 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from pydantic import Field
 
 from langchain_references._vectors import cosines
+from langchain_references.citations.sentences import sentence_segmenter, sentence_spans
 
-with warnings.catch_warnings():
-    # pysbd 0.3.4 has regex literals with invalid escapes; Python warns when it compiles them.
-    warnings.simplefilter("ignore", DeprecationWarning)
-    warnings.simplefilter("ignore", SyntaxWarning)
-    import pysbd
+sentence_segmenter()  # without pysbd, importing the module fails here
 
 __all__ = [
     "NOT_FOUND_ANSWER",
@@ -244,19 +240,15 @@ def parse_prompt(messages: Sequence[BaseMessage]) -> ParsedPrompt:
 def split_sentences(text: str) -> list[str]:
     """Split text into sentences with pysbd, whitespace inside each sentence collapsed.
 
+    The splitter is :func:`~langchain_references.citations.sentences.sentence_spans`.
+
     Args:
         text: The text to split.
 
     Returns:
         The non-empty sentences, in order.
     """
-    segmenter = pysbd.Segmenter(language="en", clean=False)
-    pieces: list[str] = segmenter.segment(text)
-    sentences = [" ".join(piece.split()) for piece in pieces]
-    sentences = [s for s in sentences if s]
-    if not sentences and text.strip():
-        return [" ".join(text.split())]
-    return sentences
+    return [" ".join(text[start:end].split()) for start, end in sentence_spans(text)]
 
 
 def _terms(text: str) -> list[str]:

@@ -184,9 +184,38 @@ def _step(func: Callable[[Any], T], name: str) -> Runnable[Any, T]:
 class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
     """Runnable that checks a statement against web evidence; see the module docs.
 
-    Build it with :func:`create_fact_check_chain`, which documents the arguments. Every call
-    runs :attr:`pipeline`, the LCEL composition of the stages (its run is named after the
-    chain); the components are fixed when the chain is built.
+    Build it with :func:`create_fact_check_chain` (the same callable). Every call runs
+    :attr:`pipeline`, the LCEL composition of the stages (its run is named after the chain);
+    the components are fixed when the chain is built.
+
+    Args:
+        search: Search provider (``search(query, k)`` / ``asearch(query, k)`` returning ranked
+            :class:`~langchain_references.factcheck.types.SearchHit` objects).
+        judge: Runnable ``{"statement", "passage"} -> Judgement``, e.g. an
+            :class:`~langchain_references.judges.LLMJudge`.
+        embeddings: Embeddings for the relevance stage's temporary Chroma collection. Defaults
+            to the offline :class:`~langchain_references.embeddings.MiniLMEmbeddings` unless
+            ``vector_store`` is given.
+        fetcher: Page fetcher; defaults to ``PageFetcher()`` (public addresses only, 10 s and
+            2 MB per page). Pass ``PageFetcher(allow_private=True)`` for a local server.
+        splitter: Passage splitter; defaults to ``PassageSplitter()`` (256-token passages).
+        aggregator: Turns the judgements into a verdict; defaults to
+            :class:`~langchain_references.factcheck.verdict.WeightedVoteAggregator`.
+        k: Number of passages kept by the relevance stage and judged.
+        max_results: Number of search results fetched.
+        vector_store: An existing Chroma store for the relevance stage instead of a temporary
+            collection (the passages are added under a run tag and removed afterwards).
+        max_concurrency: Judge calls in flight when the caller's ``config`` sets no
+            ``max_concurrency`` (the caller's value wins).
+        weight_by: Rank given to the aggregator for each passage: its position in the
+            relevance ranking (``"relevance"``, 0 = most similar) or its page's search rank
+            (``"search"``).
+        name: Name of the runnable in traces.
+
+    Raises:
+        TypeError: If a component has the wrong type.
+        ValueError: If a number is out of range, or both ``embeddings`` and ``vector_store``
+            are given.
 
     Attributes:
         stages: The stage objects, in run order.
@@ -363,66 +392,5 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
             yield item
 
 
-def create_fact_check_chain(
-    *,
-    search: SearchProvider,
-    judge: Runnable[JudgeInputLike, Judgement],
-    embeddings: Embeddings | None = None,
-    fetcher: PageFetcher | None = None,
-    splitter: PassageSplitter | None = None,
-    aggregator: Aggregator | None = None,
-    k: int = DEFAULT_K,
-    max_results: int = DEFAULT_MAX_RESULTS,
-    vector_store: Chroma | None = None,
-    max_concurrency: int = DEFAULT_JUDGE_CONCURRENCY,
-    weight_by: Literal["relevance", "search"] = "relevance",
-    name: str | None = "fact_check",
-) -> FactCheckChain:
-    """Build the fact-check chain.
-
-    Args:
-        search: Search provider (``search(query, k)`` / ``asearch(query, k)`` returning ranked
-            :class:`~langchain_references.factcheck.types.SearchHit` objects).
-        judge: Runnable ``{"statement", "passage"} -> Judgement``, e.g. an
-            :class:`~langchain_references.judges.LLMJudge`.
-        embeddings: Embeddings for the relevance stage's temporary Chroma collection. Defaults
-            to the offline :class:`~langchain_references.embeddings.MiniLMEmbeddings` unless
-            ``vector_store`` is given.
-        fetcher: Page fetcher; defaults to ``PageFetcher()`` (public addresses only, 10 s and
-            2 MB per page). Pass ``PageFetcher(allow_private=True)`` for a local server.
-        splitter: Passage splitter; defaults to ``PassageSplitter()`` (256-token passages).
-        aggregator: Turns the judgements into a verdict; defaults to
-            :class:`~langchain_references.factcheck.verdict.WeightedVoteAggregator`.
-        k: Number of passages kept by the relevance stage and judged.
-        max_results: Number of search results fetched.
-        vector_store: An existing Chroma store for the relevance stage instead of a temporary
-            collection (the passages are added under a run tag and removed afterwards).
-        max_concurrency: Judge calls in flight when the caller's ``config`` sets no
-            ``max_concurrency`` (the caller's value wins).
-        weight_by: Rank given to the aggregator for each passage: its position in the
-            relevance ranking (``"relevance"``, 0 = most similar) or its page's search rank
-            (``"search"``).
-        name: Name of the runnable in traces.
-
-    Returns:
-        The chain.
-
-    Raises:
-        TypeError: If a component has the wrong type.
-        ValueError: If a number is out of range, or both ``embeddings`` and ``vector_store``
-            are given.
-    """
-    return FactCheckChain(
-        search=search,
-        judge=judge,
-        embeddings=embeddings,
-        fetcher=fetcher,
-        splitter=splitter,
-        aggregator=aggregator,
-        k=k,
-        max_results=max_results,
-        vector_store=vector_store,
-        max_concurrency=max_concurrency,
-        weight_by=weight_by,
-        name=name,
-    )
+#: Build the fact-check chain: the class itself, whose docstring documents the arguments.
+create_fact_check_chain = FactCheckChain

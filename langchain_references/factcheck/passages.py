@@ -25,23 +25,19 @@ from __future__ import annotations
 
 import logging
 import re
-import warnings
 from collections.abc import Iterator, Sequence
 from functools import cache
 from itertools import islice
 from typing import Final
 
 from langchain_references._optional import MissingDependencyError
+from langchain_references.citations.sentences import sentence_segmenter, sentence_spans
 from langchain_references.factcheck.types import ExtractedPage, Passage
 
 try:
     import tiktoken
 
-    with warnings.catch_warnings():
-        # pysbd 0.3.4 has regex literals with invalid escapes; Python warns when compiling them.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        warnings.simplefilter("ignore", SyntaxWarning)
-        import pysbd  # type: ignore[import-untyped,import-not-found,unused-ignore]
+    sentence_segmenter()  # pysbd: missing, it fails here as tiktoken does
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise MissingDependencyError(
         exc.name or "pysbd", "factcheck", feature="Passage splitting"
@@ -55,7 +51,6 @@ __all__ = [
     "DEFAULT_MIN_CHARS",
     "PRESPLIT_CHARS",
     "PassageSplitter",
-    "make_passages",
     "normalise_for_dedup",
     "presplit",
 ]
@@ -130,10 +125,7 @@ class PassageSplitter:
             raise ValueError(f"max_tokens must be >= {_MIN_MAX_TOKENS}, got {max_tokens}")
         if min_chars < 0:
             raise ValueError(f"min_chars must be >= 0, got {min_chars}")
-        try:
-            pysbd.Segmenter(language=language, clean=False)
-        except ValueError as exc:
-            raise ValueError(f"pysbd does not support language {language!r}") from exc
+        sentence_segmenter(language)  # ValueError for a language pysbd does not support
         self.max_tokens = max_tokens
         self.min_chars = min_chars
         self.language = language
@@ -202,18 +194,8 @@ class PassageSplitter:
             yield current
 
     def _sentences(self, piece: str) -> list[str]:
-        """The sentences pysbd finds in one bounded piece (the piece itself if pysbd fails)."""
-        try:
-            # A segmenter per call: pysbd keeps per-text state on the instance.
-            segmenter = pysbd.Segmenter(language=self.language, clean=False)
-            sentences = [s.strip() for s in segmenter.segment(piece)]
-        except Exception:  # pysbd is a heuristic; fall back to token cuts rather than fail
-            logger.debug("Sentence splitting failed; cutting by tokens", exc_info=True)
-            return [piece]
-        if "".join("".join(sentences).split()) != "".join(piece.split()):
-            logger.debug("Sentence splitter altered the text; cutting by tokens")
-            return [piece]
-        return [s for s in sentences if s]
+        """The sentences pysbd finds in one bounded piece (no character is lost)."""
+        return [piece[start:end] for start, end in sentence_spans(piece, language=self.language)]
 
     def _cut_by_tokens(self, sentence: str) -> Iterator[str]:
         tokens = self._encoding.encode(sentence, disallowed_special=())
@@ -329,31 +311,3 @@ def presplit(paragraph: str, limit: int = PRESPLIT_CHARS) -> Iterator[str]:
         start += cut + 1
     if start < len(paragraph):
         yield paragraph[start:]
-
-
-def make_passages(
-    pages: Sequence[ExtractedPage],
-    *,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
-    min_chars: int = DEFAULT_MIN_CHARS,
-    max_passages_per_page: int = DEFAULT_MAX_PASSAGES_PER_PAGE,
-    max_passages: int = DEFAULT_MAX_PASSAGES,
-) -> list[Passage]:
-    """Split pages into deduplicated passages of at most ``max_tokens`` tokens.
-
-    Args:
-        pages: Extracted pages.
-        max_tokens: Maximum tokens per passage.
-        min_chars: Minimum paragraph length in characters.
-        max_passages_per_page: Most passages kept per page.
-        max_passages: Most passages kept in all.
-
-    Returns:
-        Passages ordered by page rank, then position in the page.
-    """
-    return PassageSplitter(
-        max_tokens=max_tokens,
-        min_chars=min_chars,
-        max_passages_per_page=max_passages_per_page,
-        max_passages=max_passages,
-    ).split(pages)

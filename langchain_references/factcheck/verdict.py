@@ -162,9 +162,6 @@ def validate_ranked(judgements: Sequence[RankedJudgement]) -> list[RankedJudgeme
     return items
 
 
-_SIGN = {Label.ENTAILS: 1.0, Label.CONTRADICTS: -1.0, Label.UNKNOWN: 0.0}
-
-
 @dataclass(frozen=True)
 class WeightedVoteAggregator:
     """Rank-weighted vote (the rule of the original notebook).

@@ -66,7 +66,6 @@ __all__ = [
     "build_search_backend",
     "build_services",
     "create_app",
-    "current_request_id",
 ]
 
 logger = logging.getLogger(__name__)
@@ -78,11 +77,6 @@ PUBLIC_PATHS: Final = frozenset({"/", "/healthcheck", "/docs", "/docs/oauth2-red
 _PUBLIC_PREFIXES: Final = ("/static/", "/openapi.json")
 _REQUEST_ID: Final = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 _request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
-
-
-def current_request_id() -> str:
-    """The id of the request being handled in this context (``"-"`` outside a request)."""
-    return _request_id.get()
 
 
 class RequestIdFilter(logging.Filter):

@@ -30,18 +30,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import warnings
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Final, Literal
+from typing import Any, Final, Literal
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from langchain_core.documents import Document
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from langchain_references.citations.sentences import CitedSentence, is_verification_worthy
+from langchain_references.citations.sentences import (
+    CitedSentence,
+    is_verification_worthy,
+    sentence_segmenter,
+    sentence_spans,
+)
 from langchain_references.factcheck.chain import FactCheckInput
 from langchain_references.factcheck.extract import aextract_all
 from langchain_references.factcheck.fetch import PageFetcher
@@ -53,16 +57,17 @@ from langchain_references.server.events import (
     ApiError,
     Event,
     error_response,
+    openapi_responses,
     respond,
 )
 from langchain_references.server.factcheck_api import (
     DEFAULT_GRANULARITY,
+    PageFetcherDep,
     build_checker,
     check_stream,
-    get_page_fetcher,
 )
 from langchain_references.server.index import Granularity
-from langchain_references.server.services import Services, get_services
+from langchain_references.server.services import ServicesDep
 from langchain_references.styles import (
     EmptyReferenceStyle,
     HTMLReferenceStyle,
@@ -73,11 +78,7 @@ from langchain_references.styles import (
     safe_url,
 )
 
-with warnings.catch_warnings():
-    # pysbd 0.3.4 has regex literals with invalid escapes; Python warns when it compiles them.
-    warnings.simplefilter("ignore", DeprecationWarning)
-    warnings.simplefilter("ignore", SyntaxWarning)
-    import pysbd
+sentence_segmenter()  # without pysbd, importing the module fails here
 
 __all__ = [
     "ARTICLE_EVENT",
@@ -148,9 +149,9 @@ def split_with_offsets(text: str) -> list[Sentence]:
     """Cut a text into sentences, each with its offsets in the text.
 
     Every line is a block of its own (a heading or a list item never merges with the next
-    line); pysbd splits each line into sentences. Each sentence is located in the text from
-    the end of the previous one, so the offsets are exact: ``text[start:end]`` is the
-    sentence.
+    line); pysbd splits each line into sentences
+    (:func:`~langchain_references.citations.sentences.sentence_spans`), so the offsets are
+    exact: ``text[start:end]`` is the sentence.
 
     Args:
         text: The article.
@@ -158,30 +159,12 @@ def split_with_offsets(text: str) -> list[Sentence]:
     Returns:
         The non-blank sentences, in order.
     """
-    segmenter = pysbd.Segmenter(language="en", clean=False)
-    sentences: list[Sentence] = []
-    for line in _LINE.finditer(text):
-        cursor = line.start()
-        pieces: list[str] = segmenter.segment(line.group()) if line.group().strip() else []
-        for piece in pieces:
-            stripped = piece.strip()
-            if not stripped:
-                continue
-            start = text.find(stripped, cursor, line.end())
-            if start < 0:  # pysbd changed the text: keep the rest of the line as one sentence
-                logger.debug("Sentence not found in its line; keeping the rest of the line")
-                rest = text[cursor : line.end()]
-                start = cursor + len(rest) - len(rest.lstrip())
-                stripped = rest.strip()
-                if stripped:
-                    sentences.append(
-                        Sentence(len(sentences), start, start + len(stripped), stripped)
-                    )
-                break
-            end = start + len(stripped)
-            sentences.append(Sentence(len(sentences), start, end, stripped))
-            cursor = end
-    return sentences
+    spans = [
+        (line.start() + start, line.start() + end)
+        for line in _LINE.finditer(text)
+        for start, end in sentence_spans(line.group())
+    ]
+    return [Sentence(i, start, end, text[start:end]) for i, (start, end) in enumerate(spans)]
 
 
 def is_claim(sentence: Sentence) -> bool:
@@ -417,20 +400,14 @@ async def article_events(
 
 router = APIRouter(tags=["native"])
 
-_ARTICLE_RESPONSES: Final[dict[int | str, dict[str, Any]]] = {
-    200: {
-        "description": "The article's sentences and claims with a verdict, passages and "
-        "references per claim (JSON); with `Accept: text/event-stream`: `article`, "
-        "`progress`, `claim` (one per claim, as it is decided) and `result` events.",
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
-    },
-    400: {"description": "`top_k` above `max_top_k` (JSON naming the limit)."},
-    413: {
-        "description": "The article exceeds `max_article_chars`, or it has more than "
-        "`max_claims` claims or a claim longer than `max_claim_chars` (JSON naming the limit)."
-    },
-    422: {"description": "Invalid body, or the URL could not be fetched or read."},
-}
+_ARTICLE_RESPONSES: Final = openapi_responses(
+    "The article's sentences and claims with a verdict, passages and references per claim "
+    "(JSON); with `Accept: text/event-stream`: `article`, `progress`, `claim` (one per claim, "
+    "as it is decided) and `result` events.",
+    "The article exceeds `max_article_chars`, or it has more than `max_claims` claims or a "
+    "claim longer than `max_claim_chars` (JSON naming the limit).",
+    {422: "Invalid body, or the URL could not be fetched or read."},
+)
 
 
 @router.post(
@@ -441,8 +418,8 @@ _ARTICLE_RESPONSES: Final[dict[int | str, dict[str, Any]]] = {
 async def article(
     body: ArticleBody,
     request: Request,
-    services: Annotated[Services, Depends(get_services)],
-    fetcher: Annotated[PageFetcher, Depends(get_page_fetcher)],
+    services: ServicesDep,
+    fetcher: PageFetcherDep,
 ) -> Response:
     """Split an article into sentences, pick its claims and check each one.
 

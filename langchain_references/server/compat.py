@@ -18,8 +18,8 @@ confidence); abstract verify judges each sentence of each abstract. A failed jud
 ``filter_nei`` so that the failure is visible.
 
 The decisions live in pure functions (:func:`select_evidence`, :func:`verification_units`,
-:func:`verified_items`); :func:`find_evidence` / :func:`afind_evidence` and
-:func:`verify_claims` / :func:`averify_claims` are thin sync and async drivers.
+:func:`verified_items`); :func:`afind_evidence` and :func:`averify_claims` drive them
+(the service is async, so there are no sync twins).
 """
 
 from __future__ import annotations
@@ -29,13 +29,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, WithJsonSchema
 
 from langchain_references.judges import Judgement, Label
 from langchain_references.judges.base import JudgeInputLike
 from langchain_references.server.index import EvidenceHit, Granularity, split_sentences
-from langchain_references.server.services import Services, get_services
+from langchain_references.server.services import Services, ServicesDep
 
 __all__ = [
     "Claim",
@@ -46,12 +46,10 @@ __all__ = [
     "VerifiedEvidenceOutput",
     "afind_evidence",
     "averify_claims",
-    "find_evidence",
     "router",
     "select_evidence",
     "verification_units",
     "verified_items",
-    "verify_claims",
 ]
 
 logger = logging.getLogger(__name__)
@@ -320,7 +318,22 @@ def _selected(
     return per_claim
 
 
-def find_evidence(
+async def _aselected(
+    services: Services,
+    claims: Sequence[str],
+    granularity: Granularity,
+    threshold: float | None,
+    top_k: int | None,
+    re_rank: bool,
+) -> tuple[_Plan, list[list[RankedHit]]]:
+    """Retrieve and select the evidence of each claim (the step both endpoints share)."""
+    plan = _plan(services, claims, top_k)
+    queries = [plan.claims[i] for i in plan.queries]
+    found = await services.index.asearch_many(queries, granularity=granularity, k=plan.fetch_k)
+    return plan, _selected(plan, found, threshold=threshold, re_rank=re_rank)
+
+
+async def afind_evidence(
     services: Services,
     claims: Sequence[str],
     *,
@@ -346,27 +359,7 @@ def find_evidence(
         LimitExceededError: If the claims or ``top_k`` exceed the settings' limits.
         EvidenceIndexError: If the index fails.
     """
-    plan = _plan(services, claims, top_k)
-    queries = [plan.claims[i] for i in plan.queries]
-    found = services.index.search_many(queries, granularity=granularity, k=plan.fetch_k)
-    selected = _selected(plan, found, threshold=threshold, re_rank=re_rank)
-    return [[EvidenceOutput(**_output(r)) for r in claim] for claim in selected]
-
-
-async def afind_evidence(
-    services: Services,
-    claims: Sequence[str],
-    *,
-    granularity: Granularity,
-    threshold: float | None = None,
-    top_k: int | None = None,
-    re_rank: bool = True,
-) -> list[list[EvidenceOutput]]:
-    """Async :func:`find_evidence`."""
-    plan = _plan(services, claims, top_k)
-    queries = [plan.claims[i] for i in plan.queries]
-    found = await services.index.asearch_many(queries, granularity=granularity, k=plan.fetch_k)
-    selected = _selected(plan, found, threshold=threshold, re_rank=re_rank)
+    _, selected = await _aselected(services, claims, granularity, threshold, top_k, re_rank)
     return [[EvidenceOutput(**_output(r)) for r in claim] for claim in selected]
 
 
@@ -393,19 +386,7 @@ def _assemble(
     return out
 
 
-def _units(
-    selected: Sequence[Sequence[RankedHit]],
-    *,
-    granularity: Granularity,
-    include_title: bool,
-) -> list[list[_Unit]]:
-    return [
-        verification_units(evidence, granularity=granularity, include_title=include_title)
-        for evidence in selected
-    ]
-
-
-def verify_claims(
+async def averify_claims(
     services: Services,
     claims: Sequence[str],
     *,
@@ -435,33 +416,11 @@ def verify_claims(
         LimitExceededError: If the claims or ``top_k`` exceed the settings' limits.
         EvidenceIndexError: If the index fails.
     """
-    plan = _plan(services, claims, top_k)
-    queries = [plan.claims[i] for i in plan.queries]
-    found = services.index.search_many(queries, granularity=granularity, k=plan.fetch_k)
-    selected = _selected(plan, found, threshold=threshold, re_rank=re_rank)
-    units = _units(selected, granularity=granularity, include_title=include_title)
-    inputs = _judge_inputs(plan.claims, units)
-    judgements = services.judge.batch(inputs, return_exceptions=True) if inputs else []
-    return _assemble(units, judgements, filter_nei=filter_nei)
-
-
-async def averify_claims(
-    services: Services,
-    claims: Sequence[str],
-    *,
-    granularity: Granularity,
-    threshold: float | None = None,
-    top_k: int | None = None,
-    re_rank: bool = True,
-    include_title: bool = True,
-    filter_nei: bool = True,
-) -> list[list[VerifiedEvidenceOutput]]:
-    """Async :func:`verify_claims`."""
-    plan = _plan(services, claims, top_k)
-    queries = [plan.claims[i] for i in plan.queries]
-    found = await services.index.asearch_many(queries, granularity=granularity, k=plan.fetch_k)
-    selected = _selected(plan, found, threshold=threshold, re_rank=re_rank)
-    units = _units(selected, granularity=granularity, include_title=include_title)
+    plan, selected = await _aselected(services, claims, granularity, threshold, top_k, re_rank)
+    units = [
+        verification_units(evidence, granularity=granularity, include_title=include_title)
+        for evidence in selected
+    ]
     inputs = _judge_inputs(plan.claims, units)
     judgements = await services.judge.abatch(inputs, return_exceptions=True) if inputs else []
     return _assemble(units, judgements, filter_nei=filter_nei)
@@ -470,7 +429,6 @@ async def averify_claims(
 # --- The router --------------------------------------------------------------------------------
 
 router = APIRouter()
-ServicesDep = Annotated[Services, Depends(get_services)]
 ReRank = Annotated[bool, Query(title="Re Rank")]
 IncludeTitle = Annotated[bool, Query(title="Include Title")]
 FilterNei = Annotated[bool, Query(title="Filter Nei")]
@@ -481,21 +439,13 @@ _VERIFY_DESCRIPTION: Final = (
 )
 
 
+def _batch_of(claim: Claim) -> Claims:
+    """A one-claim batch: a single-claim endpoint answers as its batch endpoint does."""
+    return Claims(claims=[claim.claim], threshold=claim.threshold, top_k=claim.top_k)
+
+
 def _add_routes(granularity: Granularity) -> None:
     """Register the four routes of one granularity (the reference's operation ids)."""
-
-    async def get_evidences(
-        claim: Claim, services: ServicesDep, re_rank: ReRank = True
-    ) -> list[EvidenceOutput]:
-        found = await afind_evidence(
-            services,
-            [claim.claim],
-            granularity=granularity,
-            threshold=claim.threshold,
-            top_k=claim.top_k,
-            re_rank=re_rank,
-        )
-        return found[0]
 
     async def get_evidences_batch(
         claims: Claims, services: ServicesDep, re_rank: ReRank = True
@@ -509,24 +459,10 @@ def _add_routes(granularity: Granularity) -> None:
             re_rank=re_rank,
         )
 
-    async def verify(
-        claim: Claim,
-        services: ServicesDep,
-        include_title: IncludeTitle = True,
-        re_rank: ReRank = True,
-        filter_nei: FilterNei = True,
-    ) -> list[VerifiedEvidenceOutput]:
-        found = await averify_claims(
-            services,
-            [claim.claim],
-            granularity=granularity,
-            threshold=claim.threshold,
-            top_k=claim.top_k,
-            re_rank=re_rank,
-            include_title=include_title,
-            filter_nei=filter_nei,
-        )
-        return found[0]
+    async def get_evidences(
+        claim: Claim, services: ServicesDep, re_rank: ReRank = True
+    ) -> list[EvidenceOutput]:
+        return (await get_evidences_batch(_batch_of(claim), services, re_rank))[0]
 
     async def verify_batch(
         claims: Claims,
@@ -545,6 +481,16 @@ def _add_routes(granularity: Granularity) -> None:
             include_title=include_title,
             filter_nei=filter_nei,
         )
+
+    async def verify(
+        claim: Claim,
+        services: ServicesDep,
+        include_title: IncludeTitle = True,
+        re_rank: ReRank = True,
+        filter_nei: FilterNei = True,
+    ) -> list[VerifiedEvidenceOutput]:
+        batch = await verify_batch(_batch_of(claim), services, include_title, re_rank, filter_nei)
+        return batch[0]
 
     base = f"/api/{granularity}"
     evidence_doc = _EVIDENCE_DESCRIPTION.format(granularity)

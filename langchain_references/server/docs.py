@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import html
 import importlib.util
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import Final
@@ -98,18 +99,6 @@ def _headers(policy: str, *, cache: str = "no-cache") -> dict[str, str]:
     return {**_HEADERS, "Content-Security-Policy": policy, "Cache-Control": cache}
 
 
-def _page(request: Request, title: str, head: str, body: str, policy: str) -> Response:
-    """An HTML page: ``head`` and ``body`` are markup already escaped."""
-    page = (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{html.escape(request.app.title)} - {title}</title>\n"
-        f'<link rel="icon" type="image/png" href="{_assets(request)}favicon.png">\n'
-        f"{head}</head>\n<body>\n{body}</body>\n</html>\n"
-    )
-    return Response(page, media_type="text/html; charset=utf-8", headers=_headers(policy))
-
-
 def _assets(request: Request) -> str:
     """The URL prefix of the assets (after the application's root path), escaped."""
     return html.escape(str(request.scope.get("root_path", "")) + _PREFIX)
@@ -120,46 +109,74 @@ def _openapi_url(request: Request) -> str:
     return html.escape(str(request.scope.get("root_path", "")) + str(request.app.openapi_url))
 
 
-@router.get("/docs")
-def swagger_ui(request: Request) -> Response:
-    """Swagger UI, from local files.
+@dataclass(frozen=True, slots=True)
+class _DocsPage:
+    """A docs page; in its markup ``{assets}`` and ``{openapi}`` stand for the escaped URLs.
 
-    Args:
-        request: The request (its application's title, OpenAPI URL and root path).
-
-    Returns:
-        The page, with :data:`DOCS_CONTENT_SECURITY_POLICY`.
+    Attributes:
+        path: Where it is served.
+        name: The route's name.
+        title: Its title (after the application's).
+        head: Markup of its ``<head>`` after the title and icon.
+        body: Markup of its ``<body>``.
+        policy: Its Content-Security-Policy.
     """
-    assets = _assets(request)
-    return _page(
-        request,
+
+    path: str
+    name: str
+    title: str
+    head: str
+    body: str
+    policy: str
+
+    def response(self, request: Request) -> Response:
+        """The page (the route's handler).
+
+        Args:
+            request: The request (its application's title, OpenAPI URL and root path).
+
+        Returns:
+            The HTML page, with the page's Content-Security-Policy.
+        """
+        urls = {"assets": _assets(request), "openapi": _openapi_url(request)}
+        page = (
+            '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            f"<title>{html.escape(request.app.title)} - {self.title}</title>\n"
+            f'<link rel="icon" type="image/png" href="{urls["assets"]}favicon.png">\n'
+            f"{self.head.format(**urls)}</head>\n<body>\n{self.body.format(**urls)}</body>\n"
+            "</html>\n"
+        )
+        return Response(page, media_type="text/html; charset=utf-8", headers=_headers(self.policy))
+
+
+#: Swagger UI (``/docs``) and ReDoc (``/redoc``, it starts itself on its ``<redoc>`` element).
+_PAGES: Final = (
+    _DocsPage(
+        "/docs",
+        "swagger_ui",
         "Swagger UI",
-        f'<link rel="stylesheet" href="{assets}swagger-ui.css">\n',
-        f'<div id="swagger-ui" data-openapi-url="{_openapi_url(request)}"></div>\n'
-        f'<script src="{assets}swagger-ui-bundle.js"></script>\n'
-        f'<script src="{assets}swagger-init.js"></script>\n',
+        '<link rel="stylesheet" href="{assets}swagger-ui.css">\n',
+        '<div id="swagger-ui" data-openapi-url="{openapi}"></div>\n'
+        '<script src="{assets}swagger-ui-bundle.js"></script>\n'
+        '<script src="{assets}swagger-init.js"></script>\n',
         DOCS_CONTENT_SECURITY_POLICY,
-    )
-
-
-@router.get("/redoc")
-def redoc(request: Request) -> Response:
-    """ReDoc, from local files (it starts itself on the ``<redoc spec-url>`` element).
-
-    Args:
-        request: The request (its application's title, OpenAPI URL and root path).
-
-    Returns:
-        The page, with :data:`REDOC_CONTENT_SECURITY_POLICY`.
-    """
-    return _page(
-        request,
+    ),
+    _DocsPage(
+        "/redoc",
+        "redoc",
         "ReDoc",
         "",
-        f'<redoc spec-url="{_openapi_url(request)}"></redoc>\n'
-        f'<script src="{_assets(request)}redoc.standalone.js"></script>\n',
+        '<redoc spec-url="{openapi}"></redoc>\n'
+        '<script src="{assets}redoc.standalone.js"></script>\n',
         REDOC_CONTENT_SECURITY_POLICY,
+    ),
+)
+for _docs_page in _PAGES:
+    router.add_api_route(
+        _docs_page.path, _docs_page.response, methods=["GET"], name=_docs_page.name
     )
+del _docs_page
 
 
 @router.get(_PREFIX + "{name}")

@@ -48,6 +48,7 @@ __all__ = [
     "collect",
     "encode_event",
     "error_response",
+    "openapi_responses",
     "respond",
     "stream_response",
     "wants_event_stream",
@@ -65,6 +66,30 @@ ERROR_EVENT: Final = "error"
 PROGRESS_EVENT: Final = "progress"
 #: Seconds without an event after which a keep-alive comment is sent.
 PING_INTERVAL_S: Final = 15.0
+
+
+def openapi_responses(
+    result: str, too_large: str, more: Mapping[int, str] | None = None
+) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI ``responses`` of a native endpoint (JSON, or events with ``Accept``).
+
+    Args:
+        result: What the 200 response holds, in JSON and as events.
+        too_large: When the request is refused with 413.
+        more: Descriptions of more statuses.
+
+    Returns:
+        The responses: 200 (JSON or ``text/event-stream``), 400 (``top_k``), 413, ``more``.
+    """
+    return {
+        200: {
+            "description": result,
+            "content": {EVENT_STREAM: {"schema": {"type": "string"}}},
+        },
+        400: {"description": "`top_k` above `max_top_k` (JSON naming the limit)."},
+        413: {"description": too_large},
+        **{status: {"description": text} for status, text in (more or {}).items()},
+    }
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,7 +37,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import AsyncIterator, Mapping
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, TypeAlias
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
@@ -80,15 +80,17 @@ from langchain_references.server.events import (
     PROGRESS_EVENT,
     RESULT_EVENT,
     Event,
+    openapi_responses,
     respond,
 )
 from langchain_references.server.index import EvidenceHit, EvidenceIndex, Granularity
-from langchain_references.server.services import Services, get_services
+from langchain_references.server.services import Services, ServicesDep
 
 __all__ = [
     "DEFAULT_GRANULARITY",
     "FactCheckBody",
     "IndexEvidenceStage",
+    "PageFetcherDep",
     "build_checker",
     "check_stream",
     "evidence_link",
@@ -117,6 +119,10 @@ def get_page_fetcher() -> PageFetcher:
         The fetcher.
     """
     return PageFetcher()
+
+
+#: A handler's parameter that receives the page fetcher (``fetcher: PageFetcherDep``).
+PageFetcherDep: TypeAlias = Annotated[PageFetcher, Depends(get_page_fetcher)]
 
 
 def evidence_link(hit: EvidenceHit) -> str:
@@ -426,15 +432,11 @@ async def _factcheck_events(
             yield Event(RESULT_EVENT, item.model_dump(mode="json"))
 
 
-_FACTCHECK_RESPONSES: Final[dict[int | str, dict[str, Any]]] = {
-    200: {
-        "description": "The fact-check result (JSON), or with `Accept: text/event-stream` "
-        "`progress` events (one per stage start and end) and a final `result` event.",
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
-    },
-    400: {"description": "`top_k` above `max_top_k` (JSON naming the limit)."},
-    413: {"description": "The statement exceeds `max_claim_chars` (JSON naming the limit)."},
-}
+_FACTCHECK_RESPONSES: Final = openapi_responses(
+    "The fact-check result (JSON), or with `Accept: text/event-stream` `progress` events (one "
+    "per stage start and end) and a final `result` event.",
+    "The statement exceeds `max_claim_chars` (JSON naming the limit).",
+)
 
 
 @router.post(
@@ -446,8 +448,8 @@ _FACTCHECK_RESPONSES: Final[dict[int | str, dict[str, Any]]] = {
 async def factcheck(
     body: FactCheckBody,
     request: Request,
-    services: Annotated[Services, Depends(get_services)],
-    fetcher: Annotated[PageFetcher, Depends(get_page_fetcher)],
+    services: ServicesDep,
+    fetcher: PageFetcherDep,
 ) -> Response:
     """Check one statement: evidence from the index (and the web back-end chosen at start-up).
 

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "GENERATION_SEPARATOR",
+    "Bibliography",
     "BuildResult",
     "EvidenceHit",
     "EvidenceIndex",
@@ -120,32 +121,53 @@ class IndexBuildError(EvidenceIndexError):
     """A build failed and was undone: the message says what still serves (or that none does)."""
 
 
-@dataclass(frozen=True, slots=True)
-class EvidenceRecord:
-    """One validated corpus record.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Bibliography:
+    """What the index knows of a record's publication (every field optional, keyword-only).
 
     Attributes:
-        id: The record's id (a JSON string or integer, as a string).
-        title: Its title (may be empty).
-        text: Its text (the abstract; not blank).
         url: Its URL, if any.
         doi: Its DOI, if any.
         openalex_id: Its OpenAlex id, if any.
         year: Publication year, if known.
         citation_count: Citation count, if known.
         influential_citation_count: Influential citation count, if known.
-        extra: The record's other keys, as Chroma metadata scalars (nested values as JSON).
     """
 
-    id: str
-    title: str
-    text: str
     url: str | None = None
     doi: str | None = None
     openalex_id: str | None = None
     year: int | None = None
     citation_count: int | None = None
     influential_citation_count: int | None = None
+
+
+def _bibliography(
+    obj: Mapping[str, Any],
+    read_str: Callable[[Mapping[str, Any], str], str | None],
+    read_int: Callable[[Mapping[str, Any], str], int | None],
+) -> dict[str, Any]:
+    """The :class:`Bibliography` fields read from a record or an entry's metadata."""
+    return {
+        **{key: read_str(obj, key) for key in _KNOWN_STR},
+        **{key: read_int(obj, key) for key in _KNOWN_INT},
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceRecord(Bibliography):
+    """One validated corpus record, with its :class:`Bibliography` fields.
+
+    Attributes:
+        id: The record's id (a JSON string or integer, as a string).
+        title: Its title (may be empty).
+        text: Its text (the abstract; not blank).
+        extra: The record's other keys, as Chroma metadata scalars (nested values as JSON).
+    """
+
+    id: str
+    title: str
+    text: str
     extra: Mapping[str, Scalar] = field(default_factory=dict)
 
     def metadata(self) -> dict[str, Scalar]:
@@ -159,8 +181,8 @@ class EvidenceRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class EvidenceHit:
-    """One search result.
+class EvidenceHit(Bibliography):
+    """One search result, with its record's :class:`Bibliography` fields.
 
     Attributes:
         id: The entry's id (``"{record_id}:abstract"`` or ``"{record_id}:phrase:{i}"``).
@@ -169,12 +191,6 @@ class EvidenceHit:
         text: The entry's text (the abstract, or one sentence of it).
         similarity: ``(cosine + 1) / 2``, in ``[0, 1]``.
         granularity: ``"abstract"`` or ``"phrase"``.
-        url: The record's URL, if any.
-        doi: The record's DOI, if any.
-        openalex_id: The record's OpenAlex id, if any.
-        year: Publication year, if known.
-        citation_count: Citation count, if known.
-        influential_citation_count: Influential citation count, if known.
         metadata: Every metadata key stored with the entry (the record's extra keys included).
     """
 
@@ -184,12 +200,6 @@ class EvidenceHit:
     text: str
     similarity: float
     granularity: Granularity
-    url: str | None = None
-    doi: str | None = None
-    openalex_id: str | None = None
-    year: int | None = None
-    citation_count: int | None = None
-    influential_citation_count: int | None = None
     metadata: Mapping[str, Scalar] = field(default_factory=dict)
 
 
@@ -279,12 +289,11 @@ def parse_evidence_record(obj: Any, *, location: str | None = None) -> EvidenceR
         id=str(raw_id).strip(),
         title=title.strip(),
         text=text.strip(),
-        url=_optional_str(obj, "url", location),
-        doi=_optional_str(obj, "doi", location),
-        openalex_id=_optional_str(obj, "openalex_id", location),
-        year=_optional_int(obj, "year", location),
-        citation_count=_optional_int(obj, "citation_count", location),
-        influential_citation_count=_optional_int(obj, "influential_citation_count", location),
+        **_bibliography(
+            obj,
+            lambda o, key: _optional_str(o, key, location),
+            lambda o, key: _optional_int(o, key, location),
+        ),
         extra=extra,
     )
 
@@ -354,11 +363,13 @@ def _last_of_each_id(records: Iterable[EvidenceRecord]) -> list[EvidenceRecord]:
     return list(by_id.values())
 
 
-def _str_or_none(value: Any) -> str | None:
+def _str_or_none(meta: Mapping[str, Any], key: str) -> str | None:
+    value = meta.get(key)
     return value if isinstance(value, str) and value else None
 
 
-def _int_or_none(value: Any) -> int | None:
+def _int_or_none(meta: Mapping[str, Any], key: str) -> int | None:
+    value = meta.get(key)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
@@ -382,12 +393,7 @@ def _hits(result: QueryResult, granularity: Granularity) -> list[list[EvidenceHi
                     text=doc or "",
                     similarity=similarity,
                     granularity=granularity,
-                    url=_str_or_none(meta.get("url")),
-                    doi=_str_or_none(meta.get("doi")),
-                    openalex_id=_str_or_none(meta.get("openalex_id")),
-                    year=_int_or_none(meta.get("year")),
-                    citation_count=_int_or_none(meta.get("citation_count")),
-                    influential_citation_count=_int_or_none(meta.get("influential_citation_count")),
+                    **_bibliography(meta, _str_or_none, _int_or_none),
                     metadata=cast("dict[str, Scalar]", meta),
                 )
             )
@@ -838,7 +844,7 @@ class EvidenceIndex:
         previous = state.generation.name if state.complete and state.generation else None
         deleted = tuple(
             old
-            for old in _generations(client, name).values()
+            for _, old in sorted(_generations(client, name).items())  # oldest first
             if old not in (generation_name, previous) and _drop(client, old)
         )
         logger.info(

@@ -7,9 +7,9 @@ per-user state, and each member is safe to use from several threads and event lo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, TypeAlias
 
-from fastapi import Request
+from fastapi import Depends, Request
 
 from langchain_references.errors import LangchainReferencesError
 from langchain_references.server.index import EvidenceHit, EvidenceIndex
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from langchain_references.factcheck.search import SearchProvider
     from langchain_references.judges import Judge
 
-__all__ = ["EvidenceHit", "Services", "ServicesNotConfiguredError", "get_services"]
+__all__ = ["EvidenceHit", "Services", "ServicesDep", "ServicesNotConfiguredError", "get_services"]
 
 
 class ServicesNotConfiguredError(LangchainReferencesError, RuntimeError):
@@ -62,3 +62,7 @@ def get_services(request: Request) -> Services:
     if not isinstance(services, Services):
         raise ServicesNotConfiguredError("the application has no Services; use create_app()")
     return services
+
+
+#: A handler's parameter that receives the :class:`Services` (``services: ServicesDep``).
+ServicesDep: TypeAlias = Annotated[Services, Depends(get_services)]

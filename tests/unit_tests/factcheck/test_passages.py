@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 
 from langchain_references.factcheck.passages import (
     PassageSplitter,
-    make_passages,
     normalise_for_dedup,
     presplit,
 )
@@ -46,7 +45,7 @@ def _squash(text: str) -> str:
 
 def test_paragraphs_are_split_filtered_and_indexed() -> None:
     text = f"Menu\n{LONG_A}\nShort caption.\n  {LONG_B}  \n"
-    passages = make_passages([_page(text, rank=2)])
+    passages = PassageSplitter().split([_page(text, rank=2)])
     assert [p.text for p in passages] == [LONG_A, LONG_B]
     assert [p.index_in_page for p in passages] == [0, 1]
     assert {(p.rank, p.title, p.url) for p in passages} == {(2, "title 2", "https://example.org/a")}
@@ -54,7 +53,7 @@ def test_paragraphs_are_split_filtered_and_indexed() -> None:
 
 
 def test_min_chars_is_configurable() -> None:
-    passages = make_passages([_page("Short caption.\n" + LONG_A)], min_chars=5)
+    passages = PassageSplitter(min_chars=5).split([_page("Short caption.\n" + LONG_A)])
     assert [p.text for p in passages] == ["Short caption.", LONG_A]
 
 
@@ -68,7 +67,7 @@ def test_plain_text_paragraphs_are_blank_line_blocks() -> None:
         LONG_A[half:].strip(),
         LONG_B,
     ]
-    passages = make_passages([_page(text, plain=True)])
+    passages = PassageSplitter().split([_page(text, plain=True)])
     assert len(passages) == 2
     assert _squash(passages[0].text) == _squash(LONG_A)
     assert "\n" not in passages[0].text
@@ -77,7 +76,7 @@ def test_plain_text_paragraphs_are_blank_line_blocks() -> None:
 def test_duplicates_across_pages_keep_the_best_ranked_copy() -> None:
     worse = _page(f"{LONG_A}\n{LONG_B}", rank=5, url="https://worse.example/")
     better = _page(f"{LONG_A.upper()}\n\n{LONG_A}", rank=1, url="https://better.example/")
-    passages = make_passages([worse, better])  # input order does not matter
+    passages = PassageSplitter().split([worse, better])  # input order does not matter
     assert [(p.url, p.text) for p in passages] == [
         ("https://better.example/", LONG_A.upper()),
         ("https://worse.example/", LONG_B),
@@ -90,7 +89,7 @@ def test_long_paragraph_is_split_at_sentence_boundaries() -> None:
         f"Sentence number {i} explains one more detail about the topic." for i in range(40)
     ]
     paragraph = " ".join(sentences)
-    passages = make_passages([_page(paragraph)], max_tokens=50)
+    passages = PassageSplitter(max_tokens=50).split([_page(paragraph)])
     assert len(passages) > 1
     assert all(p.n_tokens <= 50 for p in passages)
     for passage in passages:
@@ -102,7 +101,7 @@ def test_long_paragraph_is_split_at_sentence_boundaries() -> None:
 
 def test_over_long_sentence_is_cut_by_tokens() -> None:
     sentence = "word " * 300 + "end"
-    passages = make_passages([_page(sentence)], max_tokens=64)
+    passages = PassageSplitter(max_tokens=64).split([_page(sentence)])
     assert all(p.n_tokens <= 64 for p in passages)
     assert len(passages) == pytest.approx(len(ENC.encode(sentence)) / 64, abs=1)
     assert _squash("".join(p.text for p in passages)) == _squash(sentence)
@@ -110,7 +109,7 @@ def test_over_long_sentence_is_cut_by_tokens() -> None:
 
 def test_cut_never_splits_a_multibyte_character() -> None:
     sentence = "😀🎉✨ " * 200
-    passages = make_passages([_page(sentence)], max_tokens=10)
+    passages = PassageSplitter(max_tokens=10).split([_page(sentence)])
     assert all(p.n_tokens <= 10 for p in passages)
     assert all("\ufffd" not in p.text for p in passages)
     assert _squash("".join(p.text for p in passages)) == _squash(sentence)
@@ -123,7 +122,7 @@ def test_bad_arguments() -> None:
         PassageSplitter(min_chars=-1)
     with pytest.raises(ValueError, match="language 'xx'"):
         PassageSplitter(language="xx")
-    assert make_passages([]) == []
+    assert PassageSplitter().split([]) == []
 
 
 _WORDS = st.text(
@@ -177,7 +176,7 @@ def test_passages_are_capped_per_page_and_per_run(caplog: pytest.LogCaptureFixtu
         for p in pages
     ]
     with caplog.at_level("WARNING"):
-        passages = make_passages(pages, max_passages_per_page=10, max_passages=25)
+        passages = PassageSplitter(max_passages_per_page=10, max_passages=25).split(pages)
     assert [sum(p.rank == r for p in passages) for r in range(3)] == [10, 10, 5]
     assert [p.index_in_page for p in passages if p.rank == 0] == list(range(10))
     assert "max_passages_per_page" in caplog.text

@@ -10,7 +10,7 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_references.factcheck.extract import aextract_all
 from langchain_references.factcheck.fetch import PageFetcher
-from langchain_references.factcheck.passages import make_passages
+from langchain_references.factcheck.passages import PassageSplitter
 from langchain_references.factcheck.relevance import aselect_relevant
 from langchain_references.factcheck.search import LocalCorpusSearch
 from tests.unit_tests.conftest import LocalSite
@@ -43,7 +43,7 @@ async def test_stages_compose_and_keep_the_search_rank(
 
     fetched = await PageFetcher(allow_private=True).afetch_all(hits)
     extracted = await aextract_all(fetched.pages)
-    passages = make_passages(extracted.pages, max_tokens=128)
+    passages = PassageSplitter(max_tokens=128).split(extracted.pages)
     assert fetched.failures == extracted.failures == []
     assert {p.rank for p in passages} == {h.rank for h in hits}
     assert all(p.n_tokens <= 128 for p in passages)
