@@ -154,7 +154,7 @@ def pairs_reproduced(split: Splitter, texts: list[str]) -> tuple[int, int, list[
     good = total = 0
     misses: list[str] = []
     for first, second in itertools.pairwise(texts):
-        expected = [ev.normalise(first), ev.normalise(second)]
+        expected = [ev.normalize(first), ev.normalize(second)]
         for answer in variants(first, second):
             total += 1
             got = [s.text for s in split(answer)]

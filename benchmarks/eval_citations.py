@@ -64,7 +64,7 @@ DEFAULT_DATA = REPO / ".." / "shared" / "data" / "climate-fever-dev.jsonl"
 SCENARIOS = ("support", "two-supports", "support+nei", "refute", "nei", "uncited")
 
 
-def normalise(text: str) -> str:
+def normalize(text: str) -> str:
     return " ".join(text.split())
 
 
@@ -83,7 +83,7 @@ class Cited:
 
 def usable(claim: ClaimRecord) -> str | None:
     """The claim as one sentence ending with a period, or None if it is not one claim."""
-    text = _DOUBLE_END.sub(r"\1", normalise(claim.claim).rstrip())
+    text = _DOUBLE_END.sub(r"\1", normalize(claim.claim).rstrip())
     if not _END.search(text):
         text += "."
     # Some claims start in lower case; after a period the splitter reads a lower-case word as
@@ -98,8 +98,8 @@ def usable(claim: ClaimRecord) -> str | None:
 def choose(claim: ClaimRecord, text: str, rng: random.Random) -> Cited:
     by_label: dict[str, list[str]] = {"SUPPORTS": [], "REFUTES": [], "NOT_ENOUGH_INFO": []}
     for ev in claim.evidences:
-        if normalise(ev.evidence) not in by_label[ev.evidence_label]:
-            by_label[ev.evidence_label].append(normalise(ev.evidence))
+        if normalize(ev.evidence) not in by_label[ev.evidence_label]:
+            by_label[ev.evidence_label].append(normalize(ev.evidence))
     s, r, n = by_label["SUPPORTS"], by_label["REFUTES"], by_label["NOT_ENOUGH_INFO"]
     feasible = {
         "support": len(s) >= 1,

@@ -10,7 +10,7 @@ entirely on the local machine:
   ``langchain_references/_data/all-MiniLM-L6-v2/NOTICE``) and checked against
   :data:`TOKENIZER_SHA256`, run by the ``tokenizers`` library;
 * pooling follows the model's sentence-transformers configuration: inputs truncated to 256 word
-  pieces, mean of the token vectors weighted by the attention mask, L2 normalisation.
+  pieces, mean of the token vectors weighted by the attention mask, L2 normalization.
 
 Nothing is downloaded at run time. Install with ``pip install ".[embeddings]"`` from a checkout of
 this project (the ``langchain-references`` on the public index is another project).
@@ -164,7 +164,7 @@ class MiniLMEmbeddings(Embeddings):
     """all-MiniLM-L6-v2 sentence embeddings (384 dimensions), offline, on onnxruntime.
 
     The model and tokenizer are loaded, and their sha256 checked, on first use (once, even when
-    several threads start at the same time). Vectors are L2-normalised, so cosine similarity is
+    several threads start at the same time). Vectors are L2-normalized, so cosine similarity is
     their dot product. The async methods run the computation in an executor thread and never
     block the event loop.
 
@@ -396,10 +396,10 @@ class MiniLMEmbeddings(Embeddings):
         counts = np.clip(mask.sum(axis=1), 1e-9, None)
         mean = summed / counts
         norms = np.linalg.norm(mean, axis=1, keepdims=True)
-        normalised: npt.NDArray[np.float32] = (mean / np.clip(norms, _NORM_EPSILON, None)).astype(
+        normalized: npt.NDArray[np.float32] = (mean / np.clip(norms, _NORM_EPSILON, None)).astype(
             np.float32
         )
-        return normalised
+        return normalized
 
 
 def _check_texts(texts: Sequence[object]) -> None:

@@ -6,7 +6,7 @@ Text that comes from the web or from a user is *data*: it goes into a ``<tag>...
 and every look-alike of an opening or closing delimiter inside the text is neutralised, so the
 text cannot close its block early and smuggle instructions into the prompt.
 
-A look-alike is found on a *skeleton* of the text, in which each character is NFKC-normalised
+A look-alike is found on a *skeleton* of the text, in which each character is NFKC-normalized
 and case-folded, common homoglyphs of ``<``, ``/`` and of Latin letters (Cyrillic ``а``, Greek
 ``ο``...) are folded to ASCII, and whitespace, control, format (zero-width) and combining
 characters are dropped. So ``</passage>``, ``< / PASSAGE >``, ``＜/passage＞``,

@@ -95,8 +95,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Values of ``--search`` that take no argument.
-SEARCH_NAMES: Final = ("demo", "ddgs", "tavily", "bing", "searx")
 #: Statements checked at once by default.
 DEFAULT_CONCURRENCY: Final = 2
 #: What the default judge (``--judge heuristic``) says on stderr.

@@ -51,7 +51,7 @@ __all__ = [
     "DEFAULT_MIN_CHARS",
     "PRESPLIT_CHARS",
     "PassageSplitter",
-    "normalise_for_dedup",
+    "normalize_for_dedup",
     "presplit",
 ]
 
@@ -79,7 +79,7 @@ def _encoding(name: str) -> tiktoken.Encoding:
     return tiktoken.get_encoding(name)
 
 
-def normalise_for_dedup(text: str) -> str:
+def normalize_for_dedup(text: str) -> str:
     """Key under which two paragraphs count as duplicates (case-folded, whitespace collapsed).
 
     Args:
@@ -273,7 +273,7 @@ class PassageSplitter:
         for paragraph in self.paragraphs(page.text, plain_text=page.is_plain_text):
             if len(paragraph) < self.min_chars:
                 continue
-            key = normalise_for_dedup(paragraph)
+            key = normalize_for_dedup(paragraph)
             if key in seen:
                 continue
             seen.add(key)

@@ -64,7 +64,7 @@ class JudgeReply(BaseModel):
 
     @field_validator("label", mode="before")
     @classmethod
-    def _normalise_label(cls, value: object) -> object:
+    def _normalize_label(cls, value: object) -> object:
         return value.strip().lower() if isinstance(value, str) else value
 
 

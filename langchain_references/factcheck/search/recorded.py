@@ -2,7 +2,7 @@
 
 The recording maps a query to its result list, each result a ``{title, snippet, link}`` dict
 (the Serper-style shape of VeriScore's ``claim_search_results``). Lookup is by exact query,
-then by a normalised form (Unicode NFKC, case-folded, whitespace collapsed, surrounding
+then by a normalized form (Unicode NFKC, case-folded, whitespace collapsed, surrounding
 punctuation and quotes stripped). An unknown query returns no hits and logs a warning.
 """
 
@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from langchain_references.factcheck.search.base import BaseSearchProvider, hits_from_records
 from langchain_references.factcheck.types import SearchHit
 
-__all__ = ["RecordedSearch", "normalise_query"]
+__all__ = ["RecordedSearch", "normalize_query"]
 
 logger = logging.getLogger(__name__)
 
@@ -28,14 +28,14 @@ VERISCORE_FIELD = "claim_search_results"
 _STRIP = "\"'“”‘’«».,;:!?()[]{} \t\n"
 
 
-def normalise_query(query: str) -> str:
+def normalize_query(query: str) -> str:
     """Normalise a query for the fallback lookup.
 
     Args:
         query: A query.
 
     Returns:
-        NFKC-normalised, case-folded, whitespace-collapsed text without surrounding punctuation.
+        NFKC-normalized, case-folded, whitespace-collapsed text without surrounding punctuation.
     """
     text = " ".join(unicodedata.normalize("NFKC", query).casefold().split())
     return text.strip(_STRIP)
@@ -69,14 +69,14 @@ class RecordedSearch(BaseSearchProvider):
         if not isinstance(recording, Mapping):
             raise ValueError(f"recording must be a mapping, got {type(recording).__name__}")
         self._exact: dict[str, list[Mapping[str, Any]]] = {}
-        self._normalised: dict[str, list[Mapping[str, Any]]] = {}
+        self._normalized: dict[str, list[Mapping[str, Any]]] = {}
         self._add(recording, "recording")
 
     def _add(self, recording: Mapping[str, Any], source: str) -> None:
         for query, results in recording.items():
             checked = _check_results(query, results, source)
             self._exact.setdefault(query, checked)
-            self._normalised.setdefault(normalise_query(query), checked)
+            self._normalized.setdefault(normalize_query(query), checked)
 
     @property
     def queries(self) -> list[str]:
@@ -163,7 +163,7 @@ class RecordedSearch(BaseSearchProvider):
     def _search(self, query: str, k: int) -> list[SearchHit]:
         results = self._exact.get(query)
         if results is None:
-            results = self._normalised.get(normalise_query(query))
+            results = self._normalized.get(normalize_query(query))
         if results is None:
             logger.warning("No recorded search results for query %r", query)
             return []

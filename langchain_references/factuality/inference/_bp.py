@@ -86,8 +86,8 @@ class Kernel:
         """Bethe approximation of ``log Z`` at ``messages``, unary tables ``[0, unary]``.
 
         ``log Z_B = sum_edges log Z_ij + sum_i (1 - d_i) log Z_i`` with ``Z_i`` the
-        belief normaliser of variable ``i`` and ``Z_ij`` that of edge ``ij`` (exact on
-        trees; invariant to the message normalisation).
+        belief normalizer of variable ``i`` and ``Z_ij`` that of edge ``ij`` (exact on
+        trees; invariant to the message normalization).
         """
         total = self.incoming(messages)
         z_i = np.logaddexp(0.0, unary + total)

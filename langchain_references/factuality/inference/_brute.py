@@ -8,7 +8,7 @@ from langchain_references.factuality.inference._network import FloatArray, Netwo
 
 
 def brute_beliefs(net: Network) -> FloatArray:
-    """Exact unnormalised log beliefs ``(n, 2)`` by summing over all ``2^n`` states."""
+    """Exact unnormalized log beliefs ``(n, 2)`` by summing over all ``2^n`` states."""
     k = net.n
     states = np.arange(2**k, dtype=np.int64)
     bits = [(states >> v) & 1 for v in range(k)]

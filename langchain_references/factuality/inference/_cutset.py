@@ -21,7 +21,7 @@ from langchain_references.factuality.inference._network import (
     FloatArray,
     IntArray,
     Network,
-    normalise,
+    normalize,
 )
 
 
@@ -76,7 +76,7 @@ def plan_cutset(net: Network, exact_budget: int, work_budget: int) -> CutsetPlan
 
 
 def run_cutset(net: Network, cutset: CutsetPlan, chunk_entries: int) -> FloatArray:
-    """Exact log beliefs ``(n, 2)`` (normalised) of ``net`` by conditioning.
+    """Exact log beliefs ``(n, 2)`` (normalized) of ``net`` by conditioning.
 
     Args:
         net: The component the plan was made for.
@@ -118,7 +118,7 @@ def run_cutset(net: Network, cutset: CutsetPlan, chunk_entries: int) -> FloatArr
         beliefs, lz = run_junction_tree(
             cutset.plan, unary[start:stop], sub.ei, sub.ej, sub.log_pair
         )
-        rest_beliefs[start:stop] = normalise(beliefs)  # log P(v | assignment)
+        rest_beliefs[start:stop] = normalize(beliefs)  # log P(v | assignment)
         log_z[start:stop] = lz
     weight = const + log_z  # log weight of each assignment
     weight -= np.logaddexp.reduce(weight)

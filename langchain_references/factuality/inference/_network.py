@@ -89,14 +89,14 @@ def component_labels(net: Network) -> IntArray:
     return np.array([find(x) for x in range(net.n)], dtype=np.int64)
 
 
-def normalise(log_p: FloatArray) -> FloatArray:
+def normalize(log_p: FloatArray) -> FloatArray:
     """Normalise the last axis (size 2) of log-probabilities."""
     return log_p - np.logaddexp(log_p[..., 0], log_p[..., 1])[..., None]
 
 
 def p_true(log_belief: FloatArray) -> FloatArray:
-    """``P(x = 1)`` from unnormalised log beliefs of shape ``(..., 2)``."""
-    return np.exp(normalise(log_belief)[..., 1])
+    """``P(x = 1)`` from unnormalized log beliefs of shape ``(..., 2)``."""
+    return np.exp(normalize(log_belief)[..., 1])
 
 
 @dataclass(frozen=True, slots=True)

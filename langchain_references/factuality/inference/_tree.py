@@ -9,14 +9,14 @@ from langchain_references.factuality.inference._network import (
     FloatArray,
     IntArray,
     Network,
-    normalise,
+    normalize,
 )
 
 
 def send(cavity: FloatArray, table: FloatArray) -> FloatArray:
     """Normalised log messages ``m(y) = log sum_x exp(cavity(x) + table(x, y))``."""
     out = np.logaddexp(cavity[:, 0, None] + table[:, 0, :], cavity[:, 1, None] + table[:, 1, :])
-    return normalise(out)
+    return normalize(out)
 
 
 def tree_beliefs(net: Network, labels: IntArray) -> FloatArray:
@@ -28,7 +28,7 @@ def tree_beliefs(net: Network, labels: IntArray) -> FloatArray:
             the root of its tree.
 
     Returns:
-        Unnormalised log beliefs ``(n, 2)``.
+        Unnormalized log beliefs ``(n, 2)``.
     """
     n = net.n
     directed = Directed.of(net)

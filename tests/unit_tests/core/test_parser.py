@@ -19,7 +19,7 @@ def parse(pieces: list[str]) -> list[Event]:
     return events
 
 
-def normalise(events: list[Event]) -> list[Event]:
+def normalize(events: list[Event]) -> list[Event]:
     """Merge adjacent text events (fragmentation of plain text is not meaningful)."""
     out: list[Event] = []
     for event in events:
@@ -51,8 +51,8 @@ def citations(events: list[Event]) -> list[Citation]:
     ],
 )
 def test_citations_are_found(text: str, expected: list[Event]) -> None:
-    assert normalise(parse([text])) == expected
-    assert normalise(parse(list(text))) == expected
+    assert normalize(parse([text])) == expected
+    assert normalize(parse(list(text))) == expected
 
 
 @pytest.mark.parametrize(
@@ -126,8 +126,8 @@ def splits(draw: st.DrawFn) -> tuple[str, list[str]]:
 @given(splits())
 def test_split_invariance(case: tuple[str, list[str]]) -> None:
     text, pieces = case
-    assert normalise(parse(pieces)) == normalise(parse([text]))
-    assert normalise(parse(pieces)) == normalise(parse(list(text)))
+    assert normalize(parse(pieces)) == normalize(parse([text]))
+    assert normalize(parse(pieces)) == normalize(parse(list(text)))
 
 
 @settings(max_examples=400, deadline=None)

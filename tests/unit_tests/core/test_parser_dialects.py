@@ -42,7 +42,7 @@ def parse(pieces: list[str], markers: Markers) -> list[Event]:
     return events
 
 
-def normalise(events: list[Event]) -> list[Event]:
+def normalize(events: list[Event]) -> list[Event]:
     """Merge adjacent text events (fragmentation of plain text is not meaningful)."""
     out: list[Event] = []
     for event in events:
@@ -204,8 +204,8 @@ def test_an_unknown_dialect_is_named_in_the_error() -> None:
 def test_citations_of_each_dialect_are_found(
     markers: Markers, text: str, expected: list[Event]
 ) -> None:
-    assert normalise(parse([text], markers)) == expected
-    assert normalise(parse(list(text), markers)) == expected
+    assert normalize(parse([text], markers)) == expected
+    assert normalize(parse(list(text), markers)) == expected
 
 
 @pytest.mark.parametrize(
@@ -329,9 +329,9 @@ def splits(draw: st.DrawFn) -> tuple[str, list[str]]:
 @given(case=splits())
 def test_split_invariance(markers: Markers, case: tuple[str, list[str]]) -> None:
     text, pieces = case
-    whole = normalise(parse([text], markers))  # parse() also checks the buffer bound
-    assert normalise(parse(pieces, markers)) == whole
-    assert normalise(parse(list(text), markers)) == whole
+    whole = normalize(parse([text], markers))  # parse() also checks the buffer bound
+    assert normalize(parse(pieces, markers)) == whole
+    assert normalize(parse(list(text), markers)) == whole
 
 
 @pytest.mark.parametrize("markers", DIALECT_SETS)

@@ -220,7 +220,7 @@ def _linear_model(path: Path, *, width: int = EMBEDDING_DIMENSION, inputs: list[
     np.save(path.with_suffix(".c.npy"), c)
 
 
-def test_mean_pooling_uses_the_attention_mask_and_normalises(tmp_path: Path) -> None:
+def test_mean_pooling_uses_the_attention_mask_and_normalizes(tmp_path: Path) -> None:
     path = tmp_path / "linear.onnx"
     _linear_model(path, inputs=["input_ids", "attention_mask", "token_type_ids"])
     w, c = np.load(path.with_suffix(".w.npy")), np.load(path.with_suffix(".c.npy"))

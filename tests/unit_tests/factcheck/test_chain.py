@@ -795,7 +795,7 @@ def test_bad_input_is_refused_with_a_clear_error(value: Any, error: type[Excepti
         coerce_request(value)
 
 
-def test_good_input_is_normalised() -> None:
+def test_good_input_is_normalized() -> None:
     assert coerce_request("  a   b ") == FactCheckRequest(statement="a b")
     assert coerce_request({"statement": "a", "extra": 1}).search_query == "a"
     assert coerce_request({"statement": "a", "query": "q"}).search_query == "q"

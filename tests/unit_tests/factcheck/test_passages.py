@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from langchain_references.factcheck.passages import (
     PassageSplitter,
-    normalise_for_dedup,
+    normalize_for_dedup,
     presplit,
 )
 from langchain_references.factcheck.types import ExtractedPage
@@ -81,7 +81,7 @@ def test_duplicates_across_pages_keep_the_best_ranked_copy() -> None:
         ("https://better.example/", LONG_A.upper()),
         ("https://worse.example/", LONG_B),
     ]
-    assert normalise_for_dedup("  A  b\nC ") == normalise_for_dedup("a B c")
+    assert normalize_for_dedup("  A  b\nC ") == normalize_for_dedup("a B c")
 
 
 def test_long_paragraph_is_split_at_sentence_boundaries() -> None:

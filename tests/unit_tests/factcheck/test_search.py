@@ -22,7 +22,7 @@ from langchain_references.factcheck.search.base import (
     hits_from_records,
     search_report,
 )
-from langchain_references.factcheck.search.recorded import normalise_query
+from langchain_references.factcheck.search.recorded import normalize_query
 from langchain_references.factcheck.types import SearchHit
 
 RECORDS = [
@@ -261,7 +261,7 @@ def test_recorded_search_replays_veriscore_results_in_order(veriscore: Any) -> N
     assert len(provider.search(claim, k=3)) == 3
 
 
-async def test_recorded_search_normalised_fallback_and_unknown(
+async def test_recorded_search_normalized_fallback_and_unknown(
     veriscore: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     path, recording = veriscore
@@ -269,7 +269,7 @@ async def test_recorded_search_normalised_fallback_and_unknown(
     claim = next(iter(recording))
     variant = "  “" + claim.upper().replace(" ", "   ").rstrip(".") + "”  "
     assert variant != claim
-    assert normalise_query(variant) == normalise_query(claim)
+    assert normalize_query(variant) == normalize_query(claim)
     assert provider.search(variant, k=100) == provider.search(claim, k=100)
     assert await provider.asearch(variant, k=2) == provider.search(claim, k=2)
 

@@ -58,7 +58,7 @@ def test_well_formed_reply() -> None:
         ({"label": "Entails", "confidence": 1, "rationale": ""}, Label.ENTAILS),
     ],
 )
-def test_labels_are_normalised(args: dict[str, Any], label: Label) -> None:
+def test_labels_are_normalized(args: dict[str, Any], label: Label) -> None:
     judge, _ = make_judge(reply(**args))
     j = judge.invoke(PAIR)
     assert j.ok

@@ -27,7 +27,7 @@ class BuildFailureError(RuntimeError):
 
 
 class WordHashEmbeddings(Embeddings):
-    """Each word adds 1 to the dimension its CRC-32 picks; the vector is then normalised.
+    """Each word adds 1 to the dimension its CRC-32 picks; the vector is then normalized.
 
     Args:
         fail_after: ``embed_documents`` calls that succeed before the failure (``None``: read
