@@ -110,7 +110,8 @@ def test_missing_dependency_prefers_the_callers_extra_when_it_installs_the_modul
 
 
 def test_the_extras_table_matches_pyproject() -> None:
-    assert set(EXTRA_MODULES) == set(EXTRAS) - {"dev"}
+    # [dev] and [docs] bring tools (tests, linters, mkdocs), no module the package imports
+    assert set(EXTRA_MODULES) == set(EXTRAS) - {"dev", "docs"}
     assert set(EXTRA_OF_MODULE.values()) <= set(EXTRAS)
     # the smallest extra: numpy comes with [embeddings], langchain with [llm]
     assert EXTRA_OF_MODULE["numpy"] == "embeddings"
