@@ -22,6 +22,7 @@ incomplete index, Chroma unreachable, bad option).
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 from typing import Any, Final, TextIO
 
@@ -42,6 +43,9 @@ DESCRIPTION: Final = (
     "Serve an evidence index over HTTP: the climate-evidence-compatible API, /healthcheck and "
     "the docs at /docs."
 )
+#: How long a worker may take to start (load the model, open the index) before uvicorn's
+#: supervisor, which checks its workers' health, restarts it.
+WORKER_STARTUP_SECONDS: Final = 120
 #: The uvicorn factory the workers build the application with.
 APP_FACTORY: Final = "langchain_references.server.app:app_from_env"
 _DEFAULTS: Final = ServerSettings()
@@ -223,5 +227,9 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         uvicorn.run(app, **common)
     else:
         os.environ.update(settings.to_env())
+        if "timeout_worker_healthcheck" in inspect.signature(uvicorn.Config).parameters:
+            # a worker loads the embedding model and opens the index before it answers
+            # uvicorn's health check: on a slow or busy machine that takes more than its 5 s
+            common["timeout_worker_healthcheck"] = WORKER_STARTUP_SECONDS
         uvicorn.run(APP_FACTORY, factory=True, workers=args.workers, **common)
     return 0
