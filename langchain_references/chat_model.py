@@ -266,7 +266,7 @@ class ReferencedChatModel(BaseChatModel):
         model = self._model()
         if stop is not None or kwargs:
             model = model.bind(**({"stop": stop} if stop is not None else {}), **kwargs)
-        runnable = self.references.with_bound(model, output_version=self.output_version)
+        runnable = self._runnable_over(model)
         return runnable, {self.references.documents_key: documents, MODEL_INPUT_KEY: shown}
 
     def _instruction(self) -> str | None:
@@ -275,9 +275,11 @@ class ReferencedChatModel(BaseChatModel):
 
     def _dict_runnable(self) -> ReferencedRunnable:
         """The runnable that takes ``{"documents": [...], "input": ...}``, tools bound."""
-        if self.bound is None:
-            return self.references
-        return self.references.with_bound(self.bound)
+        return self._runnable_over(self._model())
+
+    def _runnable_over(self, model: Runnable[Any, Any]) -> ReferencedRunnable:
+        """:attr:`references` over ``model``, with this wrapper's ``output_version``."""
+        return self.references.with_bound(model, output_version=self.output_version)
 
     # -- the chat model ----------------------------------------------------------------------
 

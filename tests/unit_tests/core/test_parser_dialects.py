@@ -19,6 +19,7 @@ from langchain_references._parser import (
     Event,
 )
 from langchain_references.rewriter import ReferenceRewriter
+from tests.unit_tests.core.test_parser import citations, normalize, raw
 
 Markers = tuple[str, ...]
 
@@ -40,25 +41,6 @@ def parse(pieces: list[str], markers: Markers) -> list[Event]:
     events.extend(parser.close())
     assert parser.pending == ""
     return events
-
-
-def normalize(events: list[Event]) -> list[Event]:
-    """Merge adjacent text events (fragmentation of plain text is not meaningful)."""
-    out: list[Event] = []
-    for event in events:
-        if isinstance(event, str) and out and isinstance(out[-1], str):
-            out[-1] = out[-1] + event
-        elif event != "":
-            out.append(event)
-    return out
-
-
-def raw(events: list[Event]) -> str:
-    return "".join(e if isinstance(e, str) else e.raw for e in events)
-
-
-def citations(events: list[Event]) -> list[Citation]:
-    return [e for e in events if isinstance(e, Citation)]
 
 
 # ---------------------------------------------------------------- the option

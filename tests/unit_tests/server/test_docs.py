@@ -8,7 +8,6 @@ service alone, under their Content-Security-Policy, without one failed request.
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,15 +34,6 @@ from tests.unit_tests.server._native_fixtures import (
 
 __all__ = ["make_app", "make_client", "native_index", "native_index_dir", "native_settings"]
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 PAGES = {"/docs": DOCS_CONTENT_SECURITY_POLICY, "/redoc": REDOC_CONTENT_SECURITY_POLICY}
 
 
@@ -146,17 +136,6 @@ def test_without_the_assets_package_there_are_no_docs(
 
 
 # --------------------------------------------------------------------------- in the browser
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if shutil.which("chromium") is None and not shutil.which(CHROMIUM):
-        pytest.skip("Chromium is not installed: apt-get install -y chromium")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 @dataclass

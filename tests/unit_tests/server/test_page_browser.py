@@ -8,7 +8,6 @@ command, when Chromium is missing.
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Callable, Iterator
 from importlib import resources
 
@@ -29,15 +28,6 @@ from tests.unit_tests.server.conftest import ScriptedJudge
 
 __all__ = ["make_app", "make_client", "native_index", "native_index_dir", "native_settings"]
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 STATIC = resources.files("langchain_references.server") / "static"
 
 
@@ -74,17 +64,6 @@ def test_the_page_has_no_inline_script_and_no_html_insertion() -> None:
 
 
 # --------------------------------------------------------------------------- in the browser
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    if shutil.which("chromium") is None and not shutil.which(CHROMIUM):
-        pytest.skip("Chromium is not installed: apt-get install -y chromium")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture
