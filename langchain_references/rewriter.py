@@ -349,10 +349,11 @@ class ReferenceRewriter:
         warned = self._warned
         if warned is None:
             warned = self._warned = set()
-        key = citation.doc_id if self._documents else -1
-        if key in warned:
+        # Without documents every citation is dropped: one warning for the run.
+        seen = bool(warned) if not self._documents else citation.doc_id in warned
+        warned.add(citation.doc_id)
+        if seen:
             return
-        warned.add(key)
         if not self._documents:
             logger.warning(
                 "Dropped citation %s and any other: the answer cites documents but this run "

@@ -15,6 +15,7 @@ removed, one line).
 from __future__ import annotations
 
 import html
+import inspect
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -275,16 +276,8 @@ class ReferenceStyle:
 
     def _raw_source_id_key(self) -> Any:
         """``source_id_key`` as set, not bound: a plain function on the class stays unbound."""
-        instance_vars = getattr(self, "__dict__", None)
-        if instance_vars and "source_id_key" in instance_vars:
-            return instance_vars["source_id_key"]
-        for klass in type(self).__mro__:
-            if "source_id_key" in klass.__dict__:
-                key = klass.__dict__["source_id_key"]
-                if isinstance(key, staticmethod | classmethod):
-                    return key.__get__(self, type(self))
-                return key
-        raise TypeError("source_id_key is not set")  # unreachable: ReferenceStyle defines it
+        key = inspect.getattr_static(self, "source_id_key")
+        return key.__get__(self) if isinstance(key, staticmethod | classmethod) else key
 
     def get_source_id(self, document: Document) -> str | None:
         """Return the source id of a document, or None if it has none.

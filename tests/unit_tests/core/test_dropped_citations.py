@@ -28,7 +28,7 @@ from langchain_references import (
     manage_references,
 )
 from langchain_references.numbering import SourceNumbering
-from langchain_references.rewriter import MAX_HELD_BLANKS, ReferenceRewriter
+from langchain_references.rewriter import MAX_HELD_BLANKS, NO_DOCUMENTS_FIX, ReferenceRewriter
 from langchain_references.styles import ReferenceStyle
 from tests.unit_tests.fakes import StreamingChatModel, text_chunks
 
@@ -196,7 +196,10 @@ def test_a_run_without_documents_warns_once_with_the_fix(
     assert "[1]" not in out
     assert len(caplog.records) == 1
     (message,) = _fix_warnings(caplog)
-    assert "documents" in message
+    assert message == (
+        "Dropped citation [1](id=1) and any other: the answer cites documents but this run "
+        f"has none. To keep them, {NO_DOCUMENTS_FIX}."
+    )
 
 
 def test_a_bare_chat_model_without_documents_warns_once_per_run(
@@ -219,9 +222,9 @@ def test_a_bare_chat_model_without_documents_warns_once_per_run(
 def test_unknown_ids_warn_once_each(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="langchain_references"):
         rewrite(["a [1](id=9) " * 100 + "b [1](id=7) " * 100])
-    assert sorted(r.getMessage() for r in caplog.records) == [
-        "Dropped citation [1](id=7): document id 7 is not in 1..2",
+    assert [r.getMessage() for r in caplog.records] == [
         "Dropped citation [1](id=9): document id 9 is not in 1..2",
+        "Dropped citation [1](id=7): document id 7 is not in 1..2",
     ]
     assert _fix_warnings(caplog) == []
 

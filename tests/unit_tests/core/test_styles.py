@@ -265,3 +265,60 @@ def test_format_all_references_called_once_with_a_real_list() -> None:
     assert render(tracer, "a [1](id=2) b [2](id=1) [3](id=2)", [A, B]) == "a b"
     assert tracer.calls == [[(1, B), (2, A)]]
     assert isinstance(tracer.calls[0], list)
+
+
+class ClassKey(TextReferenceStyle):
+    @classmethod
+    def source_id_key(cls, doc: Document) -> str:  # type: ignore[override]
+        assert cls is ClassKey
+        return str(doc.metadata["url"])
+
+
+def test_a_classmethod_source_id_key_is_bound_to_the_style_class() -> None:
+    docs = [Document("a", metadata={"url": "u1"}), Document("b", metadata={"url": "u2"})]
+    assert render(ClassKey(), "[1](id=2)[2](id=1)", docs) == "[1][2]\n\n- [1] u2\n- [2] u1"
+
+
+def test_other_instance_attributes_leave_the_class_source_id_key() -> None:
+    style = StaticKey(deep_links=False)
+    style.title_key = "name"
+    docs = [Document("a", metadata={"url": "u1"}), Document("b", metadata={"url": "u1"})]
+    assert render(style, "[1](id=1)[2](id=2)", docs) == "[1][1]\n\n- [1] u1"
+
+
+CHECKED = [
+    UnsupportedClaim("Both are wrong.", (2, 3), supported=False),
+    UnsupportedClaim("Half right.", (1,), supported=True),
+    UnsupportedClaim("No number left.", (), supported=True),
+]
+
+
+@pytest.mark.parametrize(
+    ("style", "expected"),
+    [
+        (
+            TextReferenceStyle(),
+            '\n\nCitation check:\n- "Both are wrong." [2][3] (not supported by its citations)\n'
+            '- "Half right." [1] (some citations do not support it)\n'
+            '- "No number left." (some citations do not support it)',
+        ),
+        (
+            MarkdownReferenceStyle(),
+            "\n\n**Citation check**\n\n- Both are wrong. **2** **3** *(not supported by its "
+            "citations)*\n- Half right. **1** *(some citations do not support it)*\n"
+            "- No number left. *(some citations do not support it)*",
+        ),
+        (
+            HTMLReferenceStyle(),
+            '\n\n<aside class="citation-check"><p>Citation check</p><ul><li>Both are wrong.'
+            "<sup>2</sup><sup>3</sup> <em>(not supported by its citations)</em></li><li>Half "
+            "right.<sup>1</sup> <em>(some citations do not support it)</em></li><li>No number "
+            "left. <em>(some citations do not support it)</em></li></ul></aside>",
+        ),
+    ],
+)
+def test_citation_check_lists_every_number_and_reason_in_order(
+    style: ReferenceStyle, expected: str
+) -> None:
+    assert style.format_citation_check(CHECKED) == expected
+    assert style.format_citation_check([]) == ""

@@ -369,3 +369,25 @@ async def test_cohere_stream_has_no_citations_and_passes_through(mode: str) -> N
         outs = [out async for out in chain.astream({"documents": docs})]
     text = "".join(text_of(out.content) for out in outs)
     assert text == expected_text(_cohere_streams.expected_pieces("plain", streamed=True), docs)[0]
+
+
+def test_a_providers_cited_text_becomes_the_deep_link_of_its_citation() -> None:
+    """With deep links on, each provider citation links to the passage the provider quoted."""
+    from langchain_references.deeplinks import deep_link
+    from langchain_references.styles import MarkdownReferenceStyle
+
+    pieces = _anthropic_streams.expected_pieces("web_search")
+    quoted = [p for p in pieces if not isinstance(p, str) and p.url and p.cited_text]
+    assert len(quoted) >= 2
+    chain = manage_references(
+        Recorded(_anthropic_streams.scenario_chunks("web_search"), AIMessage("")),
+        style=MarkdownReferenceStyle(deep_links=True),
+    )
+    out = "".join(text_of(chunk.content) for chunk in chain.stream({"documents": []}))
+    links = re.findall(r"<sup>\[\[\d+\]\(([^)]+)\)\]</sup>", out)
+    fragments = [link.partition("#")[2] for link in links]
+    assert fragments[: len(quoted)] == [
+        deep_link("https://x.example/", quote=piece.cited_text).partition("#")[2]
+        for piece in quoted
+    ]
+    assert all("#:~:text=" in link for link in links)
