@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Final
 
-from langchain_references._optional import MissingDependencyError
+from langchain_references._optional import importing
 from langchain_references.factcheck.types import (
     ExtractedPage,
     ExtractReport,
@@ -36,12 +36,8 @@ from langchain_references.factcheck.types import (
 )
 from langchain_references.failures import Failure
 
-try:
+with importing("trafilatura", "factcheck", feature="Text extraction"):
     import trafilatura
-except ImportError as exc:  # pragma: no cover - depends on the installed extras
-    raise MissingDependencyError(
-        exc.name or "trafilatura", "factcheck", feature="Text extraction"
-    ) from exc
 
 __all__ = [
     "DEFAULT_EXTRACT_TIMEOUT_S",
