@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field
 from langchain_references._concurrency import check_concurrency, with_default_concurrency
 from langchain_references._structured import StructuredCaller, StructuredCallOptions
 from langchain_references.factuality.model import Atom
-from langchain_references.judges.base import raise_interrupts
+from langchain_references.judges.base import paired_outputs
 from langchain_references.prompting import data_prompt, delimit
 
 __all__ = [
@@ -220,8 +220,8 @@ class Reviser(StructuredCaller[RevisedAtoms], Runnable[ReviserInput, RevisionRes
         atoms: list[Atom] = []
         unrevised: list[str] = []
         errors: list[str] = []
-        raise_interrupts(outputs)  # Ctrl-C or a cancellation stops: not a failed chunk
-        for chunk, output in zip(chunks, outputs, strict=True):
+        # Ctrl-C or a cancellation stops (paired_outputs raises it): not a failed chunk
+        for chunk, output in paired_outputs(chunks, outputs):
             if isinstance(output, Exception):
                 reply: RevisedAtoms | str = f"{type(output).__name__}: {output}"
             else:
