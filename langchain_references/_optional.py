@@ -12,8 +12,9 @@ Examples:
 
 from __future__ import annotations
 
+import contextlib
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import ModuleType
 from typing import Any, Final
 
@@ -24,6 +25,7 @@ __all__ = [
     "EXTRA_OF_MODULE",
     "MissingDependencyError",
     "extra_of",
+    "importing",
     "install_hint",
     "lazy_exports",
     "missing_dependency",
@@ -135,6 +137,34 @@ def require(module: str, extra: str | None = None, *, feature: str | None = None
         return importlib.import_module(module)
     except ImportError as exc:
         raise MissingDependencyError(module, extra, feature=feature) from exc
+
+
+@contextlib.contextmanager
+def importing(module: str, extra: str, *, feature: str) -> Iterator[None]:
+    """Import optional modules in a ``with`` block; a failed import names the extra.
+
+    For a module that needs optional packages at import time. An ``ImportError`` raised in
+    the block becomes a :class:`MissingDependencyError` naming the module that failed.
+
+    Args:
+        module: The module to name when the ``ImportError`` does not say which one failed.
+        extra: The extra that installs the block's modules.
+        feature: What needs them, for the message (e.g. ``"Text extraction"``).
+
+    Yields:
+        Nothing: the block runs.
+
+    Raises:
+        MissingDependencyError: If an import of the block fails.
+
+    Examples:
+        >>> with importing("numpy", "embeddings", feature="MiniLMEmbeddings"):
+        ...     import numpy
+    """
+    try:
+        yield
+    except ImportError as exc:
+        raise MissingDependencyError(exc.name or module, extra, feature=feature) from exc
 
 
 def missing_dependency(

@@ -11,6 +11,10 @@ chunk). Any other error propagates once the attempts are spent.
 It holds no I/O of its own: callers run :attr:`StructuredCall.runnable` with ``invoke`` or
 ``ainvoke`` (or a batch) and read its output with :meth:`StructuredCall.read`, so the sync and
 async paths share everything but the call.
+
+Its users (:class:`StructuredCaller` subclasses) take the retry and output options as
+:class:`StructuredCallOptions` keyword arguments and open their call with
+:meth:`StructuredCaller._open_call`, so those options are declared and documented here only.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, Generic, TypeAlias, TypeVar
+from typing import Any, Final, Generic, TypeAlias, TypedDict, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
@@ -29,6 +33,8 @@ from pydantic import BaseModel
 __all__ = [
     "RetryOn",
     "StructuredCall",
+    "StructuredCallOptions",
+    "StructuredCaller",
     "default_transient_errors",
     "read_structured_reply",
 ]
@@ -183,3 +189,65 @@ class StructuredCall(Generic[SchemaT]):
             The parsed reply, or a string saying why there is none.
         """
         return read_structured_reply(output, self.schema)
+
+
+class StructuredCallOptions(TypedDict, total=False):
+    """The retry and output options of a :class:`StructuredCall`, as keyword arguments.
+
+    The LLM judge, the atomizer and the reviser take them as ``**options`` and pass them on;
+    an option not given keeps the default of :class:`StructuredCall`.
+
+    Attributes:
+        retry_on: Exception types (or a predicate) to retry; defaults to
+            :func:`default_transient_errors`.
+        max_attempts: Attempts per call, including the first (default 3; 1: no retry).
+        retry_wait: Exponential back-off with jitter between attempts (default True).
+        structured_output_kwargs: Extra arguments of ``with_structured_output`` (e.g.
+            ``{"method": "json_schema"}`` for providers that support it).
+    """
+
+    retry_on: RetryOn | None
+    max_attempts: int
+    retry_wait: bool
+    structured_output_kwargs: Mapping[str, Any] | None
+
+
+class StructuredCaller(Generic[SchemaT]):
+    """Base of the objects whose model calls are one :class:`StructuredCall`.
+
+    Attributes:
+        llm: The chat model.
+        prompt: The prompt (the default one when none was given).
+    """
+
+    llm: BaseChatModel
+    prompt: ChatPromptTemplate
+    _call: StructuredCall[SchemaT]
+
+    def _open_call(
+        self,
+        llm: BaseChatModel,
+        schema: type[SchemaT],
+        prompt: ChatPromptTemplate | None,
+        default_prompt: ChatPromptTemplate,
+        variables: Iterable[str],
+        options: StructuredCallOptions,
+    ) -> None:
+        """Build the call and set :attr:`llm` and :attr:`prompt`.
+
+        Args:
+            llm: The chat model.
+            schema: The reply schema.
+            prompt: The prompt given, or None for ``default_prompt``.
+            default_prompt: The caller's default prompt.
+            variables: Variables the prompt must have.
+            options: Retry and output options.
+
+        Raises:
+            TypeError: If ``llm`` is not a chat model.
+            ValueError: If ``max_attempts`` < 1 or the prompt lacks a variable.
+        """
+        chosen = prompt if prompt is not None else default_prompt
+        self._call = StructuredCall(llm, schema, chosen, variables=variables, **options)
+        self.llm = llm
+        self.prompt = self._call.prompt

@@ -18,7 +18,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
@@ -34,6 +34,7 @@ __all__ = [
     "RecordParser",
     "iter_json_objects",
     "load_records",
+    "validate_record",
     "validation_error",
 ]
 
@@ -41,6 +42,7 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 E = TypeVar("E", bound=RecordError)
+ModelT = TypeVar("ModelT", bound="BaseModel")
 
 #: ``parse(obj, location=...) -> record``; raises a :class:`RecordError` on a bad record.
 RecordParser = Callable[..., T]
@@ -297,3 +299,37 @@ def validation_error(
     if len(problems) > 3:
         shown += f"; and {len(problems) - 3} more"
     return error(shown, location, field=(problems[0][0] or None) if problems else None)
+
+
+def validate_record(
+    obj: Any,
+    model: type[ModelT],
+    location: str | None,
+    *,
+    error: type[E],
+    models: Iterable[type[BaseModel]] = (),
+) -> ModelT:
+    """Validate one decoded JSON record with its pydantic model, or raise one ``error``.
+
+    Args:
+        obj: The decoded JSON object.
+        model: The record's model.
+        location: Where the record came from (``file:line``).
+        error: The :class:`RecordError` subclass to raise.
+        models: The models nested in ``model``, whose field names are suggested too.
+
+    Returns:
+        The validated model.
+
+    Raises:
+        RecordError: ``error``, if ``obj`` is not a JSON object or does not validate (see
+            :func:`validation_error`).
+    """
+    from pydantic import ValidationError
+
+    if not isinstance(obj, Mapping):
+        raise error("record is not a JSON object", location)
+    try:
+        return model.model_validate(dict(obj))
+    except ValidationError as exc:
+        raise validation_error(exc, location, error=error, models=(model, *models)) from exc

@@ -11,6 +11,7 @@ streams, :class:`_Relay` shows the rewritten chunks to the graph's ``"messages"`
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
 from functools import reduce
 from operator import add
@@ -597,6 +598,13 @@ def _append(content: str | list[Any], tail: str) -> str | list[Any]:
     return [*content, {"type": "text", "text": tail}]
 
 
+def _checked_output_version(output_version: str | None) -> str | None:
+    """``output_version`` if it is None, ``"v0"`` or ``"v1"``; else a ValueError."""
+    if output_version not in (None, "v0", "v1"):
+        raise ValueError(f"output_version must be None, 'v0' or 'v1', not {output_version!r}")
+    return output_version
+
+
 class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
     """Wrap a runnable so that its ``[n](id=k)`` citations are renumbered and styled.
 
@@ -636,20 +644,16 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         output_version: str | None = None,
     ) -> None:
         self.markers = tuple(sorted(CitationParser(markers=markers).markers))  # checks names
-        if output_version not in (None, "v0", "v1"):
-            raise ValueError(f"output_version must be None, 'v0' or 'v1', not {output_version!r}")
-        self.output_version = output_version
+        self.output_version = _checked_output_version(output_version)
         if native is not None and native != "auto" and native not in ADAPTER_NAMES:
             raise UnknownAdapterError(
                 f"native={native!r} is not an adapter: use 'auto', None or one of "
                 f"{list(ADAPTER_NAMES)}"
             )
         self.native = native
-        if not isinstance(bound, Runnable):
-            raise TypeError(f"manage_references() takes a Runnable, not {type(bound).__name__}")
+        self._wrap(bound)
         if style is not None and not isinstance(style, ReferenceStyle):
             raise TypeError(f"style must be a ReferenceStyle, not {type(style).__name__}")
-        self.bound = bound
         self.documents_key = documents_key
         self.style = style if style is not None else MarkdownReferenceStyle()
         if verifier is not None and not isinstance(verifier, CitationChecker):
@@ -662,6 +666,12 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         self.verifier = verifier
         self.mark_unsupported = mark_unsupported
         self.name = name or f"ManageReferences[{bound.get_name()}]"
+
+    def _wrap(self, bound: Runnable[Any, Any]) -> None:
+        """Set the wrapped runnable, and what is derived from it."""
+        if not isinstance(bound, Runnable):
+            raise TypeError(f"manage_references() takes a Runnable, not {type(bound).__name__}")
+        self.bound = bound
         self._is_model = isinstance(_unwrap(bound), BaseLanguageModel)
 
     def with_bound(
@@ -675,18 +685,16 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
 
         Returns:
             A new wrapper with the same options and name.
+
+        Raises:
+            TypeError: If ``bound`` is not a runnable.
+            ValueError: If ``output_version`` is not None, ``"v0"`` or ``"v1"``.
         """
-        return ReferencedRunnable(
-            bound,
-            documents_key=self.documents_key,
-            style=self.style,
-            verifier=self.verifier,
-            mark_unsupported=self.mark_unsupported,
-            native=self.native,
-            name=self.name,
-            markers=self.markers,
-            output_version=output_version or self.output_version,
-        )
+        other = copy.copy(self)
+        other._wrap(bound)
+        if output_version:
+            other.output_version = _checked_output_version(output_version)
+        return other
 
     # -- schemas -----------------------------------------------------------------------------
 
@@ -1006,7 +1014,7 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
 
 
 class ReferencesOptions(TypedDict, total=False):
-    """The keyword options of :func:`manage_references` (see there), for its overloads."""
+    """The keyword options of :func:`manage_references` (see there) and its overloads."""
 
     documents_key: str
     style: ReferenceStyle | None
@@ -1031,16 +1039,7 @@ def manage_references(
 
 
 def manage_references(
-    runnable: Runnable[Any, Any],
-    *,
-    documents_key: str = "documents",
-    style: ReferenceStyle | None = None,
-    verifier: CitationChecker | None = None,
-    mark_unsupported: bool = False,
-    native: NativeOption | str = "auto",
-    name: str | None = None,
-    markers: Collection[str] = DEFAULT_MARKERS,
-    output_version: str | None = None,
+    runnable: Runnable[Any, Any], **options: Unpack[ReferencesOptions]
 ) -> ReferencedRunnable | ReferencedChatModel:
     """Wrap a chat model, LLM or chain so that its citations become real references.
 
@@ -1053,37 +1052,43 @@ def manage_references(
 
     Args:
         runnable: The runnable that writes the answer. It receives the whole input dict.
-        documents_key: The input key holding the list of Documents put in the prompt.
-        style: How citations and the list are written; :class:`MarkdownReferenceStyle` by
-            default.
-        verifier: Check each sentence's citations against the cited documents while the
-            answer streams, e.g. ``CitationVerifier(LLMJudge(model))`` from
-            :mod:`langchain_references.factuality`. The report (citation recall and precision,
-            unsupported sentences and citations) goes to ``response_metadata["citation_check"]``
-            of chat outputs and to the ``"references"`` event of every output.
-        mark_unsupported: Also append the unsupported sentences to the text, after the
-            reference list, in the style's form (:meth:`ReferenceStyle.format_citation_check`).
-        native: Read the provider's own citations too (Anthropic Citations, OpenAI
-            Responses annotations, Perplexity, Gemini grounding, Cohere, LangChain v1
-            ``citation`` annotations) and number them with the ``[n](id=k)`` citations, in
-            one reference list: ``"auto"`` (default) picks the adapter from the first chunk
-            (``response_metadata["model_provider"]`` or the chunk shapes), an adapter name
-            (see :data:`~langchain_references.native.ADAPTER_NAMES`) forces one, None turns
-            it off. With it, the documents key may be absent (provider citations carry their
-            sources) and a bare chat model may be called with its own input.
-        name: The run name shown in callbacks, traces and ``astream_events``;
+        **options: The keyword options below (:class:`ReferencesOptions`).
+
+    Keyword Args:
+        documents_key (str): The input key holding the list of Documents put in the prompt;
+            ``"documents"`` by default.
+        style (ReferenceStyle | None): How citations and the list are written;
+            :class:`MarkdownReferenceStyle` by default.
+        verifier (CitationChecker | None): Check each sentence's citations against the cited
+            documents while the answer streams, e.g. ``CitationVerifier(LLMJudge(model))``
+            from :mod:`langchain_references.factuality`. The report (citation recall and
+            precision, unsupported sentences and citations) goes to
+            ``response_metadata["citation_check"]`` of chat outputs and to the
+            ``"references"`` event of every output. None (default): no check.
+        mark_unsupported (bool): Also append the unsupported sentences to the text, after the
+            reference list, in the style's form (:meth:`ReferenceStyle.format_citation_check`);
+            False by default.
+        native (NativeOption | str): Read the provider's own citations too (Anthropic
+            Citations, OpenAI Responses annotations, Perplexity, Gemini grounding, Cohere,
+            LangChain v1 ``citation`` annotations) and number them with the ``[n](id=k)``
+            citations, in one reference list: ``"auto"`` (default) picks the adapter from the
+            first chunk (``response_metadata["model_provider"]`` or the chunk shapes), an
+            adapter name (see :data:`~langchain_references.native.ADAPTER_NAMES`) forces one,
+            None turns it off. With it, the documents key may be absent (provider citations
+            carry their sources) and a bare chat model may be called with its own input.
+        name (str | None): The run name shown in callbacks, traces and ``astream_events``;
             ``"ManageReferences[<wrapped runnable's name>]"`` by default.
-        markers: The citation dialects the answer is written in (see
+        markers (Collection[str]): The citation dialects the answer is written in (see
             :data:`~langchain_references._parser.MARKER_DIALECTS`): ``"id"`` for
             ``[n](id=k)`` (default), ``"source"`` for ``【k†source】`` and ``【k】``,
             ``"bracket"`` for plain ``[k]`` and ``[k, m]`` (opt-in: only for prompts that ask
             for it, since ``[1]`` is common in text).
-        output_version: ``"v1"``: message outputs are LangChain v1 content blocks, and the
-            final message's text block carries standard ``Citation`` annotations (url,
-            title, cited_text, and ``start_index`` / ``end_index`` of each marker in the
-            answer text as written). Over a chat model, the default is the model's own
-            ``output_version``. ``str`` outputs carry no annotations (the ``"references"``
-            event and ``response_metadata["references"]`` are always there).
+        output_version (str | None): ``"v1"``: message outputs are LangChain v1 content
+            blocks, and the final message's text block carries standard ``Citation``
+            annotations (url, title, cited_text, and ``start_index`` / ``end_index`` of each
+            marker in the answer text as written). Over a chat model, the default (None) is
+            the model's own ``output_version``. ``str`` outputs carry no annotations (the
+            ``"references"`` event and ``response_metadata["references"]`` are always there).
 
     Returns:
         Over a chat model, a :class:`~langchain_references.ReferencedChatModel`: itself a chat
@@ -1110,20 +1115,11 @@ def manage_references(
         <BLANKLINE>
         - [1] https://fr.example
     """
-    references = ReferencedRunnable(
-        runnable,
-        documents_key=documents_key,
-        style=style,
-        verifier=verifier,
-        mark_unsupported=mark_unsupported,
-        native=native,
-        name=name,
-        markers=markers,
-        output_version=output_version,
-    )
+    references = ReferencedRunnable(runnable, **options)
     if isinstance(runnable, BaseChatModel):
         from langchain_references.chat_model import ReferencedChatModel  # a sibling layer
 
+        output_version = options.get("output_version")
         if output_version is None:  # the chat model's own
             return ReferencedChatModel(wrapped=runnable, references=references)
         return ReferencedChatModel(

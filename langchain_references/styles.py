@@ -432,16 +432,26 @@ def _markdown_check_line(claim: UnsupportedClaim) -> str:
     return f"- {_markdown_text(claim.sentence)} {refs}".rstrip() + f" *({_check_reason(claim)})*"
 
 
-class MarkdownReferenceStyle(ReferenceStyle):
+class _LinkingStyle(ReferenceStyle):
+    """A style whose inline citations link to their source (Markdown, HTML)."""
+
+    def format_reference(self, ref: int, media: Document) -> str | None:
+        """Write a superscript link to the source (to the quoted passage with deep links)."""
+        return self._mark(ref, self._inline_url(media))
+
+    def _mark(self, ref: int, url: str | None) -> str:
+        """The inline citation ``ref``, linked to ``url`` (None: no safe URL, not linked)."""
+        raise NotImplementedError
+
+
+class MarkdownReferenceStyle(_LinkingStyle):
     """Markdown: ``<sup>[[1](URL)]</sup>`` in the answer and ``- **1** [Title](URL)`` at the end.
 
     A source without a title is listed by its URL; a source without a safe URL is not linked.
     Inline links go to the source URL; with ``deep_links=True``, to the quoted passage.
     """
 
-    def format_reference(self, ref: int, media: Document) -> str | None:
-        """Write a superscript link to the source (to the quoted passage with deep links)."""
-        url = self._inline_url(media)
+    def _mark(self, ref: int, url: str | None) -> str:
         if url is None:
             return f"<sup>[{ref}]</sup>"
         return f"<sup>[[{ref}]({_markdown_url(url)})]</sup>"
@@ -471,16 +481,14 @@ def _html_check_item(claim: UnsupportedClaim) -> str:
     return f"<li>{html.escape(clean_text(claim.sentence))}{refs} <em>({reason})</em></li>"
 
 
-class HTMLReferenceStyle(ReferenceStyle):
+class HTMLReferenceStyle(_LinkingStyle):
     """HTML: ``<sup><a href="URL">1</a></sup>`` in the answer and an ``<ol>`` list at the end.
 
     Every title and URL is escaped; unsafe URLs are shown as text, never as links. Inline links
     go to the source URL; with ``deep_links=True``, to the quoted passage.
     """
 
-    def format_reference(self, ref: int, media: Document) -> str | None:
-        """Write a superscript link to the source (to the quoted passage with deep links)."""
-        url = self._inline_url(media)
+    def _mark(self, ref: int, url: str | None) -> str:
         if url is None:
             return f"<sup>{ref}</sup>"
         return f'<sup><a href="{html.escape(url, quote=True)}">{ref}</a></sup>'

@@ -28,7 +28,7 @@ from typing import Any, Final, Literal, TypedDict, Unpack
 
 from langchain_core.documents import Document
 from langchain_core.runnables import Runnable, RunnableConfig
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from langchain_references.citations.sentences import (
     CitedSentence,
@@ -44,7 +44,7 @@ from langchain_references.citations.verifier import (
 )
 from langchain_references.errors import RecordError
 from langchain_references.judges.base import JudgeInputLike, Judgement
-from langchain_references.loading import LoadResult, load_records, validation_error
+from langchain_references.loading import LoadResult, load_records, validate_record
 
 __all__ = [
     "AnswerRecord",
@@ -136,20 +136,15 @@ def parse_answer_record(obj: Any, *, location: str | None = None) -> AnswerRecor
         location: Where it came from, for error messages.
 
     Returns:
-        The record.
+        The answer record.
 
     Raises:
         CitationRecordError: On a missing, unknown or mistyped field (its ``field`` is the
             JSON path, e.g. ``"documents[2].page_content"``).
     """
-    if not isinstance(obj, Mapping):
-        raise CitationRecordError("record is not a JSON object", location)
-    try:
-        model = _AnswerModel.model_validate(dict(obj))
-    except ValidationError as exc:
-        raise validation_error(
-            exc, location, error=CitationRecordError, models=(_AnswerModel, _DocumentModel)
-        ) from exc
+    model = validate_record(
+        obj, _AnswerModel, location, error=CitationRecordError, models=(_DocumentModel,)
+    )
     documents = tuple(_document(doc, i, location) for i, doc in enumerate(model.documents))
     return AnswerRecord(model.answer, documents, model.question, location)
 

@@ -252,14 +252,8 @@ def build_search(spec: str, stack: contextlib.ExitStack) -> _Setup:
         CLIError: If the spec is unknown, a path is wrong or an optional package is missing.
     """
     from langchain_references.demo import site as demo_site
-    from langchain_references.factcheck.search import (
-        BingSearch,
-        DuckDuckGoSearch,
-        LocalCorpusSearch,
-        RecordedSearch,
-        SearxSearch,
-        TavilySearch,
-    )
+    from langchain_references.factcheck.search import LocalCorpusSearch, RecordedSearch
+    from langchain_references.factcheck.search.spec import search_from_spec
 
     kind, _, value = spec.partition(":")
     if kind == "demo" and not value:
@@ -275,30 +269,30 @@ def build_search(spec: str, stack: contextlib.ExitStack) -> _Setup:
         base_url = stack.enter_context(demo_site.serve_pages(pages))
         provider = _optional(lambda: LocalCorpusSearch(value, base_url=base_url), spec)
         return _Setup(provider, f"{len(pages)} file(s) of {value} served at {base_url}", [base_url])
-    if kind == "recorded" and value:
+    try:
+        found = _optional(lambda: search_from_spec(spec), spec)
+    except (OSError, ValueError) as exc:
+        if kind != "recorded":  # only a recording's file is the user's input to report
+            raise
+        raise CLIError(f"--search {spec}: {exc}") from exc
+    if isinstance(found, RecordedSearch):
         path = Path(value)
-        try:
-            recorded = (
-                RecordedSearch.from_jsonl(path)
-                if path.suffix.lower() == ".jsonl"
-                else RecordedSearch.from_json(path)
-            )
-        except (OSError, ValueError) as exc:
-            raise CLIError(f"--search {spec}: {exc}") from exc
-        return _Setup(recorded, f"recorded results from {path} ({len(recorded.queries)} queries)")
-    if kind == "ddgs" and not value:
-        return _Setup(_optional(DuckDuckGoSearch, spec), "DuckDuckGo (ddgs)")
-    if kind == "tavily" and not value:
-        return _Setup(_optional(TavilySearch, spec), "Tavily")
-    if kind == "bing" and not value:
-        return _Setup(_optional(BingSearch, spec), "Bing")
-    if kind == "searx":
-        host = value or None
-        return _Setup(_optional(lambda: SearxSearch(searx_host=host), spec), "SearxNG")
-    raise CLIError(
-        f"unknown --search {spec!r}: use demo, local:FOLDER, recorded:FILE, ddgs, tavily, bing "
-        "or searx[:URL]"
-    )
+        return _Setup(found, f"recorded results from {path} ({len(found.queries)} queries)")
+    if found is None:
+        raise CLIError(
+            f"unknown --search {spec!r}: use demo, local:FOLDER, recorded:FILE, ddgs, tavily, "
+            "bing or searx[:URL]"
+        )
+    return _Setup(found, _WEB_SEARCH_NAMES[kind])
+
+
+#: How the report names each web search back-end of :func:`search_from_spec`.
+_WEB_SEARCH_NAMES: Final = {
+    "ddgs": "DuckDuckGo (ddgs)",
+    "tavily": "Tavily",
+    "bing": "Bing",
+    "searx": "SearxNG",
+}
 
 
 @functools.cache

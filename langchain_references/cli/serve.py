@@ -49,6 +49,15 @@ WORKER_STARTUP_SECONDS: Final = 120
 #: The uvicorn factory the workers build the application with.
 APP_FACTORY: Final = "langchain_references.server.app:app_from_env"
 _DEFAULTS: Final = ServerSettings()
+#: The request limits: each is an option ``--max-...`` and the :class:`ServerSettings` field
+#: of its name, with what it bounds.
+_LIMITS: Final = (
+    ("max_body_bytes", "largest request body in bytes"),
+    ("max_claims", "most claims per request"),
+    ("max_top_k", "largest top_k"),
+    ("max_claim_chars", "longest claim"),
+    ("max_article_chars", "longest article or text to split"),
+)
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -78,13 +87,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         metavar="ORIGIN",
         help="allow this origin (repeatable; CORS is off by default)",
     )
-    for name, what in (
-        ("max_body_bytes", "largest request body in bytes"),
-        ("max_claims", "most claims per request"),
-        ("max_top_k", "largest top_k"),
-        ("max_claim_chars", "longest claim"),
-        ("max_article_chars", "longest article or text to split"),
-    ):
+    for name, what in _LIMITS:
         parser.add_argument(
             "--" + name.replace("_", "-"),
             type=positive_int,
@@ -134,16 +137,12 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
             persist_dir=args.persist_dir,
             chroma_url=args.chroma_url,
             embeddings=args.embeddings,
-            max_body_bytes=args.max_body_bytes,
-            max_claims=args.max_claims,
-            max_top_k=args.max_top_k,
             default_top_k=min(_DEFAULTS.default_top_k, args.max_top_k),
-            max_claim_chars=args.max_claim_chars,
-            max_article_chars=args.max_article_chars,
             api_key=api_key,
             api_key_env=args.api_key_env,
             cors_origins=tuple(args.cors_origin),
             search_backend=args.search,
+            **{name: getattr(args, name) for name, _ in _LIMITS},
         )
     except SettingsError as exc:
         raise CLIError(str(exc)) from exc

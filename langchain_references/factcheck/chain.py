@@ -302,15 +302,12 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
 
     # ----------------------------------------------------------------------- Runnable API
 
+    # The output type is the class's generic argument (Runnable's own OutputType reads it).
+
     @property
     def InputType(self) -> type[FactCheckRequest]:  # noqa: N802 - Runnable API name
         """The input type (a bare statement string is accepted too)."""
         return FactCheckRequest
-
-    @property
-    def OutputType(self) -> type[FactCheckResult]:  # noqa: N802 - Runnable API name
-        """The output type."""
-        return FactCheckResult
 
     def get_graph(self, config: RunnableConfig | None = None) -> Graph:
         """The graph of the stages.
@@ -378,12 +375,7 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
     async def astream(
         self, input: FactCheckInput, config: RunnableConfig | None = None, **kwargs: Any | None
     ) -> AsyncIterator[FactCheckResult]:
-        """Check one statement like :meth:`ainvoke`; yields the result, like :meth:`stream`.
-
-        Args:
-            input: A statement, or ``{"statement": ..., "query": ...}``.
-            config: Runnable config.
-            **kwargs: Ignored.
+        """Async :meth:`stream` (the components' async APIs, as :meth:`ainvoke`): same arguments.
 
         Yields:
             The result, the only item.

@@ -25,10 +25,11 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
-from typing import Final
+from typing import Final, TypedDict, Unpack
 
-from langchain_references._optional import MissingDependencyError
+from langchain_references._optional import importing
 from langchain_references.factcheck.types import (
     ExtractedPage,
     ExtractReport,
@@ -36,18 +37,15 @@ from langchain_references.factcheck.types import (
 )
 from langchain_references.failures import Failure
 
-try:
+with importing("trafilatura", "factcheck", feature="Text extraction"):
     import trafilatura
-except ImportError as exc:  # pragma: no cover - depends on the installed extras
-    raise MissingDependencyError(
-        exc.name or "trafilatura", "factcheck", feature="Text extraction"
-    ) from exc
 
 __all__ = [
     "DEFAULT_EXTRACT_TIMEOUT_S",
     "DEFAULT_MAX_EXTRACT_CHARS",
     "DEFAULT_MAX_WORKERS",
     "DEFAULT_MIN_MAIN_CHARS",
+    "ExtractOptions",
     "aextract_all",
     "extract_all",
     "extract_html",
@@ -165,15 +163,42 @@ def extract_page(
     )
 
 
-def _check(min_main_chars: int, max_chars: int, timeout_s: float | None, workers: int) -> None:
-    if min_main_chars < 0:
-        raise ValueError(f"min_main_chars must be >= 0, got {min_main_chars}")
-    if max_chars < 1:
-        raise ValueError(f"max_chars must be >= 1, got {max_chars}")
-    if timeout_s is not None and timeout_s <= 0:
-        raise ValueError(f"timeout_s must be > 0 or None, got {timeout_s}")
-    if workers < 1:
-        raise ValueError(f"max_workers must be >= 1, got {workers}")
+class ExtractOptions(TypedDict, total=False):
+    """The keyword options of :func:`extract_all` and :func:`aextract_all`.
+
+    Attributes:
+        min_main_chars: See :func:`extract_page` (default :data:`DEFAULT_MIN_MAIN_CHARS`).
+        max_chars: A body longer than this many characters becomes a failure unparsed
+            (default :data:`DEFAULT_MAX_EXTRACT_CHARS`).
+        timeout_s: Seconds each page's extraction may take (from its start); ``None``
+            extracts without a time budget (default :data:`DEFAULT_EXTRACT_TIMEOUT_S`).
+        max_workers: Pages extracted at the same time (default :data:`DEFAULT_MAX_WORKERS`).
+    """
+
+    min_main_chars: int
+    max_chars: int
+    timeout_s: float | None
+    max_workers: int
+
+
+@dataclass(frozen=True)
+class _Limits:
+    """:class:`ExtractOptions` with their defaults, checked."""
+
+    min_main_chars: int = DEFAULT_MIN_MAIN_CHARS
+    max_chars: int = DEFAULT_MAX_EXTRACT_CHARS
+    timeout_s: float | None = DEFAULT_EXTRACT_TIMEOUT_S
+    max_workers: int = DEFAULT_MAX_WORKERS
+
+    def __post_init__(self) -> None:
+        if self.min_main_chars < 0:
+            raise ValueError(f"min_main_chars must be >= 0, got {self.min_main_chars}")
+        if self.max_chars < 1:
+            raise ValueError(f"max_chars must be >= 1, got {self.max_chars}")
+        if self.timeout_s is not None and self.timeout_s <= 0:
+            raise ValueError(f"timeout_s must be > 0 or None, got {self.timeout_s}")
+        if self.max_workers < 1:
+            raise ValueError(f"max_workers must be >= 1, got {self.max_workers}")
 
 
 def _start(
@@ -220,23 +245,13 @@ def _report(results: Sequence[ExtractedPage | Failure | None]) -> ExtractReport:
     )
 
 
-def extract_all(
-    pages: Sequence[FetchedPage],
-    *,
-    min_main_chars: int = DEFAULT_MIN_MAIN_CHARS,
-    max_chars: int = DEFAULT_MAX_EXTRACT_CHARS,
-    timeout_s: float | None = DEFAULT_EXTRACT_TIMEOUT_S,
-    max_workers: int = DEFAULT_MAX_WORKERS,
-) -> ExtractReport:
+def extract_all(pages: Sequence[FetchedPage], **options: Unpack[ExtractOptions]) -> ExtractReport:
     """Extract every page; pages without text, too large or too slow become failures.
 
     Args:
         pages: Fetched pages.
-        min_main_chars: See :func:`extract_page`.
-        max_chars: A body longer than this many characters becomes a failure unparsed.
-        timeout_s: Seconds each page's extraction may take (from its start); ``None``
-            extracts on the calling thread without a time budget.
-        max_workers: Pages extracted at the same time.
+        **options: The bounds (:class:`ExtractOptions`); with ``timeout_s=None`` the pages
+            are extracted on the calling thread.
 
     Returns:
         Extracted pages and failures, each in input order.
@@ -244,7 +259,8 @@ def extract_all(
     Raises:
         ValueError: If ``min_main_chars`` is negative or another bound is not positive.
     """
-    _check(min_main_chars, max_chars, timeout_s, max_workers)
+    limits = _Limits(**options)
+    min_main_chars, max_chars, timeout_s = limits.min_main_chars, limits.max_chars, limits.timeout_s
     if timeout_s is None:
         return _report(
             [extract_page(p, min_main_chars=min_main_chars, max_chars=max_chars) for p in pages]
@@ -254,7 +270,7 @@ def extract_all(
     deadlines: dict[int, float] = {}  # running pages
     waiting = iter(range(len(pages)))
     while True:
-        while len(deadlines) < max_workers and (index := next(waiting, None)) is not None:
+        while len(deadlines) < limits.max_workers and (index := next(waiting, None)) is not None:
             deadlines[index] = time.monotonic() + timeout_s
             _start(pages[index], min_main_chars, max_chars, partial(_put, finished, index))
         if not deadlines:
@@ -276,21 +292,17 @@ def extract_all(
 
 
 async def aextract_all(
-    pages: Sequence[FetchedPage],
-    *,
-    min_main_chars: int = DEFAULT_MIN_MAIN_CHARS,
-    max_chars: int = DEFAULT_MAX_EXTRACT_CHARS,
-    timeout_s: float | None = DEFAULT_EXTRACT_TIMEOUT_S,
-    max_workers: int = DEFAULT_MAX_WORKERS,
+    pages: Sequence[FetchedPage], **options: Unpack[ExtractOptions]
 ) -> ExtractReport:
     """Async :func:`extract_all`: pages are extracted on worker threads, off the event loop.
 
     Same arguments, result and errors as :func:`extract_all` (with ``timeout_s=None`` the
     pages still run on worker threads, without a time budget).
     """
-    _check(min_main_chars, max_chars, timeout_s, max_workers)
+    limits = _Limits(**options)
+    min_main_chars, max_chars, timeout_s = limits.min_main_chars, limits.max_chars, limits.timeout_s
     loop = asyncio.get_running_loop()
-    slots = asyncio.Semaphore(max_workers)
+    slots = asyncio.Semaphore(limits.max_workers)
 
     async def one(page: FetchedPage) -> ExtractedPage | Failure:
         async with slots:

@@ -39,13 +39,11 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Final
 
-from langchain_references._optional import MissingDependencyError
+from langchain_references._optional import importing
 
-try:
+with importing("httpx", "factcheck", feature="Page fetching"):
     import charset_normalizer
     import httpx
-except ImportError as exc:  # pragma: no cover - depends on the installed extras
-    raise MissingDependencyError(exc.name or "httpx", "factcheck", feature="Page fetching") from exc
 
 from langchain_references._concurrency import check_concurrency, run_sync
 from langchain_references.errors import LangchainReferencesError

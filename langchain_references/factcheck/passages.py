@@ -30,18 +30,14 @@ from functools import cache
 from itertools import islice
 from typing import Final
 
-from langchain_references._optional import MissingDependencyError
+from langchain_references._optional import importing
 from langchain_references.citations.sentences import sentence_segmenter, sentence_spans
 from langchain_references.factcheck.types import ExtractedPage, Passage
 
-try:
+with importing("pysbd", "factcheck", feature="Passage splitting"):
     import tiktoken
 
     sentence_segmenter()  # pysbd: missing, it fails here as tiktoken does
-except ImportError as exc:  # pragma: no cover - depends on the installed extras
-    raise MissingDependencyError(
-        exc.name or "pysbd", "factcheck", feature="Passage splitting"
-    ) from exc
 
 __all__ = [
     "DEFAULT_ENCODING",

@@ -33,19 +33,15 @@ from typing import Any, Final, TypedDict, Unpack
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 
-from langchain_references._optional import MissingDependencyError
+from langchain_references._optional import importing
 from langchain_references._vectors import cosine
 from langchain_references.factcheck.types import Passage
 
-try:
+with importing("chromadb", "chroma", feature="Passage selection"):
     import chromadb
     from chromadb.api import ClientAPI
     from chromadb.config import Settings
     from langchain_chroma import Chroma
-except ImportError as exc:  # pragma: no cover - depends on the installed extras
-    raise MissingDependencyError(
-        exc.name or "chromadb", "chroma", feature="Passage selection"
-    ) from exc
 
 __all__ = [
     "DEFAULT_K",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias, Unpack
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.language_models import BaseChatModel
@@ -27,10 +27,10 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, Field
 
-from langchain_references._structured import RetryOn, StructuredCall
+from langchain_references._structured import StructuredCaller, StructuredCallOptions
 from langchain_references.errors import LangchainReferencesError
 from langchain_references.factuality.model import Atom
-from langchain_references.prompting import DATA_NOTICE, delimit
+from langchain_references.prompting import data_prompt, delimit
 
 __all__ = [
     "DEFAULT_ATOMIZER_PROMPT",
@@ -47,7 +47,7 @@ AtomizerInput: TypeAlias = str | Mapping[str, Any]
 
 _TAGS: Final = ("topic", "response")
 
-_SYSTEM: Final = (
+_INSTRUCTIONS: Final = (
     "You break a response into atomic facts. An atomic fact is a short sentence that states "
     "exactly one piece of information (one subject, one property or relation, one value) and "
     "can be checked true or false on its own.\n"
@@ -61,14 +61,12 @@ _SYSTEM: Final = (
     "- Write each fact as a full sentence that names its subject as the response does.\n"
     "Example: 'Marie Curie, a Polish-born physicist, won two Nobel Prizes.' gives "
     "'Marie Curie was a physicist.', 'Marie Curie was born in Poland.', "
-    "'Marie Curie won two Nobel Prizes.'\n"
-    f"{DATA_NOTICE}\n"
-    "Answer with the AtomicClaims tool."
+    "'Marie Curie won two Nobel Prizes.'"
 )
 
 #: Default prompt; ``topic`` and ``response`` receive delimited blocks.
-DEFAULT_ATOMIZER_PROMPT: Final = ChatPromptTemplate.from_messages(
-    [("system", _SYSTEM), ("human", "{topic}{response}")]
+DEFAULT_ATOMIZER_PROMPT: Final = data_prompt(
+    _INSTRUCTIONS, "Answer with the AtomicClaims tool.", "{topic}{response}"
 )
 
 
@@ -102,7 +100,7 @@ def _coerce(value: object) -> tuple[str, str | None]:
     return response, topic
 
 
-class Atomizer(Runnable[AtomizerInput, tuple[Atom, ...]]):
+class Atomizer(StructuredCaller[AtomicClaims], Runnable[AtomizerInput, tuple[Atom, ...]]):
     """Split a response into atomic facts with a chat model.
 
     The output atoms have ids ``a0``, ``a1``... (``id_prefix`` + position) and
@@ -115,10 +113,8 @@ class Atomizer(Runnable[AtomizerInput, tuple[Atom, ...]]):
             topic block is empty when no topic is given).
         max_atoms: Keep at most this many atoms (the rest are dropped with a warning).
         id_prefix: Prefix of the atom ids.
-        retry_on: Exception types (or a predicate) to retry.
-        max_attempts: Attempts per call, including the first.
-        retry_wait: Exponential back-off with jitter between attempts.
-        structured_output_kwargs: Extra arguments of ``with_structured_output``.
+        **options: Retries and structured output
+            (:class:`~langchain_references._structured.StructuredCallOptions`).
 
     Raises:
         TypeError: If ``llm`` is not a chat model.
@@ -137,27 +133,13 @@ class Atomizer(Runnable[AtomizerInput, tuple[Atom, ...]]):
         prompt: ChatPromptTemplate | None = None,
         max_atoms: int | None = None,
         id_prefix: str = "a",
-        retry_on: RetryOn | None = None,
-        max_attempts: int = 3,
-        retry_wait: bool = True,
-        structured_output_kwargs: Mapping[str, Any] | None = None,
+        **options: Unpack[StructuredCallOptions],
     ) -> None:
         if max_atoms is not None and max_atoms < 1:
             raise ValueError(f"max_atoms must be >= 1, got {max_atoms}")
         if not id_prefix:
             raise ValueError("id_prefix must be non-empty")
-        self._call = StructuredCall(
-            llm,
-            AtomicClaims,
-            prompt if prompt is not None else DEFAULT_ATOMIZER_PROMPT,
-            variables=_TAGS,
-            retry_on=retry_on,
-            max_attempts=max_attempts,
-            retry_wait=retry_wait,
-            structured_output_kwargs=structured_output_kwargs,
-        )
-        self.llm = llm
-        self.prompt = self._call.prompt
+        self._open_call(llm, AtomicClaims, prompt, DEFAULT_ATOMIZER_PROMPT, _TAGS, options)
         self.max_atoms = max_atoms
         self.id_prefix = id_prefix
 

@@ -46,7 +46,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from langchain_references.errors import RecordError
 from langchain_references.factuality.metrics import (
@@ -56,7 +56,7 @@ from langchain_references.factuality.metrics import (
     f1_at_k,
 )
 from langchain_references.factuality.model import Atom, Context
-from langchain_references.loading import LoadResult, load_records, validation_error
+from langchain_references.loading import LoadResult, load_records, validate_record
 
 logger = logging.getLogger(__name__)
 
@@ -157,24 +157,16 @@ def parse_input(obj: Any, *, location: str | None = None) -> FactualityInput:
         location: Where it came from, for error messages.
 
     Returns:
-        The record.
+        The input.
 
     Raises:
         FactualityFormatError: On missing, unknown (inside atoms and contexts) or mistyped
             fields, duplicate ids or an atom referring to an unknown context; its ``field`` is
             the JSON path (e.g. ``"atoms[3].label"``).
     """
-    if not isinstance(obj, Mapping):
-        raise FactualityFormatError("record is not a JSON object", location)
-    try:
-        model = _InputModel.model_validate(dict(obj))
-    except ValidationError as exc:
-        raise validation_error(
-            exc,
-            location,
-            error=FactualityFormatError,
-            models=(_InputModel, _AtomModel, _ContextModel),
-        ) from exc
+    model = validate_record(
+        obj, _InputModel, location, error=FactualityFormatError, models=(_AtomModel, _ContextModel)
+    )
     problem = _id_problem(model)
     if problem is not None:
         field_name, message = problem

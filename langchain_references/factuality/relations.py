@@ -35,7 +35,7 @@ from langchain_references.factuality.model import (
     RelationKind,
     candidate_pairs,
 )
-from langchain_references.judges.base import JudgeInputLike, Judgement, Label, raise_interrupts
+from langchain_references.judges.base import JudgeInputLike, Judgement, Label, paired_outputs
 
 __all__ = [
     "JudgedPair",
@@ -151,11 +151,10 @@ class _Plan:
 
         An interrupt among them (Ctrl-C, cancellation) is raised, never recorded as a failure.
         """
-        raise_interrupts(outputs)
         pairs: list[JudgedPair] = []
         relations: list[Relation] = []
         failures: list[JudgedPair] = []
-        for (source, target), output in zip(self.judged, outputs, strict=True):
+        for (source, target), output in paired_outputs(self.judged, outputs):
             if isinstance(output, Judgement):
                 judgement = output
             elif isinstance(output, Exception):

@@ -42,7 +42,7 @@ from langchain_references.factcheck.search.base import SearchProvider, asearch_r
 from langchain_references.factcheck.types import Passage, SearchHit
 from langchain_references.factuality.model import Atom, Context
 from langchain_references.failures import Failure
-from langchain_references.judges.base import raise_interrupts
+from langchain_references.judges.base import paired_outputs
 
 if TYPE_CHECKING:
     from langchain_references.factcheck.fetch import PageFetcher
@@ -342,8 +342,8 @@ class VectorStoreContexts(_Retriever):
         out_atoms: list[Atom] = []
         contexts: list[Context] = []
         failures: list[Failure] = []
-        raise_interrupts(results)  # Ctrl-C or a cancellation stops: not a failed retrieval
-        for atom, result in zip(atoms, results, strict=True):
+        # Ctrl-C or a cancellation stops (paired_outputs raises it): not a failed retrieval
+        for atom, result in paired_outputs(atoms, results):
             if isinstance(result, Exception):
                 reason = f"{type(result).__name__}: {result}"
                 logger.warning("retrieval failed for atom %s: %s", atom.id, reason)

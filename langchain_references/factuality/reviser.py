@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias, Unpack
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.language_models import BaseChatModel
@@ -29,10 +29,10 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from pydantic import BaseModel, Field
 
 from langchain_references._concurrency import check_concurrency, with_default_concurrency
-from langchain_references._structured import RetryOn, StructuredCall
+from langchain_references._structured import StructuredCaller, StructuredCallOptions
 from langchain_references.factuality.model import Atom
-from langchain_references.judges.base import raise_interrupts
-from langchain_references.prompting import DATA_NOTICE, delimit
+from langchain_references.judges.base import paired_outputs
+from langchain_references.prompting import data_prompt, delimit
 
 __all__ = [
     "DEFAULT_REVISER_PROMPT",
@@ -50,7 +50,7 @@ ReviserInput: TypeAlias = Mapping[str, Any]
 
 _TAGS: Final = ("topic", "response", "atoms")
 
-_SYSTEM: Final = (
+_INSTRUCTIONS: Final = (
     "You make atomic facts self-contained. Each fact in the <atoms> block, written "
     "'[id] text', was extracted from the response in the <response> block. Rewrite each fact "
     "so that it can be understood without the response: replace pronouns (he, she, it, they, "
@@ -59,14 +59,14 @@ _SYSTEM: Final = (
     "refers to. Change nothing else: do not add, remove or correct information. Return a "
     "fact that is already self-contained unchanged.\n"
     "Example: with the response 'Lanny Flaherty is an actor. He was born in 1949.', the fact "
-    "'[a1] He was born in 1949.' becomes 'Lanny Flaherty was born in 1949.'\n"
-    f"{DATA_NOTICE}\n"
-    "Answer with the RevisedAtoms tool: every fact, with its id."
+    "'[a1] He was born in 1949.' becomes 'Lanny Flaherty was born in 1949.'"
 )
 
 #: Default prompt; ``topic``, ``response`` and ``atoms`` receive delimited blocks.
-DEFAULT_REVISER_PROMPT: Final = ChatPromptTemplate.from_messages(
-    [("system", _SYSTEM), ("human", "{topic}{response}\n\n{atoms}")]
+DEFAULT_REVISER_PROMPT: Final = data_prompt(
+    _INSTRUCTIONS,
+    "Answer with the RevisedAtoms tool: every fact, with its id.",
+    "{topic}{response}\n\n{atoms}",
 )
 
 
@@ -123,7 +123,7 @@ def _revise(atom: Atom, text: str) -> Atom:
     )
 
 
-class Reviser(Runnable[ReviserInput, RevisionResult]):
+class Reviser(StructuredCaller[RevisedAtoms], Runnable[ReviserInput, RevisionResult]):
     """Decontextualise atoms with a chat model (see module docstring).
 
     Args:
@@ -132,10 +132,8 @@ class Reviser(Runnable[ReviserInput, RevisionResult]):
         chunk_size: Atoms per model call.
         max_concurrency: Parallel calls when there are several chunks (unless the config
             sets ``max_concurrency``).
-        retry_on: Exception types (or a predicate) to retry.
-        max_attempts: Attempts per call, including the first.
-        retry_wait: Exponential back-off with jitter between attempts.
-        structured_output_kwargs: Extra arguments of ``with_structured_output``.
+        **options: Retries and structured output
+            (:class:`~langchain_references._structured.StructuredCallOptions`).
 
     Raises:
         TypeError: If ``llm`` is not a chat model.
@@ -149,25 +147,11 @@ class Reviser(Runnable[ReviserInput, RevisionResult]):
         prompt: ChatPromptTemplate | None = None,
         chunk_size: int = 25,
         max_concurrency: int | None = 4,
-        retry_on: RetryOn | None = None,
-        max_attempts: int = 3,
-        retry_wait: bool = True,
-        structured_output_kwargs: Mapping[str, Any] | None = None,
+        **options: Unpack[StructuredCallOptions],
     ) -> None:
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
-        self._call = StructuredCall(
-            llm,
-            RevisedAtoms,
-            prompt if prompt is not None else DEFAULT_REVISER_PROMPT,
-            variables=_TAGS,
-            retry_on=retry_on,
-            max_attempts=max_attempts,
-            retry_wait=retry_wait,
-            structured_output_kwargs=structured_output_kwargs,
-        )
-        self.llm = llm
-        self.prompt = self._call.prompt
+        self._open_call(llm, RevisedAtoms, prompt, DEFAULT_REVISER_PROMPT, _TAGS, options)
         self.chunk_size = chunk_size
         self.max_concurrency = check_concurrency(max_concurrency)
         # One call per chunk, each with its own retries: batching the chain itself would let
@@ -236,8 +220,8 @@ class Reviser(Runnable[ReviserInput, RevisionResult]):
         atoms: list[Atom] = []
         unrevised: list[str] = []
         errors: list[str] = []
-        raise_interrupts(outputs)  # Ctrl-C or a cancellation stops: not a failed chunk
-        for chunk, output in zip(chunks, outputs, strict=True):
+        # Ctrl-C or a cancellation stops (paired_outputs raises it): not a failed chunk
+        for chunk, output in paired_outputs(chunks, outputs):
             if isinstance(output, Exception):
                 reply: RevisedAtoms | str = f"{type(output).__name__}: {output}"
             else:

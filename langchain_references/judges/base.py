@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, ClassVar, Self, TypeAlias
+from typing import Any, ClassVar, Self, TypeAlias, TypeVar
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.runnables import Runnable, RunnableConfig
@@ -39,10 +39,14 @@ __all__ = [
     "Judgement",
     "Label",
     "coerce_judge_input",
+    "paired_outputs",
     "raise_interrupts",
 ]
 
 logger = logging.getLogger(__name__)
+
+InputT = TypeVar("InputT")
+OutputT = TypeVar("OutputT")
 
 #: In a call of :meth:`Judge._batch_threads`: set once the batch was interrupted.
 _ABANDONED: ContextVar[threading.Event | None] = ContextVar("judge_batch_abandoned", default=None)
@@ -170,6 +174,27 @@ def raise_interrupts(outputs: Iterable[object]) -> None:
     for output in outputs:
         if isinstance(output, BaseException) and not isinstance(output, Exception):
             raise output
+
+
+def paired_outputs(
+    inputs: Iterable[InputT], outputs: Sequence[OutputT]
+) -> Iterator[tuple[InputT, OutputT]]:
+    """Each input with its output of ``batch(..., return_exceptions=True)``, interrupts first.
+
+    Args:
+        inputs: What the batch was run on (or what each call stands for), in order.
+        outputs: The batch's outputs, one per input.
+
+    Returns:
+        ``(input, output)`` pairs, in order; an output may be an exception (a failed call).
+
+    Raises:
+        BaseException: The first interrupt among ``outputs`` (:func:`raise_interrupts`), before
+            any pair.
+        ValueError: If there are not as many outputs as inputs (when the pairs are read).
+    """
+    raise_interrupts(outputs)
+    return zip(inputs, outputs, strict=True)
 
 
 def coerce_judge_input(value: object) -> JudgeInput:

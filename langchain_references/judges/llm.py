@@ -13,16 +13,20 @@ the factuality atomizer and reviser.
 from __future__ import annotations
 
 import logging
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field, field_validator
 
-from langchain_references._structured import RetryOn, StructuredCall, default_transient_errors
+from langchain_references._structured import (
+    StructuredCaller,
+    StructuredCallOptions,
+    default_transient_errors,
+)
 from langchain_references.judges.base import Judge, Judgement, Label
-from langchain_references.prompting import DATA_NOTICE, delimit
+from langchain_references.prompting import data_prompt, delimit
 
 __all__ = [
     "DEFAULT_JUDGE_PROMPT",
@@ -35,22 +39,21 @@ logger = logging.getLogger(__name__)
 
 _TAGS = ("statement", "passage")
 
-_SYSTEM = (
+_INSTRUCTIONS = (
     "You are a careful fact-checker. You get a STATEMENT in a <statement> block and a PASSAGE "
     "in a <passage> block. Assume the passage is true and decide, using only the passage and "
     "no outside knowledge, whether it:\n"
     "- entails the statement (the passage implies the statement is true),\n"
     "- contradicts the statement (the passage implies the statement is false), or\n"
-    "- is unknown (the passage is unrelated or does not settle the statement).\n"
-    f"{DATA_NOTICE}\n"
+    "- is unknown (the passage is unrelated or does not settle the statement)."
+)
+_ANSWER = (
     "Answer with the JudgeReply tool: the label, your confidence in it between 0 and 1, and a "
     "one- or two-sentence rationale."
 )
 
 #: Default prompt; its variables ``statement`` and ``passage`` receive delimited blocks.
-DEFAULT_JUDGE_PROMPT = ChatPromptTemplate.from_messages(
-    [("system", _SYSTEM), ("human", "{statement}\n\n{passage}")]
-)
+DEFAULT_JUDGE_PROMPT = data_prompt(_INSTRUCTIONS, _ANSWER, "{statement}\n\n{passage}")
 
 
 class JudgeReply(BaseModel):
@@ -68,7 +71,7 @@ class JudgeReply(BaseModel):
         return value.strip().lower() if isinstance(value, str) else value
 
 
-class LLMJudge(Judge):
+class LLMJudge(StructuredCaller[JudgeReply], Judge):
     """Judge with a chat model (any LangChain ``BaseChatModel`` that supports tool calling).
 
     Args:
@@ -76,13 +79,9 @@ class LLMJudge(Judge):
             work (OpenAI, Anthropic, Ollama, ... chat models do).
         prompt: A prompt with variables ``statement`` and ``passage`` (each receives a
             delimited block); defaults to :data:`DEFAULT_JUDGE_PROMPT`.
-        retry_on: Exception types (or a predicate) to retry; defaults to
-            :func:`default_transient_errors`.
-        max_attempts: Attempts per call, including the first.
-        retry_wait: Wait with exponential back-off and jitter between attempts.
-        structured_output_kwargs: Extra arguments of ``with_structured_output`` (e.g.
-            ``{"method": "json_schema"}`` for providers that support it).
         raise_errors: Re-raise errors instead of recording them in ``Judgement.error``.
+        **options: Retries and structured output
+            (:class:`~langchain_references._structured.StructuredCallOptions`).
 
     Examples:
         >>> from langchain_openai import ChatOpenAI  # doctest: +SKIP
@@ -97,24 +96,10 @@ class LLMJudge(Judge):
         llm: BaseChatModel,
         *,
         prompt: ChatPromptTemplate | None = None,
-        retry_on: RetryOn | None = None,
-        max_attempts: int = 3,
-        retry_wait: bool = True,
-        structured_output_kwargs: dict[str, Any] | None = None,
         raise_errors: bool = False,
+        **options: Unpack[StructuredCallOptions],
     ) -> None:
-        self._call = StructuredCall(
-            llm,
-            JudgeReply,
-            prompt if prompt is not None else DEFAULT_JUDGE_PROMPT,
-            variables=_TAGS,
-            retry_on=retry_on,
-            max_attempts=max_attempts,
-            retry_wait=retry_wait,
-            structured_output_kwargs=structured_output_kwargs,
-        )
-        self.llm = llm
-        self.prompt = self._call.prompt
+        self._open_call(llm, JudgeReply, prompt, DEFAULT_JUDGE_PROMPT, _TAGS, options)
         self.retry_on = self._call.retry_on
         self.raise_errors = raise_errors
 

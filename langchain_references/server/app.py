@@ -36,7 +36,6 @@ import re
 import time
 import uuid
 from collections.abc import Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from langchain_references._optional import require
@@ -235,31 +234,12 @@ def build_search_backend(spec: str | None) -> SearchProvider | None:
     """
     if spec is None:
         return None
-    from langchain_references.factcheck.search import (
-        BingSearch,
-        DuckDuckGoSearch,
-        RecordedSearch,
-        SearxSearch,
-        TavilySearch,
-    )
+    from langchain_references.factcheck.search.spec import SEARCH_SPECS, search_from_spec
 
-    kind, _, value = spec.partition(":")
-    if kind == "ddgs" and not value:
-        return DuckDuckGoSearch()
-    if kind == "tavily" and not value:
-        return TavilySearch()
-    if kind == "bing" and not value:
-        return BingSearch()
-    if kind == "searx":
-        return SearxSearch(searx_host=value or None)
-    if kind == "recorded" and value:
-        path = Path(value)
-        if path.suffix.lower() == ".jsonl":
-            return RecordedSearch.from_jsonl(path)
-        return RecordedSearch.from_json(path)
-    raise SettingsError(
-        f"unknown search back-end {spec!r}: use ddgs, tavily, bing, searx[:URL] or recorded:FILE"
-    )
+    provider = search_from_spec(spec)
+    if provider is None:
+        raise SettingsError(f"unknown search back-end {spec!r}: use {SEARCH_SPECS}")
+    return provider
 
 
 def build_services(settings: ServerSettings, *, index: EvidenceIndex | None = None) -> Services:

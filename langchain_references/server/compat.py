@@ -27,9 +27,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Final, Literal, TypeAlias
+from typing import Annotated, Any, Final, Literal, Required, TypeAlias, TypedDict, Unpack
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, WithJsonSchema
 
 from langchain_references.judges import Judgement, Label
@@ -40,6 +40,7 @@ from langchain_references.server.services import Services, ServicesDep
 __all__ = [
     "Claim",
     "Claims",
+    "EvidenceOptions",
     "EvidenceOutput",
     "RankedHit",
     "TextToSplit",
@@ -318,48 +319,53 @@ def _selected(
     return per_claim
 
 
+class EvidenceOptions(TypedDict, total=False):
+    """How :func:`afind_evidence` and :func:`averify_claims` retrieve and select evidence.
+
+    Attributes:
+        granularity: ``"abstract"`` or ``"phrase"`` (required).
+        threshold: Minimum similarity (exclusive), or ``None`` (default).
+        top_k: Items per claim (default: the settings' ``default_top_k``).
+        re_rank: Re-rank by citations and year (default True).
+    """
+
+    granularity: Required[Granularity]
+    threshold: float | None
+    top_k: int | None
+    re_rank: bool
+
+
 async def _aselected(
-    services: Services,
-    claims: Sequence[str],
-    granularity: Granularity,
-    threshold: float | None,
-    top_k: int | None,
-    re_rank: bool,
+    services: Services, claims: Sequence[str], options: EvidenceOptions
 ) -> tuple[_Plan, list[list[RankedHit]]]:
     """Retrieve and select the evidence of each claim (the step both endpoints share)."""
-    plan = _plan(services, claims, top_k)
+    plan = _plan(services, claims, options.get("top_k"))
     queries = [plan.claims[i] for i in plan.queries]
-    found = await services.index.asearch_many(queries, granularity=granularity, k=plan.fetch_k)
+    found = await services.index.asearch_many(
+        queries, granularity=options["granularity"], k=plan.fetch_k
+    )
+    threshold, re_rank = options.get("threshold"), options.get("re_rank", True)
     return plan, _selected(plan, found, threshold=threshold, re_rank=re_rank)
 
 
 async def afind_evidence(
-    services: Services,
-    claims: Sequence[str],
-    *,
-    granularity: Granularity,
-    threshold: float | None = None,
-    top_k: int | None = None,
-    re_rank: bool = True,
+    services: Services, claims: Sequence[str], **options: Unpack[EvidenceOptions]
 ) -> list[list[EvidenceOutput]]:
     """The evidence of each claim (the ``evidence`` endpoints, in process).
 
     Args:
         services: The index and settings.
         claims: The claims (a blank claim gets no evidence).
-        granularity: ``"abstract"`` or ``"phrase"``.
-        threshold: Minimum similarity (exclusive), or ``None``.
-        top_k: Items per claim (default: the settings' ``default_top_k``).
-        re_rank: Re-rank by citations and year.
+        **options: Granularity, threshold, ``top_k`` and re-ranking (:class:`EvidenceOptions`).
 
     Returns:
-        One list per claim.
+        The evidence of each claim, one list per claim.
 
     Raises:
         LimitExceededError: If the claims or ``top_k`` exceed the settings' limits.
         EvidenceIndexError: If the index fails.
     """
-    _, selected = await _aselected(services, claims, granularity, threshold, top_k, re_rank)
+    _, selected = await _aselected(services, claims, options)
     return [[EvidenceOutput(**_output(r)) for r in claim] for claim in selected]
 
 
@@ -390,33 +396,31 @@ async def averify_claims(
     services: Services,
     claims: Sequence[str],
     *,
-    granularity: Granularity,
-    threshold: float | None = None,
-    top_k: int | None = None,
-    re_rank: bool = True,
     include_title: bool = True,
     filter_nei: bool = True,
+    **options: Unpack[EvidenceOptions],
 ) -> list[list[VerifiedEvidenceOutput]]:
     """The verified evidence of each claim (the ``verify`` endpoints, in process).
+
+    With ``granularity="abstract"`` each sentence of each abstract is judged.
 
     Args:
         services: The index, judge and settings.
         claims: The claims (a blank claim gets no evidence).
-        granularity: ``"abstract"`` (each sentence of each abstract is judged) or ``"phrase"``.
-        threshold: Minimum similarity (exclusive), or ``None``.
-        top_k: Evidence entries per claim (default: the settings' ``default_top_k``).
-        re_rank: Re-rank by citations and year.
         include_title: Judge ``"title. text"``.
         filter_nei: Drop ``NOT_ENOUGH_INFO`` items.
+        **options: Granularity, threshold, ``top_k`` (evidence entries per claim) and
+            re-ranking (:class:`EvidenceOptions`).
 
     Returns:
-        One list per claim.
+        The verified evidence of each claim, one list per claim.
 
     Raises:
         LimitExceededError: If the claims or ``top_k`` exceed the settings' limits.
         EvidenceIndexError: If the index fails.
     """
-    plan, selected = await _aselected(services, claims, granularity, threshold, top_k, re_rank)
+    plan, selected = await _aselected(services, claims, options)
+    granularity = options["granularity"]
     units = [
         verification_units(evidence, granularity=granularity, include_title=include_title)
         for evidence in selected
@@ -444,20 +448,33 @@ def _batch_of(claim: Claim) -> Claims:
     return Claims(claims=[claim.claim], threshold=claim.threshold, top_k=claim.top_k)
 
 
+def _options(claims: Claims, granularity: Granularity, re_rank: bool) -> EvidenceOptions:
+    """The evidence options of a request body and its query."""
+    return EvidenceOptions(
+        granularity=granularity, threshold=claims.threshold, top_k=claims.top_k, re_rank=re_rank
+    )
+
+
+@dataclass
+class _VerifyQuery:
+    """The query parameters of the ``verify`` endpoints (a FastAPI dependency)."""
+
+    include_title: IncludeTitle = True
+    re_rank: ReRank = True
+    filter_nei: FilterNei = True
+
+
+VerifyQuery = Annotated[_VerifyQuery, Depends()]
+
+
 def _add_routes(granularity: Granularity) -> None:
     """Register the four routes of one granularity (the reference's operation ids)."""
 
     async def get_evidences_batch(
         claims: Claims, services: ServicesDep, re_rank: ReRank = True
     ) -> list[list[EvidenceOutput]]:
-        return await afind_evidence(
-            services,
-            claims.claims,
-            granularity=granularity,
-            threshold=claims.threshold,
-            top_k=claims.top_k,
-            re_rank=re_rank,
-        )
+        options = _options(claims, granularity, re_rank)
+        return await afind_evidence(services, claims.claims, **options)
 
     async def get_evidences(
         claim: Claim, services: ServicesDep, re_rank: ReRank = True
@@ -465,32 +482,21 @@ def _add_routes(granularity: Granularity) -> None:
         return (await get_evidences_batch(_batch_of(claim), services, re_rank))[0]
 
     async def verify_batch(
-        claims: Claims,
-        services: ServicesDep,
-        include_title: IncludeTitle = True,
-        re_rank: ReRank = True,
-        filter_nei: FilterNei = True,
+        claims: Claims, services: ServicesDep, query: VerifyQuery
     ) -> list[list[VerifiedEvidenceOutput]]:
+        options = _options(claims, granularity, query.re_rank)
         return await averify_claims(
             services,
             claims.claims,
-            granularity=granularity,
-            threshold=claims.threshold,
-            top_k=claims.top_k,
-            re_rank=re_rank,
-            include_title=include_title,
-            filter_nei=filter_nei,
+            include_title=query.include_title,
+            filter_nei=query.filter_nei,
+            **options,
         )
 
     async def verify(
-        claim: Claim,
-        services: ServicesDep,
-        include_title: IncludeTitle = True,
-        re_rank: ReRank = True,
-        filter_nei: FilterNei = True,
+        claim: Claim, services: ServicesDep, query: VerifyQuery
     ) -> list[VerifiedEvidenceOutput]:
-        batch = await verify_batch(_batch_of(claim), services, include_title, re_rank, filter_nei)
-        return batch[0]
+        return (await verify_batch(_batch_of(claim), services, query))[0]
 
     base = f"/api/{granularity}"
     evidence_doc = _EVIDENCE_DESCRIPTION.format(granularity)
