@@ -76,7 +76,7 @@ bench: $(DEV_STAMP)
 # surviving mutant is neither killed by a test nor explained in .ci/mutation_equivalents.txt.
 MUTATION_JOBS ?= 6
 mutation: $(DEV_STAMP)
-	$(VENV)/bin/mutmut run --max-children $(MUTATION_JOBS) > mutants.log 2>&1 || (tail -c 3000 mutants.log; exit 1)
+	HYPOTHESIS_PROFILE=mutation $(VENV)/bin/mutmut run --max-children $(MUTATION_JOBS) > mutants.log 2>&1 || (tail -c 3000 mutants.log; exit 1)
 	$(PY) .ci/mutation_table.py
 
 # The documentation site (mkdocs-material + mkdocstrings, docs/ and mkdocs.yml) into site/,

@@ -133,7 +133,7 @@ def _safe_form(form: str) -> bool:
 
 
 def _percent_encode(match: re.Match[str]) -> str:
-    return "".join(f"%{byte:02X}" for byte in match.group(0).encode("utf-8", "replace"))
+    return "".join(f"%{byte:02X}" for byte in match.group(0).encode(errors="replace"))
 
 
 @lru_cache(maxsize=1024)
@@ -468,9 +468,9 @@ class MarkdownReferenceStyle(_LinkingStyle):
 
 def _html_link_item(url: str | None, label: str) -> str:
     """One ``<li>`` of the HTML list: a link to a safe URL, else the escaped label."""
-    text = html.escape(label, quote=True)
+    text = html.escape(label)
     if url:
-        return f'<li><a href="{html.escape(url, quote=True)}">{text}</a></li>'
+        return f'<li><a href="{html.escape(url)}">{text}</a></li>'
     return f"<li>{text}</li>"
 
 
@@ -491,7 +491,7 @@ class HTMLReferenceStyle(_LinkingStyle):
     def _mark(self, ref: int, url: str | None) -> str:
         if url is None:
             return f"<sup>{ref}</sup>"
-        return f'<sup><a href="{html.escape(url, quote=True)}">{ref}</a></sup>'
+        return f'<sup><a href="{html.escape(url)}">{ref}</a></sup>'
 
     def format_all_references(self, refs: list[tuple[int, Document]]) -> str:
         """Write an ordered list of links to the sources."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections import Counter
@@ -13,6 +14,14 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from hypothesis import Phase, settings
+
+# `make mutation` runs every test that reaches a mutated function, once per mutant: a failing
+# property is reported as found, without shrinking it or tracing an explanation.
+settings.register_profile(
+    "mutation", phases=[Phase.explicit, Phase.reuse, Phase.generate], database=None, deadline=None
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # The Climate-FEVER loader lives with the benchmarks that use it (``benchmarks/climate_fever.py``).

@@ -98,3 +98,17 @@ def test_deep_links_quote_per_citing_sentence_under_one_number() -> None:
     assert "text=The%20tower" in links[1][1]
     assert links[2][1] == links[0][1]  # the same quote again: the same marker
     assert len(rewriter.references) == 1
+
+
+def test_deep_links_read_the_citing_sentence_from_its_first_character() -> None:
+    """Only the first word tells the two passages apart: the quote follows it."""
+    chunk = Document(
+        "Lyon has a large old opera house today. Paris has a large old opera house today.",
+        metadata={"source": "https://t.org"},
+    )
+    for first, expected in (("Paris", "text=Paris%20has"), ("Lyon", "text=Lyon%20has")):
+        rewriter = ReferenceRewriter([chunk], MarkdownReferenceStyle(deep_links=True))
+        out = rewriter.feed(f"{first} has a large old opera house today [1](id=1).")
+        out += rewriter.finish()
+        (link,) = re.findall(r"\[\[1\]\(([^)]*)\)\]", out)
+        assert expected in link, link

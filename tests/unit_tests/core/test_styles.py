@@ -53,6 +53,28 @@ def test_html_exact_forms() -> None:
     )
 
 
+def test_html_escapes_quotes_in_urls_and_labels_exactly() -> None:
+    doc = Document("d", metadata={"source": "https://a.org/it's", "title": "Say \"hi\" & 'bye'"})
+    out = render(HTMLReferenceStyle(deep_links=False), "x [1](id=1)", [doc])
+    assert out == (
+        'x <sup><a href="https://a.org/it&#x27;s">1</a></sup>\n\n<ol><li><a '
+        'href="https://a.org/it&#x27;s">Say &quot;hi&quot; &amp; &#x27;bye&#x27;</a></li></ol>'
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://x.org/a\u00a0b", "https://x.org/a%C2%A0b"),  # two bytes, two escapes
+        ("https://x.org/a\u200bb c", "https://x.org/a%E2%80%8Bb%20c"),
+        ("https://x.org/a\ud800b", "https://x.org/a%3Fb"),  # a lone surrogate is replaced
+        ('https://x.org/<"x">', "https://x.org/%3C%22x%22%3E"),
+    ],
+)
+def test_safe_url_percent_encodes_each_utf8_byte(url: str, expected: str) -> None:
+    assert safe_url(url) == expected
+
+
 def test_empty_style_removes_citations_and_list() -> None:
     # the removed citation takes the blank before it along: no double space
     assert render(EmptyReferenceStyle(), "x [1](id=1) y.", [A]) == "x y."
