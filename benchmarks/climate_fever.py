@@ -284,6 +284,8 @@ class GoldLabelJudge(Judge):
         claims: Claims whose evidence labels are the answers.
     """
 
+    judge_kind = "gold"
+
     def __init__(self, claims: Iterable[ClaimRecord]) -> None:
         self._gold: dict[tuple[str, str], Label] = {}
         for claim in claims:

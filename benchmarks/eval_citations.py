@@ -170,6 +170,8 @@ class GoldEvidenceJudge(Judge):
     """Entails iff a part of the passage is a SUPPORTS evidence of the statement's claim;
     contradicts iff a part REFUTES it (and none supports); unknown otherwise."""
 
+    judge_kind = "gold"
+
     def __init__(self, groups: Sequence[Sequence[Cited]]) -> None:
         self.gold: dict[tuple[str, str], str] = {}
         for group in groups:

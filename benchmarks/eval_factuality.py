@@ -47,6 +47,8 @@ DEFAULT_DATA = REPO / ".." / "shared" / "data" / "factreasoner_flaherty_wikipedi
 class GoldAtomJudge(Judge):
     """Entails (0.9) every atom labelled S, contradicts (0.9) every atom labelled NS."""
 
+    judge_kind = "gold"
+
     def __init__(self, record: FactualityInput) -> None:
         self.labels = {a.text: a.label for a in record.atoms}
 

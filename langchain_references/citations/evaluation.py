@@ -43,7 +43,7 @@ from langchain_references.citations.verifier import (
     WorthyPredicate,
 )
 from langchain_references.errors import RecordError
-from langchain_references.judges.base import JudgeInputLike, Judgement
+from langchain_references.judges.base import JudgeInfo, JudgeInputLike, Judgement
 from langchain_references.loading import LoadResult, load_records, validate_record
 
 __all__ = [
@@ -281,6 +281,11 @@ class AnswerReport(_CitationScores):
         return sum(map(_Tally.of, self.sentences), _Tally())
 
     @property
+    def judge(self) -> JudgeInfo | None:
+        """Which judge made the verdicts: that of its sentences (``None`` without sentences)."""
+        return _judge_of(s.judge for s in self.sentences)
+
+    @property
     def worthy(self) -> tuple[SentenceVerdict, ...]:
         """The verification-worthy sentences."""
         return tuple(s for s in self.sentences if s.verification_worthy)
@@ -302,6 +307,7 @@ class AnswerReport(_CitationScores):
             "question": self.question,
             "location": self.location,
             **self._scores(num_sentences=len(self.sentences)),
+            "judge": None if self.judge is None else self.judge.to_dict(),
             "unsupported_sentences": [
                 {"index": s.sentence.index, "text": s.sentence.text}
                 for s in self.unsupported_sentences
@@ -312,6 +318,11 @@ class AnswerReport(_CitationScores):
             ],
             "sentences": [s.to_dict() for s in self.sentences],
         }
+
+
+def _judge_of(judges: Iterable[JudgeInfo | None]) -> JudgeInfo | None:
+    """The judge of verdicts: the first one named (a report's verdicts share one verifier)."""
+    return next((judge for judge in judges if judge is not None), None)
 
 
 def _mean(values: Iterable[float | None]) -> float | None:
@@ -339,6 +350,11 @@ class CitationReport(_CitationScores):
         return sum(map(_Tally.of_report, self.answers), _Tally())
 
     @property
+    def judge(self) -> JudgeInfo | None:
+        """Which judge made the verdicts: that of its answers (``None`` without sentences)."""
+        return _judge_of(a.judge for a in self.answers)
+
+    @property
     def macro_recall(self) -> float | None:
         """Mean per-answer citation recall."""
         return _mean(a.citation_recall for a in self.answers)
@@ -357,6 +373,7 @@ class CitationReport(_CitationScores):
         )
         return {
             **scores,
+            "judge": None if self.judge is None else self.judge.to_dict(),
             "errors": [str(e) for e in self.errors],
             "answers": [a.to_dict() for a in self.answers],
         }

@@ -51,7 +51,14 @@ from langchain_references.citations.sentences import (
     CitedSentence,
     is_verification_worthy,
 )
-from langchain_references.judges.base import JudgeInputLike, Judgement, Label, raise_interrupts
+from langchain_references.judges.base import (
+    JudgeInfo,
+    JudgeInputLike,
+    Judgement,
+    Label,
+    judge_info,
+    raise_interrupts,
+)
 
 __all__ = ["CitationVerdict", "CitationVerifier", "SentenceVerdict"]
 
@@ -114,6 +121,7 @@ class SentenceVerdict:
         joint: Judgement of the concatenated documents (two or more cited documents).
         citations: One verdict per distinct cited document id (empty if not checked).
         missing_doc_ids: Cited ids with no document.
+        judge: Which judge the verifier ran (kind, model, description).
     """
 
     sentence: CitedSentence
@@ -122,6 +130,7 @@ class SentenceVerdict:
     joint: Judgement | None = None
     citations: tuple[CitationVerdict, ...] = ()
     missing_doc_ids: tuple[int, ...] = ()
+    judge: JudgeInfo | None = None
 
     @property
     def n_precise(self) -> int:
@@ -145,6 +154,7 @@ class SentenceVerdict:
             "joint_label": None if self.joint is None else self.joint.label.value,
             "citations": [c.to_dict() for c in self.citations],
             "missing_doc_ids": list(self.missing_doc_ids),
+            "judge": None if self.judge is None else self.judge.to_dict(),
         }
 
 
@@ -168,6 +178,7 @@ class _Plan:
     worthy: bool
     texts: dict[int, str]
     separator: str
+    judge: JudgeInfo | None = None
     results: dict[_Key, Judgement] = field(default_factory=dict)
 
     @property
@@ -200,13 +211,17 @@ class _Plan:
     def verdict(self) -> SentenceVerdict:
         missing = tuple(d for d in self.sentence.doc_ids if d not in self.texts)
         if not self.worthy:
-            return SentenceVerdict(self.sentence, False, None, missing_doc_ids=missing)
+            return SentenceVerdict(
+                self.sentence, False, None, missing_doc_ids=missing, judge=self.judge
+            )
         available = self.available
         joint = self.results.get(available) if len(available) >= 2 else None
         singles = {d: self.results[(d,)] for d in available}
         supported = _entails(joint) or any(_entails(j) for j in singles.values())
         verdicts = [self._citation(d, singles.get(d), joint) for d in self.sentence.doc_ids]
-        return SentenceVerdict(self.sentence, True, supported, joint, tuple(verdicts), missing)
+        return SentenceVerdict(
+            self.sentence, True, supported, joint, tuple(verdicts), missing, self.judge
+        )
 
     def _citation(
         self, doc_id: int, alone: Judgement | None, joint: Judgement | None
@@ -298,6 +313,10 @@ class CitationVerifier:
         max_concurrency: Limit of parallel judge calls (unless the config sets one).
         separator: Text between documents in the concatenated premise.
 
+    Attributes:
+        info: Which judge it runs (:func:`~langchain_references.judges.base.judge_info`),
+            named by every :class:`SentenceVerdict`.
+
     Examples:
         >>> from langchain_references.citations.sentences import split_cited_sentences
         >>> verifier = CitationVerifier(judge)  # doctest: +SKIP
@@ -316,6 +335,7 @@ class CitationVerifier:
         if not isinstance(judge, Runnable):
             raise TypeError(f"judge must be a Runnable judge, not {type(judge).__name__}")
         self.judge = judge
+        self.info = judge_info(judge)
         self.is_worthy = is_worthy
         self.max_concurrency = check_concurrency(max_concurrency)
         self.separator = separator
@@ -398,5 +418,5 @@ class CitationVerifier:
                 raise TypeError(f"expected a CitedSentence, not {type(sentence).__name__}")
             texts = {d: _passage_text(passages[d]) for d in sentence.doc_ids if d in passages}
             worthy = bool(sentence.text.strip()) and self.is_worthy(sentence)
-            plans.append(_Plan(sentence, worthy, texts, self.separator))
+            plans.append(_Plan(sentence, worthy, texts, self.separator, self.info))
         return plans

@@ -31,14 +31,13 @@ from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TextIO, TypeVar
 
 from langchain_references._optional import MissingDependencyError, require
 from langchain_references.errors import LangchainReferencesError, RecordError
-from langchain_references.judges import offline_judge
-from langchain_references.judges.llm import LLMJudge
+from langchain_references.judges.heuristic import HeuristicJudge
+from langchain_references.judges.spec import JudgeSpecError, judge_from_spec
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
-    from langchain_core.runnables import Runnable
 
-    from langchain_references.judges.base import JudgeInputLike, Judgement
+    from langchain_references.judges.base import Judge
     from langchain_references.loading import LoadResult
 
 __all__ = [
@@ -433,10 +432,11 @@ def add_judge_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_judge(
-    spec: str, *, err: TextIO | None = None
-) -> tuple[Runnable[JudgeInputLike, Judgement], BaseChatModel | None]:
-    """Build the judge of ``--judge`` (the ``factuality`` and ``citations`` commands).
+def build_judge(spec: str, *, err: TextIO | None = None) -> tuple[Judge, BaseChatModel | None]:
+    """Build the judge of ``--judge`` (every command that judges, and ``serve``).
+
+    The spec is read by :func:`~langchain_references.judges.spec.judge_from_spec`; the chat
+    model of an LLM judge is loaded by :func:`load_chat_model` (its API key checked first).
 
     Args:
         spec: ``heuristic`` (offline, MiniLM embeddings), ``heuristic-lexical`` (offline, no
@@ -449,18 +449,17 @@ def build_judge(
     Raises:
         CLIError: On an unknown spec or an unavailable model.
     """
-    if spec in ("heuristic", "heuristic-lexical"):
-        judge = offline_judge(use_embeddings=spec == "heuristic")
-        if err is not None:
-            emb = " + MiniLM similarity" if judge.embeddings is not None else ""
-            err.write(HEURISTIC_NOTICE.format(emb=emb) + "\n")
-        return judge, None
-    if spec.startswith("llm:") and len(spec) > len("llm:"):
-        model = load_chat_model(spec[len("llm:") :], option="--judge llm:", temperature=0)
-        return LLMJudge(model), model
-    raise CLIError(
-        f"--judge must be 'heuristic', 'heuristic-lexical' or 'llm:PROVIDER:MODEL', got {spec!r}"
-    )
+    try:
+        judge, model = judge_from_spec(
+            spec,
+            load_model=lambda name: load_chat_model(name, option="--judge llm:", temperature=0),
+        )
+    except JudgeSpecError as exc:
+        raise CLIError(f"--judge {exc}") from exc
+    if isinstance(judge, HeuristicJudge) and err is not None:
+        emb = " + MiniLM similarity" if judge.embeddings is not None else ""
+        err.write(HEURISTIC_NOTICE.format(emb=emb) + "\n")
+    return judge, model
 
 
 # ------------------------------------------------------------------------ progress

@@ -8,8 +8,10 @@ Judges (``--judge``): ``heuristic`` (default; offline, MiniLM embeddings, weak),
 ``heuristic-lexical`` (no embeddings) or ``llm:PROVIDER:MODEL``; see
 :func:`~langchain_references.cli._common.build_judge`.
 
-Each record must have ``answer`` and ``documents`` and no other key; a bad record is reported
-once, as ``error: FILE:LINE: FIELD: problem (record skipped)``.
+The report names the judge behind its verdicts (a ``Judge: KIND (MODEL) — ...`` line; a
+``judge`` object in ``--json``). Each record must have ``answer`` and ``documents`` and no
+other key; a bad record is reported once, as ``error: FILE:LINE: FIELD: problem (record
+skipped)``.
 
 When judgements fail (no API key, no network), the report says ``k of n judgements failed``;
 an answer, or a run, whose judgements all failed shows ``-`` instead of recall and precision
@@ -142,7 +144,8 @@ def render_report(report: CitationReport) -> str:
 
     Returns:
         The per-answer table, the overall figures (or ``k of n judgements failed`` instead of
-        them when every judgement failed) and the unsupported items.
+        them when every judgement failed), the judge (``Judge: KIND (MODEL) — ...``) and the
+        unsupported items.
     """
     rows: list[list[str]] = [
         ["answer", "worthy", "supported", "recall", "citations", "precise", "precision"]
@@ -159,6 +162,8 @@ def render_report(report: CitationReport) -> str:
             f"{format_number(report.macro_precision)}; {failed} of {total} judgements failed"
         )
     parts = [format_table(rows), figures]
+    if report.judge is not None:
+        parts.append(f"Judge: {report.judge}")
     for a in report.answers:
         lines = [
             f"  sentence {s.sentence.index}: {_shorten(s.sentence.text)}"

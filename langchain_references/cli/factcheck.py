@@ -82,7 +82,7 @@ if TYPE_CHECKING:
 
     from langchain_references.factcheck.chain import FactCheckChain
     from langchain_references.factcheck.search import SearchProvider
-    from langchain_references.judges import JudgeInputLike, Judgement
+    from langchain_references.judges import JudgeInfo, JudgeInputLike, Judgement
 
 __all__ = [
     "CLIError",
@@ -477,11 +477,12 @@ async def check_statements(
     concurrency: int,
     display: ProgressDisplay,
     emit: Any,
+    judge: JudgeInfo | None = None,
 ) -> int:
     """Check statements concurrently and emit each result in input order.
 
     A statement whose check raised is emitted too, as a result with verdict ``error`` and
-    the exception as its reason (:meth:`FactCheckResult.could_not_check`).
+    the exception as its reason (:meth:`FactCheckResult.could_not_check`), naming ``judge``.
 
     Args:
         chain: The fact-check chain (its progress events reach ``display``).
@@ -489,6 +490,7 @@ async def check_statements(
         concurrency: Statements checked at once.
         display: Progress display.
         emit: ``emit(index, result)`` called in input order as results become available.
+        judge: The chain's judge, named by the result of a check that raised.
 
     Returns:
         The number of statements that could not be checked (the check raised, or the
@@ -512,7 +514,7 @@ async def check_statements(
             logger.debug("Checking statement %d failed", index, exc_info=True)
             display.failed(index, statements[index], exc)
             result = FactCheckResult.could_not_check(
-                statements[index], f"{type(exc).__name__}: {exc}"
+                statements[index], f"{type(exc).__name__}: {exc}", judge=judge
             )
         failed += not result.checked
         emit(index, result)
@@ -567,7 +569,12 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             display = ProgressDisplay(err, len(statements), enabled=not args.quiet)
             failed = run_sync(
                 check_statements(
-                    chain, statements, concurrency=args.concurrency, display=display, emit=emit
+                    chain,
+                    statements,
+                    concurrency=args.concurrency,
+                    display=display,
+                    emit=emit,
+                    judge=getattr(chain, "judge_info", None),  # any Runnable may stand in
                 )
             )
     except KeyboardInterrupt as exc:  # main says "interrupted" with this note

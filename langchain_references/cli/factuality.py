@@ -2,12 +2,14 @@
 
 ``factuality --input FILE`` scores FactReasoner records (JSON object, JSON list or JSONL; see
 :mod:`~langchain_references.factuality.io`) with the FR1/FR2/FR3 graph (``--version``) and
-prints one summary line per record: atoms, true / false / undecided atoms, factual precision
-(FactReasoner's ``factuality_score``), average entropy and, when the atoms are labelled, the
-gold precision and TP/TN/FP/FN. ``--output OUT.jsonl`` writes FactReasoner's result fields
+prints the judge (``Judge: KIND (MODEL) — ...``) and one summary line per record: atoms, true /
+false / undecided atoms, factual precision (FactReasoner's ``factuality_score``), average
+entropy and, when the atoms are labelled, the gold precision and TP/TN/FP/FN.
+``--output OUT.jsonl`` writes FactReasoner's result fields
 (:mod:`~langchain_references.factuality.io`: its names, types and string formats, with
 ``model_name`` the judge and ``elapsed_time`` the seconds per record), then this project's:
-atoms, relations, failures, timings and ``inference`` (how the marginals were computed).
+``judge`` (kind, model, description), atoms, relations, failures, timings and ``inference``
+(how the marginals were computed).
 Records without atoms (``{"response": ...}``) are atomized and revised by ``--llm`` (default:
 the judge's model).
 
@@ -67,6 +69,7 @@ from langchain_references.factuality.pipeline import (
     create_factuality_evaluator,
 )
 from langchain_references.factuality.retrieval import InputContexts
+from langchain_references.judges import judge_info
 from langchain_references.loading import LoadResult, load_records
 
 __all__ = [
@@ -390,11 +393,13 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     results: list[dict[str, Any]] = []
     failed = len(bad)
     model_name = judge_model_name(args.judge)
+    info = judge_info(judge)  # what every result names (FactualityResult.judge)
     display = ProgressLines(err, len(records), enabled=not args.quiet)
     started = time.perf_counter()
 
     def table() -> None:
         out.write(f"FactReasoner FR{args.version}, {len(records)} record(s)\n")
+        out.write(f"Judge: {info}\n")
         if len(rows) > 1:
             out.write(format_table(rows) + "\n")
 

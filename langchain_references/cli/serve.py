@@ -5,6 +5,12 @@
 (``/api/...``), ``/healthcheck`` and the OpenAPI docs at ``/docs``. Several workers share one
 index (an embedded directory, read only, or a Chroma server); no per-user state is kept.
 
+The judge of every verdict is ``--judge``: ``heuristic`` (the default: offline, rough, not an
+NLI model), ``heuristic-lexical`` or ``llm:PROVIDER:MODEL`` (an LLM judge; needs the ``llm``
+extra, the provider's package and its API key, checked before the service starts). The start-up
+line names it, and so does every verdict the service answers (a ``judge`` key in the JSON, a
+badge on the web page).
+
 Limits (``--max-body-bytes``, ``--max-claims``, ``--max-top-k``, ``--max-article-chars``) are
 answered with 4xx JSON errors naming the limit; ``--api-key-env VAR`` requires
 ``Authorization: Bearer $VAR``; ``--cors-origin`` turns CORS on for the given origins. Log
@@ -29,11 +35,13 @@ from typing import Any, Final, TextIO
 from langchain_references.cli._common import (
     CLIError,
     add_subcommand,
+    build_judge,
     non_blank,
     positive_int,
     streams,
 )
 from langchain_references.cli.index import add_location_options, open_index
+from langchain_references.judges.base import judge_info
 from langchain_references.server.settings import ServerSettings, SettingsError
 
 __all__ = ["add_parser", "configure_parser", "log_config", "run", "settings_from_args"]
@@ -41,7 +49,8 @@ __all__ = ["add_parser", "configure_parser", "log_config", "run", "settings_from
 HELP: Final = "run the evidence service (HTTP API)"
 DESCRIPTION: Final = (
     "Serve an evidence index over HTTP: the climate-evidence-compatible API, /healthcheck and "
-    "the docs at /docs."
+    "the docs at /docs. --judge sets the judge of the verdicts (default: the offline "
+    "heuristic, which is rough)."
 )
 #: How long a worker may take to start (load the model, open the index) before uvicorn's
 #: supervisor, which checks its workers' health, restarts it.
@@ -102,6 +111,13 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "recorded:FILE (default: the index only)",
     )
     parser.add_argument(
+        "--judge",
+        default=_DEFAULTS.judge,
+        metavar="SPEC",
+        help="the judge of the verdicts: heuristic (offline, rough), heuristic-lexical or "
+        "llm:PROVIDER:MODEL (default: heuristic)",
+    )
+    parser.add_argument(
         "--log-level",
         default="info",
         choices=["debug", "info", "warning", "error"],
@@ -142,6 +158,7 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
             api_key_env=args.api_key_env,
             cors_origins=tuple(args.cors_origin),
             search_backend=args.search,
+            judge=args.judge,
             **{name: getattr(args, name) for name, _ in _LIMITS},
         )
     except SettingsError as exc:
@@ -199,18 +216,21 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         0 after shutdown.
 
     Raises:
-        CLIError: If the settings are invalid or the index cannot be opened (missing, or
-            without a complete generation).
+        CLIError: If the settings are invalid, the index cannot be opened (missing, or
+            without a complete generation) or the judge cannot be loaded (missing package or
+            API key).
     """
     import uvicorn
 
     out, _ = streams(out, err)
     settings = settings_from_args(args)
+    judge, _model = build_judge(settings.judge)  # fail now (package, API key), not in a worker
     index = open_index(args, create=False)  # fail now, not in every worker
     out.write(
         f"serving index {args.name!r} (generation {index.generation!r}, {index.count()} "
         f"entries) from {index.location} at "
         f"http://{args.host}:{args.port} with {args.workers} worker(s); docs at /docs\n"
+        f"judge: {judge_info(judge)}\n"
     )
     out.flush()
     common: dict[str, Any] = {
@@ -222,7 +242,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     if args.workers == 1:
         from langchain_references.server.app import build_services, create_app
 
-        app = create_app(settings, services=build_services(settings, index=index))
+        app = create_app(settings, services=build_services(settings, index=index, judge=judge))
         uvicorn.run(app, **common)
     else:
         os.environ.update(settings.to_env())

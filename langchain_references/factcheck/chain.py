@@ -21,7 +21,8 @@ small runnables, one per stage (:mod:`~langchain_references.factcheck.stages`)::
    failed judgement counts as *unknown* and is recorded;
 8. **aggregate** — the aggregator (default
    :class:`~langchain_references.factcheck.verdict.WeightedVoteAggregator`) gives the verdict;
-9. **result** — the :class:`~langchain_references.factcheck.result.FactCheckResult`.
+9. **result** — the :class:`~langchain_references.factcheck.result.FactCheckResult`, which
+   names the judge (``judge``: kind, model, description).
 
 A source that fails at any stage is recorded in ``FactCheckResult.failed_sources`` and the run
 goes on with the others. The time spent in each stage is in ``FactCheckResult.timings``.
@@ -220,6 +221,7 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
     Attributes:
         stages: The stage objects, in run order.
         pipeline: ``prepare | search | ... | aggregate | result``.
+        judge_info: Which judge it is (kind, model, description), as every result names it.
     """
 
     def __init__(
@@ -292,6 +294,7 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
             JudgeStage(judge, max_concurrency),
             AggregateStage(self.aggregator, weight_by),
         )
+        self.judge_info = next(s for s in self.stages if isinstance(s, JudgeStage)).info
         self.pipeline: Runnable[FactCheckInput, FactCheckResult] = self._compose()
 
     def _compose(self) -> Runnable[FactCheckInput, FactCheckResult]:

@@ -1,7 +1,8 @@
 """Render a :class:`~langchain_references.factcheck.result.FactCheckResult` for people or programs.
 
 :func:`render_report` writes a report in Markdown, plain text or HTML: a header with the
-verdict and its confidence, each supporting and contradicting snippet followed by a citation,
+verdict and its confidence, the judge that made it (``Judge: heuristic (no model) — ...``, from
+``FactCheckResult.judge``), each supporting and contradicting snippet followed by a citation,
 a line about the neutral passages, the sources that failed, and the reference list.
 
 Citations go through the package's reference styles: every snippet becomes a
@@ -156,6 +157,11 @@ def _verdict_note(result: FactCheckResult, escape: Callable[[str], str]) -> str:
     return f"(confidence {_percent(result.confidence)}, score {result.score:+.2f})"
 
 
+def _judge_line(result: FactCheckResult, escape: Callable[[str], str]) -> str:
+    """``Judge: KIND (MODEL) — DESCRIPTION``, escaped (call it when ``result.judge`` is set)."""
+    return f"Judge: {escape(str(result.judge))}"
+
+
 def _neutral_line(result: FactCheckResult) -> str:
     n = result.neutral_count
     line = f"{n} passage{'' if n == 1 else 's'} said nothing about the statement"
@@ -202,6 +208,7 @@ class _MarkdownRenderer(_Renderer):
             "",
             f"**Verdict: {_VERDICT_NAMES[r.verdict]}** {_verdict_note(r, _md)}",
             "",
+            *([f"*{_judge_line(r, _md)}*", ""] if r.judge is not None else []),
             *self._evidence("Supporting evidence", self.supporting),
             *self._evidence("Contradicting evidence", self.contradicting),
             _neutral_line(r),
@@ -236,6 +243,7 @@ class _TextRenderer(_Renderer):
         lines = [
             f"Fact check: {_text(r.statement)}",
             f"Verdict: {_VERDICT_NAMES[r.verdict].upper()} {_verdict_note(r, _text)}",
+            *([_judge_line(r, _text)] if r.judge is not None else []),
             "",
             *self._evidence("Supporting evidence", self.supporting),
             *self._evidence("Contradicting evidence", self.contradicting),
@@ -278,6 +286,11 @@ class _HTMLRenderer(_Renderer):
             f"<h2>Fact check: {_html(r.statement)}</h2>",
             f'<p class="verdict verdict-{verdict}"><strong>{_VERDICT_NAMES[r.verdict]}</strong> '
             f"{_verdict_note(r, _html)}</p>",
+            *(
+                []
+                if r.judge is None
+                else [f'<p class="judge judge-{r.judge.kind}">{_judge_line(r, _html)}</p>']
+            ),
             *self._evidence("Supporting evidence", "supporting", self.supporting),
             *self._evidence("Contradicting evidence", "contradicting", self.contradicting),
             f'<p class="neutral">{_html(_neutral_line(r))}</p>',

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from langchain_references.factcheck.verdict import Verdict, could_not_check
 from langchain_references.failures import Failure
-from langchain_references.judges.base import Label
+from langchain_references.judges.base import JudgeInfo, Label
 
 __all__ = [
     "PROGRESS_EVENT",
@@ -129,6 +129,8 @@ class FactCheckResult(_Model):
         verdict_details: Aggregator-specific numbers (JSON-serialisable).
         error: Why the statement could not be checked: set exactly when ``verdict`` is
             ``error`` (e.g. ``"search failed: ..."``, ``"no page could be fetched: ..."``).
+        judge: Which judge made the verdict (kind, model, description), as the chain's judge
+            stage records it; ``None`` for a result built without one.
     """
 
     statement: str
@@ -144,6 +146,7 @@ class FactCheckResult(_Model):
     counts: FactCheckCounts = Field(default_factory=FactCheckCounts)
     verdict_details: dict[str, Any] = Field(default_factory=dict)
     error: str | None = None
+    judge: JudgeInfo | None = None
 
     @model_validator(mode="after")
     def _error_matches_verdict(self) -> FactCheckResult:
@@ -155,7 +158,12 @@ class FactCheckResult(_Model):
 
     @classmethod
     def could_not_check(
-        cls, statement: str, reason: str, *, failed_sources: list[Failure] | None = None
+        cls,
+        statement: str,
+        reason: str,
+        *,
+        failed_sources: list[Failure] | None = None,
+        judge: JudgeInfo | None = None,
     ) -> FactCheckResult:
         """The result for a statement that could not be checked at all (e.g. the chain raised).
 
@@ -163,6 +171,7 @@ class FactCheckResult(_Model):
             statement: The statement.
             reason: Why it could not be checked.
             failed_sources: The failures behind it, if known.
+            judge: The judge the check would have used, if known.
 
         Returns:
             A result with verdict ``error``, confidence 0 and ``error`` = ``reason``.
@@ -176,6 +185,7 @@ class FactCheckResult(_Model):
             failed_sources=list(failed_sources or []),
             verdict_details=outcome.details,
             error=reason,
+            judge=judge,
         )
 
     @property

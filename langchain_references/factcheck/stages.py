@@ -75,7 +75,14 @@ from langchain_references.factcheck.verdict import (
     could_not_check,
 )
 from langchain_references.failures import Failure
-from langchain_references.judges.base import JudgeInputLike, Judgement, Label, raise_interrupts
+from langchain_references.judges.base import (
+    JudgeInfo,
+    JudgeInputLike,
+    Judgement,
+    Label,
+    judge_info,
+    raise_interrupts,
+)
 
 if TYPE_CHECKING:
     from langchain_chroma import Chroma
@@ -122,6 +129,7 @@ class FactCheckState:
         supporting: Evidence that entails the statement, most confident first.
         contradicting: Evidence that contradicts it, most confident first.
         outcome: The aggregator's verdict.
+        judge: Which judge the judge stage ran (set by that stage).
     """
 
     statement: str
@@ -140,6 +148,7 @@ class FactCheckState:
     supporting: tuple[Evidence, ...] = ()
     contradicting: tuple[Evidence, ...] = ()
     outcome: VerdictResult | None = None
+    judge: JudgeInfo | None = None
 
     @classmethod
     def begin(cls, statement: str, query: str) -> FactCheckState:
@@ -548,9 +557,15 @@ class JudgeStage(FactCheckStage[Sequence[object]]):
     The batch runs with the caller's ``config["max_concurrency"]``, else ``max_concurrency``
     (:func:`~langchain_references._concurrency.with_default_concurrency`).
 
+    The next state names the judge (:func:`~langchain_references.judges.base.judge_info`),
+    which the result carries.
+
     Args:
         judge: Runnable ``{"statement", "passage"} -> Judgement``.
         max_concurrency: Judge calls in flight when the caller's config sets no limit.
+
+    Attributes:
+        info: Which judge it is.
     """
 
     stage = "judge"
@@ -558,6 +573,7 @@ class JudgeStage(FactCheckStage[Sequence[object]]):
     def __init__(self, judge: Runnable[JudgeInputLike, Judgement], max_concurrency: int) -> None:
         self.judge = judge
         self.max_concurrency = max_concurrency
+        self.info = judge_info(judge)
 
     @override
     def describe(self, state: FactCheckState) -> str:
@@ -623,6 +639,7 @@ class JudgeStage(FactCheckStage[Sequence[object]]):
                 judgements=judgements,
                 supporting=supporting,
                 contradicting=contradicting,
+                judge=self.info,
             ),
             f"{len(supporting)} supporting, {len(contradicting)} contradicting, "
             f"{neutral} neutral, {errors} failed",
@@ -754,4 +771,5 @@ def to_result(state: FactCheckState) -> FactCheckResult:
         counts=FactCheckCounts(**state.counts),
         verdict_details=outcome.details,
         error=error,
+        judge=state.judge,
     )

@@ -78,7 +78,7 @@ from langchain_references.factuality.retrieval import (
 )
 from langchain_references.factuality.reviser import Reviser, RevisionResult
 from langchain_references.failures import Failure
-from langchain_references.judges.base import JudgeInputLike, Judgement
+from langchain_references.judges.base import JudgeInfo, JudgeInputLike, Judgement, judge_info
 from langchain_references.judges.llm import LLMJudge
 from langchain_references.judges.offline import offline_judge
 
@@ -164,6 +164,7 @@ class FactualityResult:
         timings: Seconds spent per stage.
         inference: How the marginals were computed.
         graph: The Markov network.
+        judge: Which judge judged the relations (kind, model, description).
     """
 
     record: FactualityInput
@@ -176,6 +177,7 @@ class FactualityResult:
     timings: dict[str, float] = field(default_factory=dict)
     inference: InferenceResult | None = field(default=None, repr=False)
     graph: FactGraph | None = field(default=None, repr=False)
+    judge: JudgeInfo | None = None
 
     @property
     def atoms(self) -> tuple[Atom, ...]:
@@ -183,7 +185,7 @@ class FactualityResult:
         return self.record.atoms
 
     def to_dict(self) -> dict[str, Any]:
-        """FactReasoner's results dictionary plus atoms, relations, failures and timings."""
+        """FactReasoner's results dictionary plus the judge, atoms, relations, failures, timings."""
         if self.scores is not None:
             out = result_to_dict(self.scores, self.record)
         else:
@@ -195,6 +197,7 @@ class FactualityResult:
                 "num_atoms": len(self.record.atoms),
             }
         out["version"] = self.version
+        out["judge"] = None if self.judge is None else self.judge.to_dict()
         out["atoms"] = [
             {
                 "id": a.id,
@@ -406,6 +409,9 @@ class FactualityPipeline:
         max_concurrency: Default limit of parallel judge / model calls (a config's
             ``max_concurrency`` wins).
 
+    Attributes:
+        judge_info: Which judge it runs, as every :class:`FactualityResult` names it.
+
     Raises:
         ValueError: On a bad version, bound or prior.
     """
@@ -433,6 +439,7 @@ class FactualityPipeline:
         if judge is None:
             judge = LLMJudge(llm) if llm is not None else offline_judge()
         self.version = normalize_version(version)
+        self.judge_info = judge_info(judge)
         self.relation_judge = RelationJudge(
             judge, version=self.version, top_k=top_k, max_concurrency=max_concurrency
         )
@@ -553,6 +560,7 @@ class FactualityPipeline:
                 scores=None,
                 failures=state.failures,
                 timings=dict(state.timings),
+                judge=self.judge_info,
             )
         start = time.perf_counter()
         record = state.record
@@ -586,6 +594,7 @@ class FactualityPipeline:
             timings=timings,
             inference=inference,
             graph=graph,
+            judge=self.judge_info,
         )
 
 

@@ -10,8 +10,11 @@ citation check all take a judge: any ``Runnable[{"statement", "passage"}, Judgem
 * :func:`offline_judge` — the default when no model is configured (the heuristic, with the
   offline MiniLM embeddings when they load).
 
-Subclass :class:`Judge` and implement ``_judge`` to add another. The names below are imported
-lazily, on first access: a judge's optional dependencies load only with the judge.
+Every judge names itself: :func:`judge_info` (``Judge.info()``) gives its :class:`JudgeInfo`
+(kind ``llm`` with ``PROVIDER:MODEL``, ``nli`` with the model, ``heuristic``...), which results
+and reports carry. Subclass :class:`Judge` and implement ``_judge`` to add another. The names
+below are imported lazily, on first access: a judge's optional dependencies load only with the
+judge.
 """
 
 from __future__ import annotations
@@ -23,10 +26,12 @@ from langchain_references._optional import lazy_exports
 if TYPE_CHECKING:
     from langchain_references.judges.base import (
         Judge,
+        JudgeInfo,
         JudgeInput,
         JudgeInputLike,
         Judgement,
         Label,
+        judge_info,
     )
     from langchain_references.judges.heuristic import HeuristicJudge
     from langchain_references.judges.llm import LLMJudge
@@ -36,10 +41,12 @@ if TYPE_CHECKING:
 #: Public name -> submodule that defines it.
 _EXPORTS: dict[str, str] = {
     "Judge": "base",
+    "JudgeInfo": "base",
     "JudgeInput": "base",
     "JudgeInputLike": "base",
     "Judgement": "base",
     "Label": "base",
+    "judge_info": "base",
     "HeuristicJudge": "heuristic",
     "LLMJudge": "llm",
     "CrossEncoderNLIJudge": "nli",
@@ -50,11 +57,13 @@ __all__ = [
     "CrossEncoderNLIJudge",
     "HeuristicJudge",
     "Judge",
+    "JudgeInfo",
     "JudgeInput",
     "JudgeInputLike",
     "Judgement",
     "LLMJudge",
     "Label",
+    "judge_info",
     "offline_judge",
 ]
 

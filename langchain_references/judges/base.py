@@ -8,6 +8,11 @@ with ``config={"max_concurrency": n}``.
 
 To write a judge, subclass :class:`Judge` and implement :meth:`Judge._judge`; optionally
 :meth:`Judge._ajudge` (native async) and :meth:`Judge._judge_batch` (vectorised batches).
+
+Every judge says what it is: :meth:`Judge.info` (or :func:`judge_info` for any judge runnable)
+gives a :class:`JudgeInfo` (kind, model, description), which the fact-check results, the
+factuality results and the citation verdicts carry so that every report and every JSON
+document names the judge behind its verdicts.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, ClassVar, Self, TypeAlias, TypeVar
+from typing import Any, ClassVar, Final, Literal, Self, TypeAlias, TypeVar
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.runnables import Runnable, RunnableConfig
@@ -34,11 +39,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 __all__ = [
     "Judge",
+    "JudgeInfo",
     "JudgeInput",
     "JudgeInputLike",
+    "JudgeKind",
     "Judgement",
     "Label",
     "coerce_judge_input",
+    "judge_info",
     "paired_outputs",
     "raise_interrupts",
 ]
@@ -131,6 +139,83 @@ class Judgement(BaseModel):
         return self.error is None
 
 
+JudgeKind: TypeAlias = Literal["llm", "nli", "heuristic", "gold", "custom"]
+"""What kind of judge made a verdict: a chat model (``llm``), a cross-encoder NLI model
+(``nli``), the offline heuristic (``heuristic``), a dataset's gold labels (``gold``, an oracle
+for benchmarks) or any other judge (``custom``)."""
+
+#: What each kind of judge is, in the words every report shows (a custom judge says its name).
+KIND_DESCRIPTIONS: Final[dict[str, str]] = {
+    "llm": "a chat model asked for a label, its confidence and a rationale",
+    "nli": "a cross-encoder NLI model",
+    "heuristic": (
+        "offline heuristic (word overlap and similarity), not an NLI model: rough; "
+        "set an LLM judge for real checks"
+    ),
+    "gold": "the dataset's gold labels (an oracle for benchmarks, not a check of new claims)",
+}
+
+
+class JudgeInfo(BaseModel):
+    """Which judge made a verdict: what every result, report and JSON document names.
+
+    Attributes:
+        kind: The kind of judge (:data:`JudgeKind`).
+        model: The model: ``PROVIDER:MODEL`` for an LLM judge (e.g.
+            ``"openai:gpt-4o-mini"``), the model's repository or file for an NLI judge;
+            ``None`` for a judge without a model (the heuristic, gold labels).
+        description: What the judge is, in a few words, for people.
+
+    Examples:
+        >>> info = JudgeInfo.of("llm", model="openai:gpt-4o-mini")
+        >>> info.to_dict()["model"]
+        'openai:gpt-4o-mini'
+        >>> str(JudgeInfo.of("heuristic")).split(" — ")[0]
+        'heuristic (no model)'
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: JudgeKind
+    model: str | None = None
+    description: str = Field(min_length=1, pattern=r"\S")
+
+    @field_validator("model")
+    @classmethod
+    def _model_not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("model is blank: give its name or None")
+        return value
+
+    @classmethod
+    def of(cls, kind: JudgeKind, *, model: str | None = None, description: str = "") -> JudgeInfo:
+        """The info of a judge of ``kind``, described in the words of its kind by default.
+
+        Args:
+            kind: The kind of judge.
+            model: The model's name, if the judge has one.
+            description: What the judge is; defaults to the kind's description
+                (:data:`KIND_DESCRIPTIONS`; required for a ``custom`` judge).
+
+        Returns:
+            The info.
+
+        Raises:
+            ValueError: If a custom judge has no description, or a value is invalid.
+        """
+        return cls(
+            kind=kind, model=model, description=description or KIND_DESCRIPTIONS.get(kind, "")
+        )
+
+    def to_dict(self) -> dict[str, str | None]:
+        """JSON-serialisable form: ``{"kind", "model", "description"}``."""
+        return {"kind": self.kind, "model": self.model, "description": self.description}
+
+    def __str__(self) -> str:
+        """One line for reports: ``KIND (MODEL) — DESCRIPTION`` (``no model`` without one)."""
+        return f"{self.kind} ({self.model or 'no model'}) — {self.description}"
+
+
 class JudgeInput(BaseModel):
     """Input of a judge: a statement to check and a passage to check it against.
 
@@ -197,6 +282,28 @@ def paired_outputs(
     return zip(inputs, outputs, strict=True)
 
 
+def judge_info(judge: object) -> JudgeInfo:
+    """Which judge a judge runnable is (:meth:`Judge.info`), whatever wraps it.
+
+    A :class:`Judge` says it itself; a bound or retried judge (``judge.with_config(...)``,
+    ``judge.with_retry()``) is the judge it wraps; any other runnable is a ``custom`` judge
+    named after the runnable.
+
+    Args:
+        judge: The judge (any ``Runnable[{"statement", "passage"}, Judgement]``).
+
+    Returns:
+        Its info.
+    """
+    if isinstance(judge, Judge):
+        return judge.info()
+    bound = getattr(judge, "bound", None)
+    if isinstance(judge, Runnable) and isinstance(bound, Runnable):
+        return judge_info(bound)
+    name = judge.get_name() if isinstance(judge, Runnable) else type(judge).__name__
+    return JudgeInfo.of("custom", description=f"custom judge {name}")
+
+
 def coerce_judge_input(value: object) -> JudgeInput:
     """Validate a judge input.
 
@@ -249,6 +356,10 @@ class Judge(Runnable[JudgeInputLike, Judgement], ABC):
     """Re-raise exceptions of the judge instead of recording them in ``Judgement.error``."""
     batch_size: int = 32
     """Chunk size of :meth:`_judge_batch` calls (only used when it is implemented)."""
+
+    #: The kind of judge (:data:`JudgeKind`) that :meth:`info` reports; subclasses that are
+    #: not custom judges set it.
+    judge_kind: ClassVar[JudgeKind] = "custom"
 
     _supports_native_batch: ClassVar[bool] = False
     #: Prepended to the rationales the base class writes itself (a blank passage, a failure),
@@ -303,6 +414,20 @@ class Judge(Runnable[JudgeInputLike, Judgement], ABC):
             One judgement per item, in order.
         """
         raise NotImplementedError
+
+    def info(self) -> JudgeInfo:
+        """Which judge this is: its kind, its model, what it is.
+
+        A judge with a model overrides this to name it (an
+        :class:`~langchain_references.judges.LLMJudge` reports ``PROVIDER:MODEL``); a custom
+        judge is described by its class name.
+
+        Returns:
+            The judge's info.
+        """
+        if self.judge_kind == "custom":
+            return JudgeInfo.of("custom", description=f"custom judge {type(self).__name__}")
+        return JudgeInfo.of(self.judge_kind)
 
     # ----------------------------------------------------------------------- Runnable API
 

@@ -385,6 +385,7 @@ class HeuristicJudge(Judge):
     )
 
     rationale_prefix: ClassVar[str] = "Heuristic: "
+    judge_kind = "heuristic"  # Judge.info: "offline heuristic, rough" in every report
 
     def __init__(
         self,

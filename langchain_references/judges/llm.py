@@ -25,13 +25,14 @@ from langchain_references._structured import (
     StructuredCallOptions,
     default_transient_errors,
 )
-from langchain_references.judges.base import Judge, Judgement, Label
+from langchain_references.judges.base import Judge, JudgeInfo, Judgement, Label
 from langchain_references.prompting import data_prompt, delimit
 
 __all__ = [
     "DEFAULT_JUDGE_PROMPT",
     "JudgeReply",
     "LLMJudge",
+    "chat_model_name",
     "default_transient_errors",
 ]
 
@@ -54,6 +55,32 @@ _ANSWER = (
 
 #: Default prompt; its variables ``statement`` and ``passage`` receive delimited blocks.
 DEFAULT_JUDGE_PROMPT = data_prompt(_INSTRUCTIONS, _ANSWER, "{statement}\n\n{passage}")
+
+
+def chat_model_name(llm: BaseChatModel) -> str:
+    """The name of a chat model: ``PROVIDER:MODEL``, as LangChain's tracing names it.
+
+    Read from the model's LangSmith parameters (``ls_provider``, ``ls_model_name``), which
+    the provider packages fill in: ``ChatOpenAI(model="gpt-4o-mini")`` is
+    ``"openai:gpt-4o-mini"``, as ``init_chat_model("openai:gpt-4o-mini")`` spells it. A model
+    that names no model is named after its class.
+
+    Args:
+        llm: The chat model.
+
+    Returns:
+        Its name.
+    """
+    try:
+        params = llm._get_ls_params()
+    except Exception:  # a model whose tracing parameters fail still judges: name its class
+        logger.debug("no tracing parameters for %s", type(llm).__name__, exc_info=True)
+        return type(llm).__name__
+    model = params.get("ls_model_name")
+    if not isinstance(model, str) or not model.strip():
+        return type(llm).__name__
+    provider = params.get("ls_provider")
+    return f"{provider}:{model}" if isinstance(provider, str) and provider.strip() else model
 
 
 class JudgeReply(BaseModel):
@@ -102,6 +129,16 @@ class LLMJudge(StructuredCaller[JudgeReply], Judge):
         self._open_call(llm, JudgeReply, prompt, DEFAULT_JUDGE_PROMPT, _TAGS, options)
         self.retry_on = self._call.retry_on
         self.raise_errors = raise_errors
+
+    judge_kind = "llm"
+
+    def info(self) -> JudgeInfo:
+        """Kind ``llm`` and the chat model's name (:func:`chat_model_name`).
+
+        Returns:
+            E.g. ``JudgeInfo(kind="llm", model="openai:gpt-4o-mini", ...)``.
+        """
+        return JudgeInfo.of("llm", model=chat_model_name(self.llm))
 
     def _inputs(self, statement: str, passage: str) -> dict[str, str]:
         return {

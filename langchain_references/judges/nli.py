@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.runnables import RunnableConfig
 
 from langchain_references._optional import require
-from langchain_references.judges.base import Judge, JudgeInput, Judgement, Label
+from langchain_references.judges.base import Judge, JudgeInfo, JudgeInput, Judgement, Label
 
 if TYPE_CHECKING:
     import numpy as np
@@ -112,9 +112,15 @@ class CrossEncoderNLIJudge(Judge):
         providers: onnxruntime execution providers (default CPU).
         raise_errors: Re-raise errors instead of recording them in ``Judgement.error``.
 
+    Attributes:
+        model_name: The model's name in :meth:`info`: the ``.onnx`` file's name, or the Hub
+            repository (``@revision``) for a judge loaded by :meth:`from_pretrained`.
+
     Raises:
         ValueError: If the labels, model inputs/outputs or tokenizer do not fit together.
     """
+
+    judge_kind = "nli"
 
     def __init__(
         self,
@@ -138,6 +144,7 @@ class CrossEncoderNLIJudge(Judge):
         self.max_length = max_length
         self.batch_size = batch_size
         self.raise_errors = raise_errors
+        self.model_name = Path(model_path).name
 
         if id2label is None:
             if config_path is None:
@@ -227,12 +234,22 @@ class CrossEncoderNLIJudge(Judge):
             return path
 
         logger.info("loading %s (%s) from the Hugging Face Hub", repo_id, onnx_file)
-        return cls(
+        judge = cls(
             fetch(onnx_file),
             fetch(tokenizer_file),
             config_path=fetch(config_file),
             **kwargs,
         )
+        judge.model_name = repo_id if revision is None else f"{repo_id}@{revision}"
+        return judge
+
+    def info(self) -> JudgeInfo:
+        """Kind ``nli`` and the model (:attr:`model_name`).
+
+        Returns:
+            E.g. ``JudgeInfo(kind="nli", model="cross-encoder/nli-deberta-v3-xsmall", ...)``.
+        """
+        return JudgeInfo.of("nli", model=self.model_name)
 
     # ------------------------------------------------------------------------ inference
 

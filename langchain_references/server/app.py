@@ -39,6 +39,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Final
 
 from langchain_references._optional import require
+from langchain_references.judges.spec import judge_from_spec
 from langchain_references.server.index import EvidenceIndex, EvidenceIndexError, load_embeddings
 from langchain_references.server.services import Services
 from langchain_references.server.settings import (
@@ -53,9 +54,11 @@ from fastapi import FastAPI, HTTPException, Request  # noqa: E402 - after the ex
 from fastapi.responses import JSONResponse  # noqa: E402
 
 if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
     from langchain_references.factcheck.search import SearchProvider
+    from langchain_references.judges import Judge
 
 __all__ = [
     "OPTIONAL_ROUTERS",
@@ -65,6 +68,7 @@ __all__ = [
     "build_search_backend",
     "build_services",
     "create_app",
+    "load_judge_model",
 ]
 
 logger = logging.getLogger(__name__)
@@ -242,12 +246,36 @@ def build_search_backend(spec: str | None) -> SearchProvider | None:
     return provider
 
 
-def build_services(settings: ServerSettings, *, index: EvidenceIndex | None = None) -> Services:
-    """Open what the handlers share: the index (read-only), the offline judge, the search.
+def load_judge_model(name: str) -> BaseChatModel:
+    """The chat model of an LLM judge (``judge="llm:PROVIDER:MODEL"``), at temperature 0.
+
+    Args:
+        name: ``PROVIDER:MODEL`` for ``langchain.chat_models.init_chat_model``.
+
+    Returns:
+        The chat model.
+
+    Raises:
+        MissingDependencyError: If ``langchain`` is not installed (the ``llm`` extra).
+        SettingsError: If the provider's package is missing or the name is unknown.
+    """
+    chat_models = require("langchain.chat_models", "llm", feature=f"the judge llm:{name}")
+    try:
+        model: BaseChatModel = chat_models.init_chat_model(name, temperature=0)
+    except (ImportError, ValueError) as exc:
+        raise SettingsError(f"cannot load the judge llm:{name}: {exc}") from exc
+    return model
+
+
+def build_services(
+    settings: ServerSettings, *, index: EvidenceIndex | None = None, judge: Judge | None = None
+) -> Services:
+    """Open what the handlers share: the index (read-only), the judge, the search.
 
     Args:
         settings: The server's settings.
         index: The index, if already open (else opened from ``settings``).
+        judge: The judge, if already built (else built from ``settings.judge``).
 
     Returns:
         The services.
@@ -256,10 +284,11 @@ def build_services(settings: ServerSettings, *, index: EvidenceIndex | None = No
         IndexNotFoundError: If the index does not exist.
         IncompleteIndexError: If it has no complete generation (an interrupted build...).
         EvidenceIndexError: If Chroma cannot be reached.
-        SettingsError: If the search back-end is unknown.
+        SettingsError: If the search back-end is unknown or the judge cannot be loaded.
+        MissingDependencyError: If the judge needs a package that is not installed.
     """
-    from langchain_references.judges import offline_judge
-
+    if judge is None:
+        judge, _ = judge_from_spec(settings.judge, load_model=load_judge_model)
     if index is None:
         index = EvidenceIndex.open(
             settings.index_name,
@@ -271,7 +300,7 @@ def build_services(settings: ServerSettings, *, index: EvidenceIndex | None = No
     return Services(
         settings=settings,
         index=index,
-        judge=offline_judge(),
+        judge=judge,
         search=build_search_backend(settings.search_backend),
     )
 

@@ -18,6 +18,10 @@ package's numbering registry (:class:`~langchain_references.numbering.SourceNumb
 one the answer rewriter uses), so two passages of one page share a number, and the reference
 list is written in the requested style (:func:`cite_evidence`).
 
+Every claim names the judge of its verdict (``judge``: kind, model, description), and so do
+the ``article`` and ``result`` documents (the service's judge), so that a page can say at once
+which judge it is, e.g. that the offline heuristic is rough.
+
 Events (``Accept: text/event-stream``): ``article`` (the text, its sentences and claims,
 before any check), ``progress`` (a stage of a claim's check started or ended: the claim id
 and the chain's progress event), ``claim`` (one claim's verdict, as soon as its check ends,
@@ -50,6 +54,7 @@ from langchain_references.factcheck.chain import FactCheckInput
 from langchain_references.factcheck.extract import aextract_all
 from langchain_references.factcheck.fetch import PageFetcher
 from langchain_references.factcheck.result import FactCheckProgress, FactCheckResult
+from langchain_references.judges.base import JudgeInfo
 from langchain_references.numbering import SourceNumbering
 from langchain_references.server.events import (
     PROGRESS_EVENT,
@@ -286,6 +291,7 @@ def _claim_json(
         "references_text": listing,
         "neutral_count": result.neutral_count,
         "failed_sources": [f.to_dict() for f in result.failed_sources],
+        "judge": None if result.judge is None else result.judge.to_dict(),
     }
 
 
@@ -294,6 +300,7 @@ async def _check_claim(
     claim_id: int,
     sentence: Sentence,
     emit: Callable[[Event], None],
+    judge: JudgeInfo | None,
 ) -> FactCheckResult:
     """One claim's check; its progress goes to ``emit``; a failure is the claim's verdict."""
     statement = " ".join(sentence.text.split())
@@ -305,7 +312,8 @@ async def _check_claim(
                 return item
     except Exception as exc:  # one claim's failure must not stop the others
         logger.warning("Claim %d could not be checked: %s: %s", claim_id, type(exc).__name__, exc)
-        return FactCheckResult.could_not_check(statement, f"{type(exc).__name__}: {exc}")
+        reason = f"{type(exc).__name__}: {exc}"
+        return FactCheckResult.could_not_check(statement, reason, judge=judge)
     raise RuntimeError("check_stream ended without a result")  # pragma: no cover
 
 
@@ -318,6 +326,7 @@ async def article_events(
     sentences: Sequence[Sentence],
     claims: Sequence[Sentence],
     style: ReferenceStyle,
+    judge: JudgeInfo | None = None,
 ) -> AsyncIterator[Event]:
     """The events of one article: the article, progress, each claim as it ends, the result.
 
@@ -329,6 +338,8 @@ async def article_events(
         sentences: Its sentences.
         claims: The sentences to check, in text order (claim ids are their positions).
         style: The style of the reference lists.
+        judge: The checker's judge: named by the article and result documents, and by a
+            claim whose check raised.
 
     Yields:
         The events (see the module docs).
@@ -337,6 +348,7 @@ async def article_events(
     head = {
         "url": url,
         "title": title,
+        "judge": None if judge is None else judge.to_dict(),
         "text": text,
         "sentences": [
             {
@@ -364,12 +376,14 @@ async def article_events(
 
     async def run(claim_id: int, sentence: Sentence) -> None:
         async with slots:
-            result = await _check_claim(checker, claim_id, sentence, queue.put_nowait)
+            result = await _check_claim(checker, claim_id, sentence, queue.put_nowait, judge)
         try:
             claim = _claim_json(claim_id, sentence, result, style)
         except Exception as exc:  # every claim must end with its event, or the stream hangs
             logger.exception("Claim %d could not be reported", claim_id)
-            failed = FactCheckResult.could_not_check(result.statement, type(exc).__name__)
+            failed = FactCheckResult.could_not_check(
+                result.statement, type(exc).__name__, judge=result.judge
+            )
             claim = _claim_json(claim_id, sentence, failed, EmptyReferenceStyle())
         queue.put_nowait(Event(CLAIM_EVENT, claim))
 
@@ -458,5 +472,6 @@ async def article(
         sentences=sentences,
         claims=claims,
         style=STYLES[body.style](),
+        judge=services.judge_info,
     )
     return await respond(request, events)

@@ -15,7 +15,10 @@ cut to ``top_k``. Verify labels each item with the judge (entails -> ``SUPPORTS`
 contradicts -> ``REFUTES``, unknown -> ``NOT_ENOUGH_INFO``, ``probability`` = its
 confidence); abstract verify judges each sentence of each abstract. A failed judgement is
 ``NOT_ENOUGH_INFO`` with probability 0 and an extra ``error`` key, and is kept even with
-``filter_nei`` so that the failure is visible.
+``filter_nei`` so that the failure is visible. Every verified item has an extra ``judge`` key
+naming the judge behind its label (``kind``, ``model``, ``description``: the offline
+heuristic is ``{"kind": "heuristic", "model": null, ...}``); the reference's keys are
+unchanged.
 
 The decisions live in pure functions (:func:`select_evidence`, :func:`verification_units`,
 :func:`verified_items`); :func:`afind_evidence` and :func:`averify_claims` drive them
@@ -33,7 +36,7 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, WithJsonSchema
 
 from langchain_references.judges import Judgement, Label
-from langchain_references.judges.base import JudgeInputLike
+from langchain_references.judges.base import JudgeInfo, JudgeInputLike
 from langchain_references.server.index import EvidenceHit, Granularity, split_sentences
 from langchain_references.server.services import Services, ServicesDep
 
@@ -151,13 +154,14 @@ class EvidenceOutput(BaseModel):
 
 
 class VerifiedEvidenceOutput(EvidenceOutput):
-    """A piece of evidence with the judge's label (``error`` is an extension)."""
+    """A piece of evidence with the judge's label (``error`` and ``judge`` are extensions)."""
 
     model_config = ConfigDict(title="VerifiedEvidenceOutput", json_schema_extra=_schema_extra(None))
 
     label: VerifyLabel
     probability: float
     error: _OptStr = None
+    judge: JudgeInfo | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,6 +264,7 @@ def verified_items(
     judgements: Sequence[Judgement | BaseException],
     *,
     filter_nei: bool,
+    judge: JudgeInfo | None = None,
 ) -> list[VerifiedEvidenceOutput]:
     """Label each unit with its judgement.
 
@@ -268,6 +273,7 @@ def verified_items(
         judgements: One judgement (or the exception judging raised) per unit.
         filter_nei: Drop ``NOT_ENOUGH_INFO`` items (failed judgements are kept, with
             ``error`` set).
+        judge: The judge that made the judgements, named by every item.
 
     Returns:
         The verified items, in unit order.
@@ -283,6 +289,7 @@ def verified_items(
                 label=label,
                 probability=probability,
                 error=error,
+                judge=judge,
             )
         )
     return items
@@ -382,12 +389,15 @@ def _assemble(
     judgements: Sequence[Judgement | BaseException],
     *,
     filter_nei: bool,
+    judge: JudgeInfo,
 ) -> list[list[VerifiedEvidenceOutput]]:
     out: list[list[VerifiedEvidenceOutput]] = []
     start = 0
     for claim_units in units:
         stop = start + len(claim_units)
-        out.append(verified_items(claim_units, judgements[start:stop], filter_nei=filter_nei))
+        out.append(
+            verified_items(claim_units, judgements[start:stop], filter_nei=filter_nei, judge=judge)
+        )
         start = stop
     return out
 
@@ -427,7 +437,7 @@ async def averify_claims(
     ]
     inputs = _judge_inputs(plan.claims, units)
     judgements = await services.judge.abatch(inputs, return_exceptions=True) if inputs else []
-    return _assemble(units, judgements, filter_nei=filter_nei)
+    return _assemble(units, judgements, filter_nei=filter_nei, judge=services.judge_info)
 
 
 # --- The router --------------------------------------------------------------------------------

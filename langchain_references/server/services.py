@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, TypeAlias
 from fastapi import Depends, Request
 
 from langchain_references.errors import LangchainReferencesError
+from langchain_references.judges.base import JudgeInfo, judge_info
 from langchain_references.server.index import EvidenceHit, EvidenceIndex
 from langchain_references.server.settings import ServerSettings
 
@@ -43,6 +44,11 @@ class Services:
     index: EvidenceIndex
     judge: Judge
     search: SearchProvider | None = None
+
+    @property
+    def judge_info(self) -> JudgeInfo:
+        """Which judge the service runs (kind, model, description), as its answers name it."""
+        return judge_info(self.judge)
 
 
 def get_services(request: Request) -> Services:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Final
 
 from langchain_references.errors import LangchainReferencesError
+from langchain_references.judges.spec import JudgeSpecError, llm_of_spec
 
 __all__ = [
     "ENV_PREFIX",
@@ -96,6 +97,9 @@ class ServerSettings:
         cors_origins: Origins allowed by CORS; empty (the default) turns CORS off.
         search_backend: Name of the web search back-end of ``/v1/factcheck`` (e.g.
             ``"ddgs"``), or ``None`` to search the evidence index only.
+        judge: The judge of every verdict (:mod:`~langchain_references.judges.spec`):
+            ``heuristic`` (the default: offline and rough), ``heuristic-lexical`` or
+            ``llm:PROVIDER:MODEL``; every answer names it.
     """
 
     index_name: str = "evidence"
@@ -112,14 +116,15 @@ class ServerSettings:
     api_key_env: str | None = None
     cors_origins: tuple[str, ...] = ()
     search_backend: str | None = None
+    judge: str = "heuristic"
 
     def __post_init__(self) -> None:
-        """Check the limits and the index location.
+        """Check the limits, the index location and the judge.
 
         Raises:
             SettingsError: If a limit is not a positive integer, ``default_top_k`` exceeds
-                ``max_top_k``, the index name is blank, or both ``persist_dir`` and
-                ``chroma_url`` are set.
+                ``max_top_k``, the index name is blank, both ``persist_dir`` and
+                ``chroma_url`` are set, or the judge spec names no judge.
         """
         for name in _INT_LIMITS:
             value = getattr(self, name)
@@ -135,6 +140,10 @@ class ServerSettings:
             raise SettingsError("give persist_dir or chroma_url, not both")
         if self.api_key is not None and not self.api_key.strip():
             raise SettingsError("the API key is blank")
+        try:
+            llm_of_spec(self.judge)
+        except JudgeSpecError as exc:
+            raise SettingsError(f"judge {exc}") from None
 
     @property
     def resolved_persist_dir(self) -> Path | None:

@@ -147,6 +147,25 @@ class ScriptedChatModel(BaseChatModel):
         return self.bind(tools=self.bound_tools, tool_choice=tool_choice)
 
 
+class ChatScripted(ScriptedChatModel):
+    """A :class:`ScriptedChatModel` that names its model as provider packages do.
+
+    LangChain's tracing parameters read ``ls_provider`` from the class name (``ChatScripted``:
+    ``scripted``) and ``ls_model_name`` from ``model``, so an ``LLMJudge`` on it reports the
+    model ``scripted:<model>``, as one on ``ChatOpenAI(model="gpt-4o-mini")`` reports
+    ``openai:gpt-4o-mini``.
+    """
+
+    model: str = "scripted-judge-1"
+
+
+def tool_reply(name: str, **args: Any) -> AIMessage:
+    """A reply that calls the tool ``name`` with ``args`` (e.g. an LLM judge's ``JudgeReply``)."""
+    return AIMessage(
+        content="", tool_calls=[{"name": name, "args": args, "id": "call_1", "type": "tool_call"}]
+    )
+
+
 class RunCollector(BaseTracer):
     """Keeps every finished root run (with its child runs), to check names and nesting."""
 

@@ -138,6 +138,11 @@ def test_gold_judge_with_presence_rule_recovers_claim_labels(tmp_path: Path) -> 
     assert report.claims.accuracy == 1.0
     assert report.failed_judgements == 0
     assert report.pairs.labels == PAIR_LABELS
+    # an oracle, and named as one wherever its verdicts go
+    assert (GoldLabelJudge(claims).info().kind, GoldLabelJudge(claims).info().model) == (
+        "gold",
+        None,
+    )
     assert report.claims.labels == CLAIM_LABELS
     # Without a disputed verdict the disputed claim is mis-labelled; reuse the judgements.
     again = evaluate(

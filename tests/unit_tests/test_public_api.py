@@ -38,6 +38,7 @@ EXPECTED_ALL: dict[str, set[str]] = {
     },
     "langchain_references.judges": {
         "Judge",
+        "JudgeInfo",
         "JudgeInput",
         "JudgeInputLike",
         "Judgement",
@@ -45,6 +46,7 @@ EXPECTED_ALL: dict[str, set[str]] = {
         "LLMJudge",
         "HeuristicJudge",
         "CrossEncoderNLIJudge",
+        "judge_info",
         "offline_judge",
     },
     "langchain_references.citations": {

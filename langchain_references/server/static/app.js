@@ -12,6 +12,11 @@ const VERDICT_LABELS = {
   error: "could not check",
 };
 
+// What the badge of the offline heuristic says about setting a real judge.
+const HOW_TO_SET_A_JUDGE =
+  "The service's operator sets an LLM judge with: langchain-references serve --judge " +
+  "llm:PROVIDER:MODEL";
+
 function byId(id) {
   return document.getElementById(id);
 }
@@ -45,6 +50,32 @@ function link(url, text) {
   a.target = "_blank";
   a.rel = "noopener noreferrer";
   return a;
+}
+
+// "Judge: KIND (MODEL) — DESCRIPTION" of a judge as the service names it, or null.
+function judgeText(judge) {
+  if (!judge || typeof judge.kind !== "string") return null;
+  const model = typeof judge.model === "string" && judge.model ? judge.model : "no model";
+  const description = typeof judge.description === "string" ? judge.description : "";
+  return "Judge: " + judge.kind + " (" + model + ")" + (description ? " — " + description : "");
+}
+
+// Show (or hide, without a judge) the badge naming the judge behind the verdicts; the
+// offline heuristic's badge is marked rough and says how to set a real judge.
+function showJudge(id, judge) {
+  const badge = byId(id);
+  clear(badge);
+  const text = judgeText(judge);
+  badge.hidden = text === null;
+  const rough = text !== null && judge.kind === "heuristic";
+  badge.classList.toggle("rough", rough);
+  if (text === null) {
+    delete badge.dataset.kind;
+    return;
+  }
+  badge.dataset.kind = judge.kind;
+  badge.appendChild(document.createTextNode(text));
+  if (rough) badge.appendChild(el("span", "how", HOW_TO_SET_A_JUDGE));
 }
 
 // Parse a text/event-stream body: calls onEvent(name, data) for each event.
@@ -210,6 +241,8 @@ function showEvidence(id) {
     );
   }
   aside.appendChild(badge);
+  const judge = judgeText(claim.judge);
+  if (judge !== null) aside.appendChild(el("p", "judge", judge));
   if (claim.error) aside.appendChild(el("p", "reason", claim.error));
   if (!claim.passages.length) {
     aside.appendChild(el("p", "hint", "No passage supports or contradicts this claim."));
@@ -254,11 +287,13 @@ async function checkArticle(event) {
   button.disabled = true;
   clear(byId("evidence"));
   byId("evidence").appendChild(el("p", "hint", "Click a claim to see its evidence."));
+  showJudge("article-judge", null);
   setStatus("article-status", url && !text.trim() ? "Fetching the article…" : "Splitting…");
   try {
     await postEvents("/v1/article", payload, (name, data) => {
       if (name === "article") {
         renderArticle(data);
+        showJudge("article-judge", data.judge);
         setStatus("article-status", "0 of " + data.claims.length + " claims checked");
       } else if (name === "claim") {
         showClaim(data);
@@ -297,6 +332,7 @@ async function ask(event) {
   const references = byId("references");
   clear(answer);
   clear(references);
+  showJudge("answer-judge", null);
   delete answer.dataset.done;
   const button = byId("answer-submit");
   button.disabled = true;
@@ -315,6 +351,7 @@ async function ask(event) {
           references.appendChild(item);
         }
         const check = data.citation_check;
+        showJudge("answer-judge", check && check.judge);
         if (check && typeof check.citation_recall === "number") {
           setStatus(
             "answer-status",

@@ -131,7 +131,7 @@ async def test_evaluation_drivers_give_the_same_report() -> None:
 def test_report_keys_keep_their_order() -> None:
     records = [{"answer": ANSWER, "documents": [{"page_content": DOCS[1]}]}]
     data = evaluate_answers(records, ConfigJudge()).to_dict()
-    assert list(data)[:10] == [
+    assert list(data)[:11] == [
         "citation_recall",
         "citation_precision",
         "macro_recall",
@@ -142,8 +142,9 @@ def test_report_keys_keep_their_order() -> None:
         "num_citations",
         "num_precise_citations",
         "failed_judgements",
+        "judge",
     ]
-    assert list(data["answers"][0])[:11] == [
+    assert list(data["answers"][0])[:12] == [
         "index",
         "question",
         "location",
@@ -155,6 +156,7 @@ def test_report_keys_keep_their_order() -> None:
         "num_citations",
         "num_precise_citations",
         "failed_judgements",
+        "judge",
     ]
 
 

@@ -49,6 +49,13 @@ def test_citations_table(tmp_path: Path) -> None:
     assert rows["all"][4:6] == ["2", "1"]  # two citations, one precise
     assert "sentence 2: Seattle has no rain at all." in out
     assert "sentence 1, id=2:" in out
+    # the report names its judge once, after the figures
+    [figures] = [i for i, line in enumerate(out.splitlines()) if line.startswith("macro recall")]
+    assert out.splitlines()[figures + 1] == (
+        "Judge: heuristic (no model) — offline heuristic (word overlap and similarity), not an "
+        "NLI model: rough; set an LLM judge for real checks"
+    )
+    assert out.count("Judge: ") == 1
 
 
 def test_citations_json_min_words_and_bad_record(tmp_path: Path) -> None:
@@ -72,6 +79,8 @@ def test_citations_json_min_words_and_bad_record(tmp_path: Path) -> None:
     assert report["num_answers"] == 1
     assert len(report["errors"]) == 1
     assert report["answers"][0]["sentences"][0]["citations"][0]["precise"] is True
+    assert (report["judge"]["kind"], report["judge"]["model"]) == ("heuristic", None)
+    assert report["answers"][0]["judge"] == report["judge"]
 
 
 def test_citations_unreadable_input(tmp_path: Path) -> None:

@@ -27,10 +27,17 @@ from langchain_references.factcheck.result import (
 )
 from langchain_references.factcheck.verdict import Verdict
 from tests.unit_tests.conftest import REPO_ROOT, LocalSite
-from tests.unit_tests.fakes import ScriptedChatModel
+from tests.unit_tests.fakes import ChatScripted
 
 MOON = "The Moon is closer to Earth than Europa is to Jupiter"
 VERDICTS = {v.value for v in Verdict}
+#: How the default judge names itself in the JSON (and, as ``KIND (MODEL) — ...``, in reports).
+HEURISTIC = {
+    "kind": "heuristic",
+    "model": None,
+    "description": "offline heuristic (word overlap and similarity), not an NLI model: rough; "
+    "set an LLM judge for real checks",
+}
 
 
 #: Fewer results and passages than the defaults, so each run embeds less (a test's own
@@ -56,6 +63,7 @@ def test_demo_search_runs_offline_and_reports_with_citations(
 
     assert code == 0
     assert out.startswith(f"Fact check: {MOON}\nVerdict: ")
+    assert out.splitlines()[2] == f"Judge: heuristic (no model) — {HEURISTIC['description']}"
     assert "\nReferences:\n- [1] " in out
     assert "(http://127.0.0.1:" in out  # evidence fetched from the local demo server
     assert "Earth's Moon at a Glance" in out
@@ -72,6 +80,7 @@ def test_demo_search_json_output(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     assert err == ""  # --quiet
     [data] = json_lines(out)
+    assert data["judge"] == HEURISTIC
     result = FactCheckResult.model_validate(data)
     assert result.statement == MOON
     assert result.verdict.value in VERDICTS
@@ -89,11 +98,20 @@ def test_demo_search_json_output(capsys: pytest.CaptureFixture[str]) -> None:
     ]
 
 
-@pytest.mark.parametrize(("style", "start"), [("markdown", "### Fact check:"), ("html", "<sec")])
-def test_styles(capsys: pytest.CaptureFixture[str], style: str, start: str) -> None:
+@pytest.mark.parametrize(
+    ("style", "start", "judge_line"),
+    [
+        ("markdown", "### Fact check:", "*Judge: heuristic \\(no model\\) — offline heuristic "),
+        ("html", "<sec", '<p class="judge judge-heuristic">Judge: heuristic (no model) — offline '),
+    ],
+)
+def test_styles(
+    capsys: pytest.CaptureFixture[str], style: str, start: str, judge_line: str
+) -> None:
     code, out, _ = run_cli(capsys, MOON, "--search", "demo", "--style", style, "-q", "--k", "3")
     assert code == 0
     assert out.startswith(start)
+    assert sum(line.startswith(judge_line) for line in out.splitlines()) == 1
 
 
 def write_recording(tmp_path: Path, statement: str, links: Sequence[str]) -> Path:
@@ -216,7 +234,7 @@ def test_judge_option_uses_an_llm_judge(
     monkeypatch: pytest.MonkeyPatch,
     judge_args: tuple[str, str],
 ) -> None:
-    model = ScriptedChatModel(script=[keyword_judge_reply("europa")] * 50)
+    model = ChatScripted(model="judge", script=[keyword_judge_reply("europa")] * 50)
     loaded: list[str] = []
 
     def fake_loader(name: str, **kwargs: Any) -> BaseChatModel:
@@ -241,6 +259,7 @@ def test_judge_option_uses_an_llm_judge(
     assert all(e["rationale"] == "scripted: keyword found" for e in data["supporting"])
     assert data["contradicting"] == []
     assert data["verdict"] == "supported"
+    assert (data["judge"]["kind"], data["judge"]["model"]) == ("llm", "scripted:judge")
 
 
 @pytest.mark.skipif(

@@ -45,7 +45,11 @@ def test_factuality_on_flaherty(shared_data: Path, tmp_path: Path) -> None:
     assert code == 0, err
     assert "HeuristicJudge" in err
     assert "weak" in err
-    assert "FR1, 1 record(s)" in out
+    assert out.splitlines()[:2] == [
+        "FactReasoner FR1, 1 record(s)",
+        "Judge: heuristic (no model) — offline heuristic (word overlap and similarity), not an "
+        "NLI model: rough; set an LLM judge for real checks",
+    ]
     ((name, atoms, true, false, undecided, precision, entropy, gold, tp, tn, fp, fn, fails),) = [
         r[:1] + r[2:] if r[1] == "Flaherty" else r for r in table_rows(out)
     ]
@@ -68,6 +72,8 @@ def test_factuality_on_flaherty(shared_data: Path, tmp_path: Path) -> None:
     ]
     assert int(fails) == len(data["failures"]) == 4  # four atoms come without contexts
     assert data["version"] == "FR1"
+    assert (data["judge"]["kind"], data["judge"]["model"]) == ("heuristic", None)
+    assert data["model_name"] == "heuristic-lexical"  # FactReasoner's field, unchanged
     assert len(data["atoms"]) == 26
     assert f"wrote 1 result(s) to {output}" in out
 

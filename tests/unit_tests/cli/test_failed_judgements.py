@@ -162,7 +162,8 @@ def test_factuality_when_every_record_failed(
     use_judge(monkeypatch, factuality_cli, "Paris", "Rome")
     code, out, err = run_main("factuality", "--input", str(records), "-q")
     assert code == 1
-    assert [line.split()[0] for line in out.splitlines()[3:]] == ["Paris", "Rome"]
+    assert out.splitlines()[1] == "Judge: custom (no model) — custom judge NetworkJudge"
+    assert [line.split()[0] for line in out.splitlines()[4:]] == ["Paris", "Rome"]
     assert "0.000" not in out
     assert "1.000" not in out
     assert sum("2 of 2 judgements failed" in line for line in err.splitlines()) == 2

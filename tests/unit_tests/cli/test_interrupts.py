@@ -92,7 +92,8 @@ def test_factuality_ctrl_c_keeps_the_finished_records(
     written = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
     assert [r["topic"] for r in written] == ["Paris", "Lyon"]
     assert all(r["num_atoms"] == 1 for r in written)
-    rows = [line.split()[0] for line in out.splitlines()[3:]]
+    assert out.splitlines()[1].startswith("Judge: heuristic (no model) — offline heuristic")
+    rows = [line.split()[0] for line in out.splitlines()[4:]]
     assert rows == ["Paris", "Lyon"]
 
 
@@ -118,7 +119,7 @@ def test_factuality_ctrl_c_without_output(tmp_path: Path, monkeypatch: pytest.Mo
     code, out, err = run_main("factuality", "--input", str(path), "--judge", "heuristic-lexical")
     assert code == 130
     assert err.splitlines()[-1] == "error: interrupted; 1 of 2 record(s) scored"
-    assert [line.split()[0] for line in out.splitlines()[3:]] == ["Paris"]
+    assert [line.split()[0] for line in out.splitlines()[4:]] == ["Paris"]
 
 
 ANSWER = {

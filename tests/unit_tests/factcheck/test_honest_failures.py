@@ -179,7 +179,9 @@ def offline_chain(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 
     def build_chain(args: argparse.Namespace, stack: Any, err: Any) -> Any:
         if holder.get("raise"):
-            return RunnableLambda(broken)
+            chain = make_chain(nothing_found(), KeywordJudge(RULES))
+            chain.pipeline = RunnableLambda(broken)
+            return chain
         return make_chain(holder["search"], KeywordJudge(RULES))
 
     monkeypatch.setattr(cli, "build_chain", build_chain)
@@ -227,4 +229,8 @@ def test_cli_writes_a_json_line_for_a_statement_whose_check_raised(
     assert [d["statement"] for d in lines] == [STATEMENT, "other statement"]
     assert {d["verdict"] for d in lines} == {"error"}
     assert {d["error"] for d in lines} == {"RuntimeError: chain broke"}
+    # the chain's judge is named even by a check that raised
+    assert [d["judge"] for d in lines] == [
+        {"kind": "custom", "model": None, "description": "custom judge KeywordJudge"}
+    ] * 2
     assert "error: 2 of 2 statement(s) could not be checked" in err.getvalue()

@@ -41,7 +41,7 @@ from langchain_references.judges import (
     offline_judge,
 )
 from tests.unit_tests.factuality.test_retrieval import BagOfWords
-from tests.unit_tests.fakes import ScriptedChatModel
+from tests.unit_tests.fakes import ChatScripted, ScriptedChatModel
 
 
 class GoldJudge(Judge):
@@ -214,6 +214,25 @@ def test_response_is_atomized_revised_retrieved_and_scored() -> None:
 async def test_async_path() -> None:
     evaluator, _ = response_evaluator(ATOMIZED, REVISED)
     check_response_result(await evaluator.ainvoke({"response": RESPONSE, "topic": "Capitals"}))
+
+
+def test_the_result_names_the_judge_scored_or_not() -> None:
+    evaluator, _ = response_evaluator(ATOMIZED, REVISED)
+    result = evaluator.invoke({"response": RESPONSE, "topic": "Capitals"})
+    word_judge = {"kind": "custom", "model": None, "description": "custom judge WordJudge"}
+    assert result.judge is not None
+    assert result.to_dict()["judge"] == word_judge
+    failed, _ = response_evaluator(AIMessage(content="no tool"))  # atomizing fails: no scores
+    unscored = failed.invoke({"response": RESPONSE})
+    assert unscored.scores is None
+    assert unscored.to_dict()["judge"] == word_judge
+
+
+def test_the_default_judges_are_named() -> None:
+    offline = FactualityPipeline()  # no model: the offline heuristic
+    assert (offline.judge_info.kind, offline.judge_info.model) == ("heuristic", None)
+    llm = FactualityPipeline(llm=ChatScripted(model="fr-judge"))  # the LLM judge on the model
+    assert (llm.judge_info.kind, llm.judge_info.model) == ("llm", "scripted:fr-judge")
 
 
 def test_without_revision() -> None:

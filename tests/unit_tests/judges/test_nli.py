@@ -287,3 +287,36 @@ def test_wrong_output_width(files: dict[str, Path]) -> None:
 )
 def test_label_from_name(name: str, label: Label) -> None:
     assert label_from_name(name) is label
+
+
+def test_the_judge_names_its_model_file(judge: CrossEncoderNLIJudge) -> None:
+    info = judge.info()
+    assert (info.kind, info.model) == ("nli", "typed.onnx")
+    assert info.description == "a cross-encoder NLI model"
+
+
+def test_a_judge_from_the_hub_is_named_after_its_repository(
+    files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_references.judges import nli
+
+    local = {
+        "onnx/model.onnx": files["typed"],
+        "tokenizer.json": files["tokenizer"],
+        "config.json": files["config"],
+    }
+
+    class Hub:
+        @staticmethod
+        def hf_hub_download(repo_id: str, filename: str, **kwargs: Any) -> str:
+            return str(local[filename])
+
+    real_require = nli.require
+
+    def require(module: str, *args: Any, **kwargs: Any) -> Any:
+        return Hub if module == "huggingface_hub" else real_require(module, *args, **kwargs)
+
+    monkeypatch.setattr(nli, "require", require)
+    judge = CrossEncoderNLIJudge.from_pretrained("org/tiny-nli", revision="abc123")
+    assert judge.info().model == "org/tiny-nli@abc123"
+    assert CrossEncoderNLIJudge.from_pretrained("org/tiny-nli").info().model == "org/tiny-nli"

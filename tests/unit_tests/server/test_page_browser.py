@@ -15,6 +15,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from langchain_references.judges import JudgeInfo
 from langchain_references.server.page import CONTENT_SECURITY_POLICY
 from tests.unit_tests.server._native_fixtures import (
     LiveServer,
@@ -116,11 +117,19 @@ def test_claims_turn_and_show_their_evidence(page_at: Callable[..., object]) -> 
     assert verdicts[2] == "not_enough_evidence"
     assert "Tall towers" in page.inner_text("#article-view")  # type: ignore[attr-defined]
     assert page.inner_text("#article-status").startswith("Done: 3 claims")  # type: ignore[attr-defined]
+    badge = page.locator("#article-judge")  # type: ignore[attr-defined]
+    assert badge.is_visible()
+    assert badge.inner_text() == "Judge: custom (no model) — custom judge ScriptedJudge"
+    assert badge.get_attribute("data-kind") == "custom"
+    assert "rough" not in (badge.get_attribute("class") or "")  # only the heuristic is
 
     claims.nth(0).click()
     evidence = page.locator("#evidence")  # type: ignore[attr-defined]
     assert evidence.locator("h3").inner_text() == "The Eiffel Tower is 330 metres tall."
     assert evidence.locator(".verdict").inner_text().startswith("supported")
+    assert evidence.locator("p.judge").inner_text() == (
+        "Judge: custom (no model) — custom judge ScriptedJudge"
+    )
     passage = evidence.locator("li.passage").first
     assert passage.locator(".number").inner_text() == "[1]"
     assert passage.locator("blockquote").inner_text() == "The tower is 330 metres tall."
@@ -161,6 +170,79 @@ def test_markup_in_the_article_and_the_evidence_stays_text(
     assert title.inner_text().startswith("<img src=x onerror=alert(1)>")
     assert passage.locator("a").count() == 0  # a javascript: URL is never linked
     assert page.locator("#evidence img").count() == 0  # type: ignore[attr-defined]
+
+
+HEURISTIC_BADGE = (
+    "Judge: heuristic (no model) — offline heuristic (word overlap and similarity), not an NLI "
+    "model: rough; set an LLM judge for real checks"
+)
+HOW = (
+    "The service's operator sets an LLM judge with: langchain-references serve --judge "
+    "llm:PROVIDER:MODEL"
+)
+
+
+@pytest.mark.slow
+def test_the_offline_heuristic_wears_a_rough_badge_that_says_how_to_set_a_judge(
+    page_at: Callable[..., object],
+) -> None:
+    page = page_at()  # the service's default judge: the offline heuristic
+    badge = page.locator("#article-judge")  # type: ignore[attr-defined]
+    assert not badge.is_visible()  # no verdict, no badge
+    _set_top_k(page, 1)
+    page.fill("#article-text", "The Space Needle is 184 metres tall.")  # type: ignore[attr-defined]
+    page.click("#article-submit")  # type: ignore[attr-defined]
+    page.wait_for_selector("#article-view[data-done='true']", timeout=60_000)  # type: ignore[attr-defined]
+    assert badge.is_visible()
+    assert badge.get_attribute("data-kind") == "heuristic"
+    assert "rough" in (badge.get_attribute("class") or "").split()
+    assert badge.inner_text().splitlines() == [HEURISTIC_BADGE, HOW]
+    assert badge.locator("span.how").inner_text() == HOW
+    page.locator("#article-view span.claim").first.click()  # type: ignore[attr-defined]
+    assert page.locator("#evidence p.judge").inner_text() == HEURISTIC_BADGE  # type: ignore[attr-defined]
+
+    # the citation check of an answer names its judge too
+    answer_badge = page.locator("#answer-judge")  # type: ignore[attr-defined]
+    page.fill("#question", "How tall is the Space Needle?")  # type: ignore[attr-defined]
+    page.check("#check-citations")  # type: ignore[attr-defined]
+    page.click("#answer-submit")  # type: ignore[attr-defined]
+    page.wait_for_selector("#answer[data-done='true']", timeout=60_000)  # type: ignore[attr-defined]
+    assert answer_badge.is_visible()
+    assert answer_badge.inner_text().splitlines() == [HEURISTIC_BADGE, HOW]
+    # without the check, no verdict: the badge goes away
+    page.uncheck("#check-citations")  # type: ignore[attr-defined]
+    page.click("#answer-submit")  # type: ignore[attr-defined]
+    page.wait_for_selector("#answer[data-done='true']", timeout=60_000)  # type: ignore[attr-defined]
+    assert not answer_badge.is_visible()
+
+
+class HostileJudge(ScriptedJudge):
+    """A custom judge whose name is markup: the badge must show it as text."""
+
+    def info(self) -> JudgeInfo:
+        return JudgeInfo(
+            kind="custom",
+            model="<img src=x onerror=\"window.__pwned = 'model'\">",
+            description="<script>window.__pwned = 'description'</script>",
+        )
+
+
+@pytest.mark.slow
+def test_a_judge_named_with_markup_is_shown_as_text(page_at: Callable[..., object]) -> None:
+    page = page_at(use_judge=HostileJudge({"honey": "supports"}))
+    _set_top_k(page, 1)
+    page.fill("#article-text", "Honey bees make honey from the nectar of flowers.")  # type: ignore[attr-defined]
+    page.click("#article-submit")  # type: ignore[attr-defined]
+    page.wait_for_selector("#article-view[data-done='true']", timeout=60_000)  # type: ignore[attr-defined]
+    badge = page.locator("#article-judge")  # type: ignore[attr-defined]
+    assert badge.inner_text() == (
+        "Judge: custom (<img src=x onerror=\"window.__pwned = 'model'\">) — "
+        "<script>window.__pwned = 'description'</script>"
+    )
+    page.locator("#article-view span.claim").first.click()  # type: ignore[attr-defined]
+    assert page.locator("#evidence p.judge").inner_text() == badge.inner_text()  # type: ignore[attr-defined]
+    assert page.locator("img, #article-judge script, #evidence script").count() == 0  # type: ignore[attr-defined]
+    assert page.evaluate("typeof window.__pwned") == "undefined"  # type: ignore[attr-defined]
 
 
 @pytest.mark.slow
