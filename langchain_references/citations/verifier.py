@@ -51,14 +51,8 @@ from langchain_references.citations.sentences import (
     CitedSentence,
     is_verification_worthy,
 )
-from langchain_references.judges.base import (
-    JudgeInfo,
-    JudgeInputLike,
-    Judgement,
-    Label,
-    judge_info,
-    raise_interrupts,
-)
+from langchain_references.judges import JudgeInfo, judge_info
+from langchain_references.judges.base import JudgeInputLike, Judgement, Label, raise_interrupts
 
 __all__ = ["CitationVerdict", "CitationVerifier", "SentenceVerdict"]
 
