@@ -2,11 +2,12 @@
 
 The heuristic decides its label (entails / contradicts / unknown) from a relevance score and
 lexical cues; its confidence should be the probability that this label is right. This script
-fits that probability per label as a logistic function of the word overlap, the number of
-shared content words and (with embeddings) the cosine (Platt scaling, see ``Calibration``)
-on the pairs of the *first* half of the claims (``split_claims``) and reports on the *second*
-half: the judge's pair accuracy and macro-F1 next to the majority-class baseline (always the
-most frequent gold label of the same pairs), a reliability table (confidence bins: count, mean
+fits that probability per label (and for the *unknown* pairs withheld for their polarity) as a
+logistic function of the word overlap, the number of shared content words and (with
+embeddings) the cosine (Platt scaling, see ``Calibration``) on the pairs of the *first* half
+of the claims (``split_claims``) and reports on the *second* half: the judge's pair accuracy
+and macro-F1 next to the majority-class baseline (always the most frequent gold label of the
+same pairs), a reliability table (confidence bins: count, mean
 confidence, accuracy) and the expected calibration error (ECE, 10 equal-width bins, weighted by
 count), and per decided label its accuracy next to that label's share of the gold (the
 accuracy of deciding it blindly), for
@@ -74,6 +75,7 @@ class PairRow:
         cosine: The pair's embedding cosine, or ``None`` (lexical only).
         correct: Whether the label equals the gold evidence label.
         gold: The gold label (``None`` if unknown).
+        withheld: An *unknown* of a relevant pair (withheld for its polarity).
     """
 
     label: Label
@@ -82,6 +84,7 @@ class PairRow:
     cosine: float | None
     correct: bool
     gold: Label | None = None
+    withheld: bool = False
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,7 @@ def pair_rows(judge: HeuristicJudge, claims: Sequence[ClaimRecord]) -> list[Pair
                 cosine=cosine if judge.embedding_weight > 0 else None,
                 correct=label is expected,
                 gold=expected,
+                withheld=label is Label.UNKNOWN and relevance >= judge.relevance_threshold,
             )
         )
     return rows
@@ -230,31 +234,34 @@ def fit_platt(
 
 
 def fit_calibration(rows: Sequence[PairRow]) -> Calibration:
-    """Fit one Platt scaling per label on the rows of that label.
+    """Fit one Platt scaling per label on the rows of that label, and one on the withheld rows.
 
     Features are :meth:`Calibration.inputs`; the cosine one only when the rows have cosines.
+    *Unknown* is fitted on the unknown rows that are not withheld, ``withheld`` on the others.
 
     Args:
         rows: Decided pairs (see :func:`pair_rows`).
 
     Returns:
-        The calibration (a label without rows gets zeros: confidence 0.5).
+        The calibration (a group without rows gets zeros: confidence 0.5; ``withheld`` is
+        ``None`` without withheld rows).
     """
-    params: dict[Label, tuple[float, float, float, float]] = {}
-    for label in LABELS:
-        mine = [r for r in rows if r.label is label]
+
+    def fit(mine: Sequence[PairRow]) -> tuple[float, float, float, float]:
         if not mine:
-            params[label] = (0.0, 0.0, 0.0, 0.0)
-            continue
+            return (0.0, 0.0, 0.0, 0.0)
         lexical = all(r.cosine is None for r in mine)
         inputs = [Calibration.inputs(r.features, r.cosine) for r in mine]
         fitted = fit_platt([x[:2] if lexical else x for x in inputs], [r.correct for r in mine])
         a, b, c, d = (*fitted, 0.0) if lexical else fitted
-        params[label] = (a, b, c, d)
+        return (a, b, c, d)
+
+    withheld = [r for r in rows if r.withheld]
     return Calibration(
-        entails=params[Label.ENTAILS],
-        contradicts=params[Label.CONTRADICTS],
-        unknown=params[Label.UNKNOWN],
+        entails=fit([r for r in rows if r.label is Label.ENTAILS]),
+        contradicts=fit([r for r in rows if r.label is Label.CONTRADICTS]),
+        unknown=fit([r for r in rows if r.label is Label.UNKNOWN and not r.withheld]),
+        withheld=fit(withheld) if withheld else None,
     )
 
 
@@ -335,19 +342,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     print_table(
         "After (fitted calibration, capped)",
         test_rows,
-        lambda r: fitted.confidence(r.label, r.features, r.cosine),
+        lambda r: fitted.confidence(r.label, r.features, r.cosine, withheld=r.withheld),
     )
     print_table(
         "Shipped default calibration",
         test_rows,
-        lambda r: judge.calibration.confidence(r.label, r.features, r.cosine),
+        lambda r: judge.calibration.confidence(r.label, r.features, r.cosine, withheld=r.withheld),
     )
     attribute = "LEXICAL" if embeddings is None else "WITH_EMBEDDINGS"
     print(f"\n## Fitted parameters (paste into HeuristicJudge.DEFAULT_CALIBRATION_{attribute})\n")
     print("    Calibration(")
-    for label in LABELS:
-        values = ", ".join(f"{v:.3f}" for v in getattr(fitted, label.value))
-        print(f"        {label.value}=({values}),")
+    for name in (*(label.value for label in LABELS), "withheld"):
+        fitted_values = getattr(fitted, name)
+        if fitted_values is not None:
+            values = ", ".join(f"{v:.3f}" for v in fitted_values)
+            print(f"        {name}=({values}),")
     print("    )")
     return 0
 

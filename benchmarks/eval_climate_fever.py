@@ -10,8 +10,9 @@ provider's LangChain package and API key), ``nli[:<hub repo>]`` (downloads an ON
 cross-encoder from the Hugging Face Hub).
 
 ``--tune`` grid-searches the heuristic's relevance threshold, embedding weight and cues for the
-best pair-level macro-F1 on the *first* half of the claims and reports the best setting on the
-*second* half (the defaults of HeuristicJudge come from this run).
+best pair-level macro-F1 on the *first* half of the claims, then its contradiction threshold
+(in steps of 0.05 from the relevance threshold), and reports the best setting on the *second*
+half (the defaults of HeuristicJudge come from this run).
 
 Reference point: a FEVER-trained entailment model reaches 38.8 % claim-label accuracy on
 Climate-FEVER (Diggelmann et al., 2020).
@@ -209,9 +210,34 @@ def tune(claims: Sequence[ClaimRecord], embeddings_name: str, agg: WeightedVoteA
     for r in results[:8]:
         print(f"- {r[0]:.3f} {r[1]:.3f} w={r[2]} t={r[3]:.2f} cues={r[4]}")
     _, _, w, t, cues = results[0]
-    best = HeuristicJudge(embeddings, relevance_threshold=t, embedding_weight=w, cues=cues)
+    # Then the contradiction threshold (a reversed polarity is contradicts only when the rest
+    # of the statement is this relevant; below t it is the same as t), in steps of 0.05: finer
+    # differences are a pair or two of the half's ~200 contradictions.
+    by_ct = []
+    for ct in [round(t + x / 20, 2) for x in range(int((0.8 - t) * 20) + 1)]:
+        judge = HeuristicJudge(
+            embeddings,
+            relevance_threshold=t,
+            contradiction_threshold=ct,
+            embedding_weight=w,
+            cues=cues,
+        )
+        report = run(first, judge)
+        by_ct.append((report.pairs.macro_f1, report.claims.accuracy, ct))
+    by_ct.sort(key=lambda r: (r[0], r[1]), reverse=True)
+    print("\n## Contradiction threshold (pair macro-F1, claim accuracy, threshold)\n")
+    for r in by_ct[:5]:
+        print(f"- {r[0]:.3f} {r[1]:.3f} ct={r[2]:.2f}")
+    ct = by_ct[0][2]
+    best = HeuristicJudge(
+        embeddings,
+        relevance_threshold=t,
+        contradiction_threshold=ct,
+        embedding_weight=w,
+        cues=cues,
+    )
     print_report(
-        f"Best setting on the held-out second half (w={w}, t={t:.2f}, cues={cues})",
+        f"Best setting on the held-out second half (w={w}, t={t:.2f}, ct={ct:.2f}, cues={cues})",
         run(second, best),
         0.0,
         second,

@@ -122,10 +122,17 @@ def test_disabled_cues_are_ignored() -> None:
     st.floats(0.01, 0.99),
     st.floats(0.0, 1.0),
     st.booleans(),
+    st.floats(0.0, 1.0),
 )
-def test_decision_rule(overlap: float, cosine: float, t: float, w: float, negated: bool) -> None:
+def test_decision_rule(
+    overlap: float, cosine: float, t: float, w: float, negated: bool, ct: float
+) -> None:
     judge = HeuristicJudge(
-        TableEmbeddings({}), relevance_threshold=t, embedding_weight=w, cues=["negation"]
+        TableEmbeddings({}),
+        relevance_threshold=t,
+        contradiction_threshold=ct,
+        embedding_weight=w,
+        cues=["negation"],
     )
     features = LexicalFeatures(
         overlap=overlap, negation=negated, refutation=False, antonym=False, number=False
@@ -134,11 +141,17 @@ def test_decision_rule(overlap: float, cosine: float, t: float, w: float, negate
     relevance = w * max(0.0, cosine) + (1 - w) * overlap
     if relevance < t:
         assert j.label is Label.UNKNOWN
+    elif negated:
+        # A reversed polarity is never entailed: contradicts when the rest (here all of it:
+        # no rest_overlap given) is relevant enough, else unknown.
+        assert j.label is (Label.CONTRADICTS if relevance >= ct else Label.UNKNOWN)
     else:
-        assert j.label is (Label.CONTRADICTS if negated else Label.ENTAILS)
-    # The confidence comes from the calibration (not the relevance alone), capped.
+        assert j.label is Label.ENTAILS
+    # The confidence comes from the calibration (not the relevance alone), capped; an unknown
+    # withheld from a relevant pair has its own parameters.
     used = cosine if w > 0 else None  # weight 0: the cosine is not used at all
-    assert j.confidence == judge.calibration.confidence(j.label, features, used)
+    withheld = j.label is Label.UNKNOWN and relevance >= t
+    assert j.confidence == judge.calibration.confidence(j.label, features, used, withheld=withheld)
     assert 0.0 < j.confidence <= (UNKNOWN_CAP if j.label is Label.UNKNOWN else CONFIDENCE_CAP)
     assert "heuristic" in j.rationale.lower()
 
@@ -215,6 +228,14 @@ def test_defaults_and_validation() -> None:
     unused = HeuristicJudge(TableEmbeddings({}), embedding_weight=0.0)
     assert unused.calibration == HeuristicJudge.DEFAULT_CALIBRATION_LEXICAL
     assert HeuristicJudge().embedding_weight == 0.0
+    assert HeuristicJudge().contradiction_threshold == (
+        HeuristicJudge.DEFAULT_CONTRADICTION_THRESHOLD_LEXICAL
+    )
+    assert with_emb.contradiction_threshold == (
+        HeuristicJudge.DEFAULT_CONTRADICTION_THRESHOLD_WITH_EMBEDDINGS
+    )
+    with pytest.raises(ValueError, match="contradiction_threshold"):
+        HeuristicJudge(contradiction_threshold=1.5)
     with pytest.raises(ValueError, match="unknown cues"):
         HeuristicJudge(cues=["sarcasm"])
     with pytest.raises(ValueError, match="relevance_threshold"):

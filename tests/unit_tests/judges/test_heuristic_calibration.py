@@ -56,7 +56,9 @@ def _verdict(judge: HeuristicJudge, statement: str, passage: str) -> tuple[Verdi
 @pytest.mark.parametrize("cosine", [None, 0.8016])
 def test_python_not_from_the_snake_is_not_confidently_refuted(cosine: float | None) -> None:
     features = lexical_features(PYTHON, PYTHON_PASSAGE)
-    assert features.negation
+    # The passage's negation is about the snake, a word the statement does not have: since
+    # the polarity check reads the scope of a negation, it is no contradiction cue.
+    assert not features.negation
     assert features.overlap == 1.0
     if cosine is None:
         judge = HeuristicJudge()
@@ -69,7 +71,7 @@ def test_python_not_from_the_snake_is_not_confidently_refuted(cosine: float | No
     assert old == pytest.approx(0.92 if cosine else 1.0, abs=0.005)
 
     judgement = judge.judge(PYTHON, PYTHON_PASSAGE)
-    assert judgement.label is Label.CONTRADICTS  # the cue still fires; it just is not sure
+    assert judgement.label is Label.ENTAILS  # the passage says what the statement says
     assert judgement.confidence <= MODERATE
     assert "heuristic" in judgement.rationale.lower()
     _, confidence = _verdict(judge, PYTHON, PYTHON_PASSAGE)
@@ -266,18 +268,22 @@ def test_shipped_lexical_calibration_is_calibrated_on_held_out_climate_fever(
     test_rows = pair_rows(judge, split_claims(claims, "second"))
 
     fitted = fit_calibration(fit_rows)
-    for label in Label:
-        assert getattr(fitted, label.value) == pytest.approx(
-            getattr(HeuristicJudge.DEFAULT_CALIBRATION_LEXICAL, label.value), abs=0.002
+    for name in (*(label.value for label in Label), "withheld"):
+        assert getattr(fitted, name) == pytest.approx(
+            getattr(HeuristicJudge.DEFAULT_CALIBRATION_LEXICAL, name), abs=0.002
         )
     correct = [r.correct for r in test_rows]
-    shipped = [judge.calibration.confidence(r.label, r.features, r.cosine) for r in test_rows]
+    shipped = [
+        judge.calibration.confidence(r.label, r.features, r.cosine, withheld=r.withheld)
+        for r in test_rows
+    ]
     before = [
         heuristic.linear_confidence(r.label, r.relevance, judge.relevance_threshold)
         for r in test_rows
     ]
-    assert expected_calibration_error(shipped, correct) <= 0.05
-    assert expected_calibration_error(before, correct) > 0.1  # measured 0.128
+    assert expected_calibration_error(shipped, correct) <= 0.05  # measured 0.046
+    # Measured 0.094 with the polarity check's labels (0.128 with the earlier cues).
+    assert expected_calibration_error(before, correct) > 0.08
     # Calibration does not touch the labels, and nothing verdict-bearing exceeds the cap.
     assert (
         max(c for c, r in zip(shipped, test_rows, strict=True) if r.label is not Label.UNKNOWN)

@@ -1,0 +1,1112 @@
+"""Does a statement keep the polarity of a passage? Direction, negation, quantities, dates.
+
+Sans-IO helper of :class:`~langchain_references.judges.heuristic.HeuristicJudge`: word overlap
+cannot tell "sea ice has grown by 13 percent" from "sea ice has declined by 13 percent", so the
+judge asks :func:`compare` whether the statement reverses the passage on
+
+* *direction*: a lexicon of opposites in a few axes (amount: increase / decrease, rise / fall,
+  grow / decline, gain / loss, expand / shrink...; degree: more / less, higher / lower, larger /
+  smaller, above / below...; temperature: warming / cooling, hot / cold; speed, strength,
+  thickness, melting / freezing, better / worse, true / false, before / after...). Each
+  direction word is an :class:`Event` with the content words around it in its clause, its
+  *anchors* (what rises or falls; "temperatures rose" is also a warming). A statement event is
+  compared with the passage events of its axis that share the most (and nearest) anchors with
+  it, each passage event counting only for the statement events it matches best: it is
+  *reversed* when they all state the opposite direction ("grown" vs "declined", "is not
+  melting" vs "is melting"). A statement that states both directions on an axis ("X rose while
+  Y fell") is not read as reversed on it;
+* *negation*: ``not``, ``no``, ``never``, ``n't``... negate the next words of their clause (at
+  most two content words), ``it is not true that ...`` the clause it introduces, and two
+  negations cancel ("it is not true that ice is not melting" = "ice is melting"). A negated
+  direction word flips its event ("has not declined" agrees with "has increased"). Any other
+  negation of the statement must meet a negation of the passage on a nearby word; otherwise it
+  is reversed when the passage asserts the negated word ("does not cause" vs "causes"), and
+  *unsupported* when the passage does not mention it. A negation of the passage reverses the
+  statement when it negates a word the statement asserts, next to another word of the statement;
+* *quantities*: numbers are values with their unit (``13 %`` = ``13 percent``, ``20 cm`` =
+  ``200 mm``, ``2 °C``, ``1.5 billion tonnes``), precision (``13`` covers 12.5 up to 13.5) and
+  comparison (``more than 13 %`` is the interval above 13, ``about 13`` within 15 %); a
+  four-digit integer from 1000 to 2100 is a year, ``1990s`` a decade. A statement quantity is
+  reversed when the passage has quantities of the same unit next to a shared word (for years,
+  after the same preposition) and none of them is compatible with it ("13 percent" vs "31 %",
+  "since 1979" vs "since 1997", "more than 50 %" vs "less than 50 %").
+
+Each text is cut at :data:`MAX_CHARS` characters and the work is linear in its length: the
+tokenizer's regular expression has no nested quantifier, every token looks at a bounded window,
+and the comparison looks at most at :data:`MAX_ITEMS` items of the statement against bounded
+lists of the passage. It is a heuristic: it misses reversals phrased outside its lexicon or
+about words the two texts do not share, and can misread a direction word that is about
+something else.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from langchain_references.judges._words import STOPWORDS, is_negation, stem
+
+__all__ = [
+    "MAX_CHARS",
+    "MAX_ITEMS",
+    "MIN_MATCH",
+    "NEGATION_SCOPE",
+    "WINDOW",
+    "Conflict",
+    "Event",
+    "PolarityCheck",
+    "Quantity",
+    "TextPolarity",
+    "Unsupported",
+    "analyse",
+    "compare",
+    "is_polarity_word",
+]
+
+#: Characters of a text that are read; the rest is ignored (the input is untrusted).
+MAX_CHARS: Final = 20_000
+#: Direction words, quantities and negations of the statement that are compared (the first ones).
+MAX_ITEMS: Final = 64
+#: Content words on each side of a direction word, a number or a negation that are its anchors.
+WINDOW: Final = 5
+#: Lowest :func:`match` of two events read as about the same thing: one shared anchor at most
+#: two content words from both direction words.
+MIN_MATCH: Final = 0.5
+#: Content words a negation negates (the first is its *head*, the predicate it negates).
+NEGATION_SCOPE: Final = 2
+
+_WINDOW_REACH: Final = 4 * WINDOW  # tokens scanned on each side for the anchors
+_NEGATION_REACH: Final = 4  # tokens after a negation that it may negate
+_WRAPPER_REACH: Final = 12  # tokens after "not true that" searched for a negation or a verb
+_PER_KEY: Final = 32  # passage events kept per (axis, anchor), quantities per unit
+
+_TOKEN = re.compile(
+    r"[a-z][a-z0-9]*'[a-z]+|[a-z][a-z0-9]*|[0-9][0-9.,]*[a-z]*|[%°±]|[.;!?]|[,:()]|[-–—]"
+)
+_SENTENCE_END: Final = frozenset(".;!?")
+_CLAUSE_WORDS: Final = frozenset(
+    {"but", "while", "whereas", "although", "though", "however", "yet", "unlike"}
+)
+_MORE_STOPWORD_TEXT: Final = """
+    since per than very just only even still much many also yet however while whereas although
+    though because due according said says say such same most least like well one two three
+    it's there's between during until within across among through against
+"""
+#: Function words beyond the overlap's stop words that anchor nothing.
+_MORE_STOPWORDS: Final = frozenset(_MORE_STOPWORD_TEXT.split())
+_AUXILIARY_TEXT: Final = """
+    is are was were be been has have had will would can could should may might must does do did
+"""
+_AUXILIARIES: Final = frozenset(_AUXILIARY_TEXT.split())
+_AUXILIARY_ENDINGS: Final = ("'ll", "'re", "'ve", "'d", "'m", "it's", "that's", "there's")
+#: A negation word followed by these negates nothing ("not only", "no doubt").
+_NOT_NEGATIONS: Final = frozenset(
+    {
+        ("not", "only"),
+        ("not", "just"),
+        ("not", "merely"),
+        ("not", "least"),
+        ("not", "to"),
+        ("no", "doubt"),
+        ("no", "matter"),
+        ("nothing", "but"),
+    }
+)
+#: After a negation: a sentence-wide negation ("it is not true that ...").
+_WRAPPERS: Final = (("true", "that"), ("correct", "that"), ("the", "case", "that"))
+#: Anchors that make a change of amount a change of temperature ("temperatures rose").
+_TEMPERATURE_WORDS: Final = ("temperatur", "heat")
+
+# ------------------------------------------------------------------------------ the lexicon
+
+_AXES: Final = (
+    (
+        "amount",
+        """increase increases increased increasing rise rises rising rose risen grow grows
+        growing grew grown growth gain gains gained gaining expand expands expanded expanding
+        expansion climb climbs climbed climbing soar soars soared soaring surge surges surged
+        surging raise raises raised raising boost boosts boosted doubled doubling tripled
+        advance advances advanced advancing upward upwards""",
+        """decrease decreases decreased decreasing decline declines declined declining fall
+        falls falling fell fallen drop drops dropped dropping shrink shrinks shrinking shrank
+        shrunk shrinkage loss losses lose loses losing lost reduce reduces reduced reducing
+        reduction diminish diminishes diminished diminishing dwindle dwindles dwindled
+        dwindling plummet plummets plummeted plummeting plunge plunges plunged plunging
+        contract contracts contracted contracting contraction halved halving retreat
+        retreats retreated retreating recede recedes receded receding downward downwards""",
+    ),
+    (
+        "degree",
+        """more most higher highest high larger largest bigger biggest greater greatest above
+        exceed exceeds exceeded exceeding maximum increasingly""",
+        """less least fewer fewest lower lowest low smaller smallest lesser below minimum
+        decreasingly""",
+    ),
+    (
+        "temperature",
+        "warm warms warmed warming warmer warmest hot hotter hottest heating",
+        "cool cools cooled cooling cooler coolest cold colder coldest chill chilling",
+    ),
+    (
+        "speed",
+        """accelerate accelerates accelerated accelerating acceleration faster fastest
+        quicken quickens quickened quickening""",
+        """slow slows slowed slowing slower slowest slowdown decelerate decelerates
+        decelerated decelerating deceleration""",
+    ),
+    (
+        "strength",
+        """strong stronger strongest strengthen strengthens strengthened strengthening
+        intensify intensifies intensified intensifying""",
+        "weak weaker weakest weaken weakens weakened weakening",
+    ),
+    (
+        "thickness",
+        "thick thicker thickest thicken thickens thickened thickening",
+        "thin thinner thinnest thins thinned thinning",
+    ),
+    (
+        "phase",
+        "melt melts melted melting thaw thaws thawed thawing",
+        "freeze freezes freezing froze frozen refreeze refreezes refreezing refroze",
+    ),
+    (
+        "quality",
+        "better best improve improves improved improving improvement",
+        """worse worst worsen worsens worsened worsening deteriorate deteriorates
+        deteriorated deteriorating deterioration""",
+    ),
+    ("truth", "true correct accurate", "false untrue incorrect wrong inaccurate"),
+    ("sign", "positive", "negative"),
+    ("safety", "safe safer safest harmless", "dangerous unsafe harmful hazardous"),
+    ("order", "before earlier earliest", "after later latest"),
+    ("likelihood", "likely probable", "unlikely improbable"),
+    ("agreement", "agree agrees agreed agreement", "disagree disagrees disagreed disagreement"),
+    ("wetness", "wet wetter wettest", "dry drier driest dryer"),
+)
+#: Each direction word -> (axis, +1 or -1).
+_LEXICON: Final[dict[str, tuple[str, int]]] = {
+    word: (axis, sign)
+    for axis, up, down in _AXES
+    for sign, words in ((1, up), (-1, down))
+    for word in words.split()
+}
+
+
+def is_polarity_word(word: str) -> bool:
+    """Whether a lower-case word is a direction word of the lexicon or a negation.
+
+    Args:
+        word: A lower-case word.
+
+    Returns:
+        ``True`` if the polarity check reads the word as a direction or a negation.
+    """
+    return word in _LEXICON or is_negation(word)
+
+
+# ----------------------------------------------------------------- quantities: units and ops
+
+_UNITS: Final[dict[str, tuple[str, float]]] = {
+    "%": ("%", 1.0),
+    "percent": ("%", 1.0),
+    "pct": ("%", 1.0),
+    "percentage": ("%", 1.0),
+    "ppm": ("ppm", 1.0),
+    "ppmv": ("ppm", 1.0),
+    "ppb": ("ppb", 1.0),
+    "c": ("°C", 1.0),
+    "celsius": ("°C", 1.0),
+    "f": ("°F", 1.0),
+    "fahrenheit": ("°F", 1.0),
+    "k": ("K", 1.0),
+    "kelvin": ("K", 1.0),
+    "mm": ("m", 0.001),
+    "millimetre": ("m", 0.001),
+    "millimetres": ("m", 0.001),
+    "millimeter": ("m", 0.001),
+    "millimeters": ("m", 0.001),
+    "cm": ("m", 0.01),
+    "centimetre": ("m", 0.01),
+    "centimetres": ("m", 0.01),
+    "centimeter": ("m", 0.01),
+    "centimeters": ("m", 0.01),
+    "m": ("m", 1.0),
+    "metre": ("m", 1.0),
+    "metres": ("m", 1.0),
+    "meter": ("m", 1.0),
+    "meters": ("m", 1.0),
+    "km": ("m", 1000.0),
+    "kilometre": ("m", 1000.0),
+    "kilometres": ("m", 1000.0),
+    "kilometer": ("m", 1000.0),
+    "kilometers": ("m", 1000.0),
+    "inch": ("m", 0.0254),
+    "inches": ("m", 0.0254),
+    "ft": ("m", 0.3048),
+    "foot": ("m", 0.3048),
+    "feet": ("m", 0.3048),
+    "mile": ("m", 1609.344),
+    "miles": ("m", 1609.344),
+    "kg": ("t", 0.001),
+    "t": ("t", 1.0),
+    "ton": ("t", 1.0),
+    "tons": ("t", 1.0),
+    "tonne": ("t", 1.0),
+    "tonnes": ("t", 1.0),
+    "mt": ("t", 1e6),
+    "gt": ("t", 1e9),
+    "gigaton": ("t", 1e9),
+    "gigatons": ("t", 1e9),
+    "gigatonne": ("t", 1e9),
+    "gigatonnes": ("t", 1e9),
+    "year": ("yr", 1.0),
+    "years": ("yr", 1.0),
+    "yr": ("yr", 1.0),
+    "yrs": ("yr", 1.0),
+    "decade": ("yr", 10.0),
+    "decades": ("yr", 10.0),
+    "century": ("yr", 100.0),
+    "centuries": ("yr", 100.0),
+    "month": ("month", 1.0),
+    "months": ("month", 1.0),
+    "day": ("day", 1.0),
+    "days": ("day", 1.0),
+    "times": ("times", 1.0),
+    "fold": ("times", 1.0),
+}
+#: Multipliers after a number ("1.5 billion").
+_MULTIPLIERS: Final = {
+    "thousand": 1e3,
+    "million": 1e6,
+    "millions": 1e6,
+    "billion": 1e9,
+    "billions": 1e9,
+    "trillion": 1e12,
+}
+_DEGREE_WORDS: Final = frozenset({"°", "degree", "degrees"})
+#: Units read only glued to the number ("2C", "5t") or after "degrees", never as a word.
+_SUFFIX_ONLY_UNITS: Final = frozenset({"c", "f", "k", "t"})
+#: Phrases before a number, longest first: ">" a lower bound, "<" an upper bound, "~" roughly.
+_COMPARATORS: Final = (
+    ("no more than", "<"),
+    ("not more than", "<"),
+    ("no less than", ">"),
+    ("not less than", ">"),
+    ("no fewer than", ">"),
+    ("more than", ">"),
+    ("greater than", ">"),
+    ("higher than", ">"),
+    ("larger than", ">"),
+    ("at least", ">"),
+    ("upwards of", ">"),
+    ("in excess of", ">"),
+    ("less than", "<"),
+    ("fewer than", "<"),
+    ("lower than", "<"),
+    ("smaller than", "<"),
+    ("at most", "<"),
+    ("up to", "<"),
+    ("as much as", "<"),
+    ("as many as", "<"),
+    ("over", ">"),
+    ("above", ">"),
+    ("exceeding", ">"),
+    ("under", "<"),
+    ("below", "<"),
+    ("nearly", "~<"),
+    ("almost", "~<"),
+    ("about", "~"),
+    ("around", "~"),
+    ("roughly", "~"),
+    ("approximately", "~"),
+    ("some", "~"),
+    ("circa", "~"),
+    ("c", "~"),
+    ("ca", "~"),
+    ("an estimated", "~"),
+    ("estimated", "~"),
+)
+#: The phrases of :data:`_COMPARATORS` as word tuples, by their last word (longest first).
+_COMPARATORS_BY_LAST: Final[dict[str, list[tuple[tuple[str, ...], str]]]] = defaultdict(list)
+for _phrase, _op in _COMPARATORS:
+    _COMPARATORS_BY_LAST[_phrase.split()[-1]].append((tuple(_phrase.split()), _op))
+#: Words between a comparison and its number that keep the comparison ("more than about 13").
+_APPROXIMATORS: Final = frozenset({"about", "around", "roughly", "approximately", "nearly"})
+#: Temperature scales after "degrees".
+_SCALES: Final = frozenset({"c", "celsius", "f", "fahrenheit", "k", "kelvin"})
+_YEAR_PREPOSITIONS: Final = {
+    "since": "since",
+    "from": "from",
+    "after": "from",
+    "in": "in",
+    "during": "in",
+    "of": "in",
+    "by": "by",
+    "until": "by",
+    "till": "by",
+    "to": "by",
+    "through": "by",
+    "before": "by",
+    "between": "from",
+}
+#: Relative tolerance of a number read as approximate ("about 13").
+_APPROXIMATE: Final = 0.15
+#: Tolerance, in years, of an approximate year ("c. 950").
+_YEAR_APPROXIMATE: Final = 10.0
+
+# ------------------------------------------------------------------------------ data types
+
+
+@dataclass(frozen=True)
+class Event:
+    """A direction word in its clause.
+
+    Attributes:
+        axis: The lexicon's axis (``"amount"``, ``"degree"``, ``"temperature"``...).
+        sign: ``1`` for the axis's up word (increase, more, warming...), ``-1`` for its down word.
+        negated: Whether a negation covers the word (an odd number of them).
+        word: The word as written (lower case).
+        anchors: The content words and numbers around it in its clause, what it is about:
+            root -> distance (1 for the nearest content word on its side, up to :data:`WINDOW`).
+    """
+
+    axis: str
+    sign: int
+    negated: bool
+    word: str
+    anchors: dict[str, int]
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A number as the interval of values it allows, with its unit.
+
+    Attributes:
+        low: Lower end of the interval.
+        high: Upper end.
+        low_open: Whether ``low`` itself is excluded ("more than 13").
+        high_open: Whether ``high`` itself is excluded ("less than 13").
+        unit: The normalised unit (``"%"``, ``"m"``, ``"t"``, ``"°C"``, ``"°"`` for degrees of
+            no stated scale, ``"year"``...) or ``"~"`` and the root of the word after the number
+            ("5 species": ``"~speci"``).
+        text: The number as written, with its comparison and unit (for rationales).
+        anchors: The roots of the content words and numbers around it in its clause, and for a
+            year its preposition (``"@since"``).
+    """
+
+    low: float
+    high: float
+    low_open: bool
+    high_open: bool
+    unit: str
+    text: str
+    anchors: frozenset[str]
+
+    def compatible(self, other: Quantity) -> bool:
+        """Whether the two intervals overlap (the units are not checked).
+
+        Args:
+            other: Another quantity.
+
+        Returns:
+            ``True`` if some value lies in both intervals.
+        """
+        if self.low > other.low or (self.low == other.low and self.low_open):
+            low, low_open = self.low, self.low_open
+        else:
+            low, low_open = other.low, other.low_open
+        if self.high < other.high or (self.high == other.high and self.high_open):
+            high, high_open = self.high, self.high_open
+        else:
+            high, high_open = other.high, other.high_open
+        return low < high or (low == high and not low_open and not high_open)
+
+
+@dataclass(frozen=True)
+class Negation:
+    """A negation that survives (is not cancelled by another) and what it negates.
+
+    Attributes:
+        word: The negation as written (``"not"``, ``"isn't"``...).
+        head: The root of the first content word it negates (the predicate: "does not
+            *cause*").
+        scope: The roots of all the content words it negates.
+        window: The roots of the content words around it, with its scope.
+    """
+
+    word: str
+    head: str
+    scope: frozenset[str]
+    window: frozenset[str]
+
+
+@dataclass(frozen=True)
+class TextPolarity:
+    """What :func:`analyse` found in a text.
+
+    Attributes:
+        events: Direction words, in text order.
+        quantities: Numbers with a unit, in text order.
+        negations: Negations that survive, with what they negate (a negated direction word is
+            left to its event).
+        positive: Roots of the content words not under a negation.
+        negated: Roots of the content words under a negation.
+    """
+
+    events: tuple[Event, ...]
+    quantities: tuple[Quantity, ...]
+    negations: tuple[Negation, ...]
+    positive: frozenset[str]
+    negated: frozenset[str]
+
+
+ConflictKind = Literal["direction", "negation", "number"]
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A place where the statement reverses the passage.
+
+    Attributes:
+        kind: ``"direction"`` (opposite direction words), ``"negation"`` (negated in one text,
+            asserted in the other) or ``"number"`` (incompatible values, dates or comparisons).
+        text: What differs, e.g. ``"grown vs declined"``.
+    """
+
+    kind: ConflictKind
+    text: str
+
+
+UnsupportedKind = Literal["negation", "direction", "silent"]
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """Polarity the statement asserts and the passage does not state.
+
+    Attributes:
+        kind: ``"negation"`` (the statement negates something the passage does not negate),
+            ``"direction"`` (the passage has direction words of the axis, all opposite to the
+            statement's, but about other words) or ``"silent"`` (the passage has no direction
+            word of the axis that agrees or disagrees).
+        text: What is unsupported, e.g. ``"not: cause"``.
+    """
+
+    kind: UnsupportedKind
+    text: str
+
+
+@dataclass(frozen=True)
+class PolarityCheck:
+    """What :func:`compare` found.
+
+    Attributes:
+        conflicts: Where the statement reverses the passage.
+        unsupported: Polarity the statement asserts that the passage does not state.
+    """
+
+    conflicts: tuple[Conflict, ...]
+    unsupported: tuple[Unsupported, ...]
+
+
+# ------------------------------------------------------------------------------ words
+
+
+def _root(word: str) -> str:
+    """A crude root for matching ("temperature", "temperatures" -> "temperatur")."""
+    if word[0].isdigit():
+        return word
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    word = stem(word)
+    return word[:-1] if len(word) > 3 and word.endswith("e") else word
+
+
+def _is_content(word: str) -> bool:
+    return (
+        word[0].isalpha()
+        and len(word) > 1
+        and word not in STOPWORDS
+        and word not in _MORE_STOPWORDS
+        and not is_negation(word)
+    )
+
+
+def _negates(word: str) -> bool:
+    """A negation for the polarity check ("without" is too often about something else)."""
+    return word != "without" and is_negation(word)
+
+
+def _is_year(value: float, digits: str) -> bool:
+    return digits.isdigit() and 1000 <= value <= 2100
+
+
+_Kind = Literal["word", "number", "symbol", "clause", "sentence"]
+
+
+def _tokenize(text: str) -> tuple[list[str], list[_Kind]]:
+    """The tokens of the first :data:`MAX_CHARS` characters, lower case, and their kinds."""
+    words: list[str] = []
+    kinds: list[_Kind] = []
+    end = -1
+    for match in _TOKEN.finditer(text[:MAX_CHARS].lower().replace("’", "'")):
+        tok = match.group()
+        attached, end = match.start() == end, match.end()
+        first = tok[0]
+        if first.isdigit():
+            number = tok.rstrip(".,")
+            words.append(number)
+            kinds.append("number")
+            if len(number) < len(tok):  # "in 1979." / "1979, when"
+                period = "." in tok[len(number) :]
+                words.append("." if period else ",")
+                kinds.append("sentence" if period else "clause")
+        elif first.isalpha():
+            words.append(tok)
+            kinds.append("clause" if tok in _CLAUSE_WORDS else "word")
+        elif tok in _SENTENCE_END:
+            if tok == "." and attached and words and len(words[-1]) == 1:
+                continue  # "c. 950", "e.g.", "U.S.": an abbreviation, not a sentence end
+            words.append(tok)
+            kinds.append("sentence")
+        elif tok in "%°±-–—":
+            words.append("-" if tok in "-–—" else tok)
+            kinds.append("symbol")
+        else:
+            words.append(tok)
+            kinds.append("clause")
+    return words, kinds
+
+
+def _parse_number(token: str) -> tuple[float, float, str] | None:
+    """Value, precision (half the unit of the last digit) and letter suffix of a number token."""
+    digits = token.rstrip("abcdefghijklmnopqrstuvwxyz")
+    suffix = token[len(digits) :]
+    if digits.count(".") > 1:
+        return None
+    if "," in digits:  # thousands separators only: "2,850,000"
+        head, *groups = digits.split(",")
+        if "." in head or not all(len(g.split(".")[0]) == 3 for g in groups):
+            return None
+        digits = head + "".join(groups)
+    try:
+        value = float(digits)
+    except ValueError:
+        return None
+    decimals = len(digits.split(".")[1]) if "." in digits else 0
+    return value, 0.5 * 10.0**-decimals, suffix
+
+
+def _interval(
+    low: float, high: float, precision: tuple[float, float], op: str, year: bool
+) -> tuple[float, float, bool, bool]:
+    """The values a number allows: ``(low, high, low_open, high_open)``.
+
+    A rounded number covers half a unit of its last digit on each side, its upper edge
+    excluded ("2" is 1.5 up to 2.5, "1" is 0.5 up to 1.5: they do not meet).
+    """
+    if op == ">":
+        return low, math.inf, True, False
+    if op == "<":
+        return -math.inf, high, False, True
+    lo, hi = low - precision[0], high + precision[1]
+    if op.startswith("~"):
+        if year:
+            lo, hi = min(lo, low - _YEAR_APPROXIMATE), max(hi, high + _YEAR_APPROXIMATE)
+        else:
+            lo, hi = (
+                min(lo, low - abs(low) * _APPROXIMATE),
+                max(hi, high + abs(high) * _APPROXIMATE),
+            )
+        if op == "~<":  # "nearly 13": a little below
+            hi = high + precision[1]
+    return lo, hi, False, precision[1] > 0
+
+
+# ------------------------------------------------------------------------------ analysis
+
+
+class _Reader:
+    """One pass over the tokens of a text (see :func:`analyse`)."""
+
+    def __init__(self, text: str) -> None:
+        self.words, self.kinds = _tokenize(text)
+        self.consumed = [False] * len(self.words)  # part of a quantity or a wrapper
+        self.parity = [0] * len(self.words)  # 1 where an odd number of negations apply
+
+    def _content(self, i: int) -> bool:
+        """A content word that may anchor: not a direction word, not part of a quantity."""
+        word = self.words[i]
+        return (
+            self.kinds[i] == "word"
+            and not self.consumed[i]
+            and word not in _LEXICON
+            and _is_content(word)
+        )
+
+    def _at(self, i: int, phrase: Sequence[str]) -> bool:
+        return tuple(self.words[i : i + len(phrase)]) == tuple(phrase)
+
+    def window(self, start: int, end: int) -> dict[str, int]:
+        """The anchors around the tokens ``start`` to ``end``: root -> distance.
+
+        Up to :data:`WINDOW` content words on each side, in the same clause, and the numbers
+        among them; the distance is 1 for the nearest content word on its side.
+        """
+        found: dict[str, int] = {}
+        n = len(self.words)
+        for step, origin in ((-1, start - 1), (1, end + 1)):
+            i, seen, limit = origin, 0, origin + step * _WINDOW_REACH
+            while 0 <= i < n and i != limit and seen < WINDOW:
+                kind = self.kinds[i]
+                if kind in ("clause", "sentence"):
+                    break
+                if kind == "number" or self._content(i):
+                    seen += kind != "number"
+                    root = _root(self.words[i])
+                    found[root] = min(found.get(root, WINDOW), max(seen, 1))
+                i += step
+        return found
+
+    # .................................................................... quantities
+
+    def quantities(self) -> list[Quantity]:
+        """Read the numbers with a unit (or a year), marking their tokens consumed."""
+        out: list[Quantity] = []
+        words, kinds, n = self.words, self.kinds, len(self.words)
+        i = 0
+        while i < n:
+            parsed = _parse_number(words[i]) if kinds[i] == "number" else None
+            if parsed is None:
+                i += 1
+                continue
+            value, precision, suffix = parsed
+            start, op = self._comparator(i)
+            end, high, high_precision = i, value, precision
+            low = value
+            second = _parse_number(words[i + 2]) if i + 2 < n and kinds[i + 2] == "number" else None
+            if second is not None and words[i + 1] == "±":  # "0.93 ± 0.07 °C"
+                low, high, end, suffix = value - second[0], value + second[0], i + 2, second[2]
+            elif (
+                second is not None
+                and words[i + 1] in ("to", "and", "-")
+                and (second[0] >= value or (_is_year(value, words[i]) and second[0] < 100))
+            ):
+                end, suffix = i + 2, second[2]  # "1.1 to 6.4 °C", "1979-2012", "1990-95"
+                high, high_precision = second[0], second[1]
+                if high < value:
+                    high += value - value % 100
+            unit, scale, end = self._unit(end, suffix)
+            year = False
+            if not unit and suffix == "s" and _is_year(value, words[i][:-1]) and value % 10 == 0:
+                unit, year, high = "year", True, value + 9  # "the 1990s"
+            elif not unit and not suffix and _is_year(value, words[i]):
+                unit, year = "year", True
+            elif not unit and not suffix:
+                unit = self._context_unit(end)
+            if not unit:  # "5th", a bare number
+                i = end + 1
+                continue
+            interval = _interval(
+                low * scale,
+                high * scale,
+                (0.0, 0.0) if year else (precision * scale, high_precision * scale),
+                op,
+                year,
+            )
+            anchors = frozenset(self.window(start, end))
+            if year and i > 0 and words[i - 1] in _YEAR_PREPOSITIONS:
+                anchors |= {"@" + _YEAR_PREPOSITIONS[words[i - 1]]}
+            text = " ".join(words[start : end + 1])
+            out.append(Quantity(*interval, unit=unit, text=text, anchors=anchors))
+            for k in range(start, end + 1):
+                self.consumed[k] = True
+            i = end + 1
+        return out
+
+    def _comparator(self, i: int) -> tuple[int, str]:
+        """Where the comparison before the number at ``i`` starts, and its op.
+
+        The op is ``"="`` without one, else ``">"``, ``"<"``, ``"~"`` or ``"~<"``; "more than
+        about 13" is ``">"``.
+        """
+        gaps = (1, 0) if i > 0 and self.words[i - 1] in _APPROXIMATORS else (0,)
+        for gap in gaps:
+            last = i - gap - 1
+            for phrase, op in _COMPARATORS_BY_LAST.get(self.words[last], ()) if last >= 0 else ():
+                j = last + 1 - len(phrase)
+                if j >= 0 and self._at(j, phrase):
+                    return j, op
+        return i, "="
+
+    def _unit(self, end: int, suffix: str) -> tuple[str, float, int]:
+        """The unit after the number at ``end``: (unit, scale, index of its last token)."""
+        if suffix:  # "2c", "10km", "1990s"
+            unit, factor = _UNITS.get(suffix, ("", 1.0))
+            return unit, factor, end
+        words, n = self.words, len(self.words)
+        scale, j = 1.0, end + 1
+        if j < n and words[j] in _MULTIPLIERS:
+            scale, j = _MULTIPLIERS[words[j]], j + 1
+        if j < n and words[j] in _DEGREE_WORDS:
+            k = j + 1 if j + 1 < n and words[j + 1] in _DEGREE_WORDS else j
+            if k + 1 < n and words[k + 1] in _SCALES:
+                return _UNITS[words[k + 1]][0], scale, k + 1
+            return "°", scale, k
+        if j + 1 < n and (words[j], words[j + 1]) in (("per", "cent"), ("percentage", "points")):
+            return "%", scale, j + 1
+        if j < n and words[j] in _UNITS and words[j] not in _SUFFIX_ONLY_UNITS:
+            unit, factor = _UNITS[words[j]]
+            return unit, scale * factor, j
+        if scale != 1.0:
+            return self._context_unit(j - 1), scale, j - 1
+        return "", 1.0, end
+
+    def _context_unit(self, end: int) -> str:
+        """``"~"`` and the root of the content word right after ``end``, or ``""``."""
+        for k in range(end + 1, min(end + 3, len(self.words))):
+            if self.kinds[k] != "word":
+                return ""
+            if _is_content(self.words[k]):
+                return "~" + _root(self.words[k])
+        return ""
+
+    # .................................................................... negations
+
+    def negations(self) -> list[tuple[int, int, int]]:
+        """Mark the parity of the negated tokens.
+
+        Returns:
+            Each negation as (its index, its scope's first index, its scope's last index).
+        """
+        words, kinds, n = self.words, self.kinds, len(self.words)
+        found: list[tuple[int, int, int]] = []
+        i = 0
+        while i < n:
+            if kinds[i] != "word" or self.consumed[i]:
+                i += 1
+                continue
+            wrapped = self._wrapper(i)
+            if wrapped:
+                i = self._unwrap(i, wrapped, found)
+            else:
+                if _negates(words[i]) and not self._not_a_negation(i):
+                    found.append(self._negate(i))
+                i += 1
+        return found
+
+    def _not_a_negation(self, i: int) -> bool:
+        """Whether the negation word at ``i`` negates nothing ("not only", "no doubt")."""
+        nxt = self.words[i + 1] if i + 1 < len(self.words) else ""
+        return (self.words[i], nxt) in _NOT_NEGATIONS
+
+    def _negate(self, i: int) -> tuple[int, int, int]:
+        """Flip the parity of the scope of the negation at ``i``."""
+        words, kinds, n = self.words, self.kinds, len(self.words)
+        start = i + 2 if words[i] == "no" and self._at(i + 1, ("longer",)) else i + 1
+        end, content = start, 0
+        while end < n and end - start < _NEGATION_REACH and content < NEGATION_SCOPE:
+            if kinds[end] in ("clause", "sentence"):
+                break
+            content += kinds[end] == "word" and _is_content(words[end])
+            self.parity[end] ^= 1
+            end += 1
+        return i, start, end - 1
+
+    def _wrapper(self, i: int) -> int:
+        """Where the clause of a sentence-wide negation at ``i`` starts ("not true that"), or 0."""
+        word = self.words[i]
+        if _negates(word):
+            for phrase in _WRAPPERS:
+                if self._at(i + 1, phrase):
+                    return i + 1 + len(phrase)
+        elif word in ("false", "untrue") and self._at(i + 1, ("that",)):
+            return i + 2
+        return 0
+
+    def _unwrap(self, i: int, start: int, found: list[tuple[int, int, int]]) -> int:
+        """Apply "it is not true that ..." at ``i`` to its clause, starting at ``start``.
+
+        It cancels the first negation of the clause ("it is not true that ice is not melting" =
+        "ice is melting"); without one, it negates after the clause's first auxiliary verb
+        ("... that ice is melting" = "ice is not melting"); without one either (within a few
+        words), the rest of the sentence.
+
+        Returns:
+            Where to go on reading.
+        """
+        words, kinds, n = self.words, self.kinds, len(self.words)
+        for k in range(i, start):
+            self.consumed[k] = True
+        near = []
+        for k in range(start, min(n, start + _WRAPPER_REACH)):
+            if kinds[k] in ("clause", "sentence"):
+                break
+            near.append(k)
+        for k in near:
+            if not self.consumed[k] and _negates(words[k]) and not self._not_a_negation(k):
+                self.consumed[k] = True
+                return start
+        for k in near:
+            if words[k] in _AUXILIARIES or words[k].endswith(_AUXILIARY_ENDINGS):
+                found.append(self._negate(k))
+                return k + 1
+        end = start
+        while end < n and kinds[end] != "sentence":
+            self.parity[end] ^= 1
+            end += 1
+        found.append((i, start, end - 1))
+        return end
+
+    # .................................................................... all of it
+
+    def analyse(self) -> TextPolarity:
+        quantities = self.quantities()
+        spans = self.negations()
+        words, kinds, parity = self.words, self.kinds, self.parity
+        events: list[Event] = []
+        positive: set[str] = set()
+        negated: set[str] = set()
+        for i, word in enumerate(words):
+            if kinds[i] != "word" or self.consumed[i]:
+                continue
+            if word in _LEXICON:
+                axis, sign = _LEXICON[word]
+                anchors = self.window(i, i)
+                events.append(Event(axis, sign, bool(parity[i]), word, anchors))
+                if axis in ("amount", "degree") and any(
+                    anchors.get(a, WINDOW) <= 2 for a in _TEMPERATURE_WORDS
+                ):
+                    events.append(Event("temperature", sign, bool(parity[i]), word, anchors))
+            elif _is_content(word):
+                (negated if parity[i] else positive).add(_root(word))
+        negations = []
+        for at, start, end in spans:
+            scope = [k for k in range(start, end + 1) if parity[k] and self._content(k)]
+            # The head is the first negated content word that is no adverb; a negated
+            # direction word is its event's business.
+            heads = [
+                k
+                for k in range(start, end + 1)
+                if parity[k]
+                and kinds[k] == "word"
+                and not self.consumed[k]
+                and _is_content(words[k])
+                and not words[k].endswith("ly")
+            ]
+            if heads and words[heads[0]] not in _LEXICON:
+                roots = frozenset(_root(words[k]) for k in scope)
+                window = frozenset(self.window(at, end)) | roots
+                negations.append(Negation(words[at], _root(words[heads[0]]), roots, window))
+        return TextPolarity(
+            events=tuple(events),
+            quantities=tuple(quantities),
+            negations=tuple(negations),
+            positive=frozenset(positive),
+            negated=frozenset(negated),
+        )
+
+
+def analyse(text: str) -> TextPolarity:
+    """Read the direction words, negations and quantities of a text.
+
+    Only the first :data:`MAX_CHARS` characters are read; the work is linear in their number.
+
+    Args:
+        text: The text.
+
+    Returns:
+        What was found.
+    """
+    return _Reader(text).analyse()
+
+
+# ------------------------------------------------------------------------------ comparison
+
+_State = tuple[int, bool]
+
+
+def _agrees(statement: _State, passage: _State) -> bool | None:
+    """Whether the passage's (sign, negated) agrees with the statement's.
+
+    ``True``, ``False`` (reversed), or ``None`` (neither: "increased" vs "did not decrease").
+    """
+    (s1, n1), (s2, n2) = statement, passage
+    if s1 == s2:
+        return n1 == n2
+    if not n1 and not n2:
+        return False
+    if n1 and not n2:
+        return True  # "has not declined" vs "has increased"
+    return None
+
+
+def match(statement: Event, passage: Event) -> float:
+    """How surely two events of an axis are about the same thing.
+
+    Args:
+        statement: An event of the statement.
+        passage: An event of the passage.
+
+    Returns:
+        The sum over their shared anchors of 1 / the anchor's larger distance to the two
+        direction words (1, 1/2, 1/3...).
+    """
+    return math.fsum(
+        1.0 / max(d, passage.anchors[a])
+        for a, d in statement.anchors.items()
+        if a in passage.anchors
+    )
+
+
+def _direction(
+    statement: Sequence[Event], passage: Sequence[Event]
+) -> tuple[list[Conflict], list[Unsupported]]:
+    by_anchor: dict[tuple[str, str], list[int]] = defaultdict(list)
+    states: dict[str, set[_State]] = defaultdict(set)
+    for k, event in enumerate(passage):
+        states[event.axis].add((event.sign, event.negated))
+        for anchor in event.anchors:
+            keyed = by_anchor[(event.axis, anchor)]
+            if len(keyed) < _PER_KEY:
+                keyed.append(k)
+    # Score each statement event against the passage events of its axis that share an anchor;
+    # a passage event counts only for the statement events it matches best ("rising sea levels
+    # will reduce land area" vs "rising sea levels": that "rising" is not about "reduce").
+    scores: list[dict[int, float]] = []
+    best_for: dict[int, float] = defaultdict(float)
+    for event in statement:
+        candidates = {k for a in event.anchors for k in by_anchor.get((event.axis, a), ())}
+        scored = {k: match(event, passage[k]) for k in candidates}
+        scores.append(scored)
+        for k, score in scored.items():
+            best_for[k] = max(best_for[k], score)
+    # A statement that states both directions on an axis ("X rose while Y fell") contrasts two
+    # things: its direction words of that axis are not read as reversed by an opposite one.
+    signs: dict[str, set[int]] = defaultdict(set)
+    for event in statement:
+        signs[event.axis].add(-event.sign if event.negated else event.sign)
+    conflicts: list[Conflict] = []
+    unsupported: list[Unsupported] = []
+    for event, scored in zip(statement, scores, strict=True):
+        state = (event.sign, event.negated)
+        said = f"not {event.word}" if event.negated else event.word
+        contrasted = len(signs[event.axis]) > 1
+        mine = {k: v for k, v in scored.items() if v >= best_for[k] - 1e-9}
+        best = max(mine.values(), default=0.0)
+        if best >= MIN_MATCH:
+            top = [passage[k] for k, score in mine.items() if score >= best - 1e-9]
+            verdicts = {_agrees(state, (p.sign, p.negated)) for p in top}
+            if True in verdicts:
+                continue
+            if verdicts == {False}:
+                words = sorted({p.word for p in top})
+                if event.word in words:  # the same word, negated in one text only
+                    conflicts.append(Conflict("negation", f"{said} vs {'/'.join(words)}"))
+                    continue
+                if not contrasted:
+                    conflicts.append(Conflict("direction", f"{said} vs {'/'.join(words)}"))
+                    continue
+        if event.negated:  # a negation needs a passage event that agrees with it
+            unsupported.append(Unsupported("negation", said))
+            continue
+        seen = {_agrees(state, other) for other in states.get(event.axis, ())}
+        if True in seen:
+            continue
+        kind: UnsupportedKind = "direction" if False in seen and not contrasted else "silent"
+        unsupported.append(Unsupported(kind, said))
+    return conflicts, unsupported
+
+
+def _related(statement: Quantity, passage: Quantity) -> bool:
+    """Whether two quantities are about the same thing.
+
+    They share a word, and years also their preposition ("since 1979" vs "since 1997", not "in
+    1998" vs "since 1979").
+    """
+    shared = statement.anchors & passage.anchors
+    if statement.unit != "year":
+        return bool(shared)
+    return any(a[0] == "@" for a in shared) and any(a[0] != "@" for a in shared)
+
+
+def _numbers(statement: Sequence[Quantity], passage: Sequence[Quantity]) -> list[Conflict]:
+    by_unit: dict[str, list[Quantity]] = defaultdict(list)
+    for q in passage:
+        keyed = by_unit[q.unit]
+        if len(keyed) < _PER_KEY:
+            keyed.append(q)
+    degrees = by_unit["°C"] + by_unit["°F"] + by_unit["°"]
+    conflicts = []
+    for q in statement:
+        if q.unit == "°":
+            same = degrees
+        elif q.unit in ("°C", "°F"):
+            same = by_unit[q.unit] + by_unit["°"]
+        else:
+            same = by_unit[q.unit]
+        if not same or any(q.compatible(p) for p in same):
+            continue
+        related = [p.text for p in same if _related(q, p)]
+        if related:
+            conflicts.append(Conflict("number", f"{q.text} vs {'/'.join(dict.fromkeys(related))}"))
+    return conflicts
+
+
+def _negations(
+    statement: TextPolarity, passage: TextPolarity
+) -> tuple[list[Conflict], list[Unsupported]]:
+    """Negations on one side only.
+
+    Reversed when the other side asserts the negated word, unsupported when the passage does
+    not mention it.
+    """
+    p_scopes = frozenset().union(*(n.scope for n in passage.negations))
+    p_windows = frozenset().union(*(n.window for n in passage.negations))
+    s_scopes = frozenset().union(*(n.scope for n in statement.negations[:MAX_ITEMS]))
+    s_windows = frozenset().union(*(n.window for n in statement.negations[:MAX_ITEMS]))
+    conflicts: list[Conflict] = []
+    unsupported: list[Unsupported] = []
+    for neg in statement.negations[:MAX_ITEMS]:
+        if neg.head in passage.negated or neg.scope & p_windows or neg.window & p_scopes:
+            continue  # the passage negates it too, or something next to it
+        if neg.head in passage.positive:
+            conflicts.append(Conflict("negation", f"{neg.word} {neg.head} vs {neg.head}"))
+        else:
+            unsupported.append(Unsupported("negation", f"{neg.word}: {neg.head}"))
+    words = statement.positive | statement.negated
+    for neg in passage.negations:
+        if neg.head not in statement.positive or neg.head in statement.negated:
+            continue
+        if (neg.window - {neg.head}) & words and not (
+            neg.scope & s_windows or neg.window & s_scopes
+        ):
+            conflicts.append(Conflict("negation", f"{neg.head} vs {neg.word} {neg.head}"))
+    return conflicts, unsupported
+
+
+def compare(statement: TextPolarity, passage: TextPolarity) -> PolarityCheck:
+    """Where the statement reverses the passage, and what polarity it asserts unsupported.
+
+    Only the first :data:`MAX_ITEMS` events, quantities and negations of the statement are
+    compared.
+
+    Args:
+        statement: :func:`analyse` of the statement.
+        passage: :func:`analyse` of the passage.
+
+    Returns:
+        The conflicts (direction, negation, number) and the unsupported polarity.
+    """
+    direction, unsupported_direction = _direction(statement.events[:MAX_ITEMS], passage.events)
+    negation, unsupported_negation = _negations(statement, passage)
+    numbers = _numbers(statement.quantities[:MAX_ITEMS], passage.quantities)
+    return PolarityCheck(
+        conflicts=tuple(direction + negation + numbers),
+        unsupported=tuple(unsupported_negation + unsupported_direction),
+    )
