@@ -60,8 +60,8 @@ def main() -> int:
         left = [name for name in survived + no_tests if name not in explained]
         unexplained += left
         unchecked += not_checked
-        judged = len(codes) - not_checked - len(equivalent)
-        score = (killed + timeout) / judged if judged else 1.0
+        judged = killed + timeout + len(survived) + len(no_tests) - len(equivalent)
+        score = (killed + timeout) / judged if judged else None
         rows.append(
             (
                 module,
@@ -87,12 +87,12 @@ def main() -> int:
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for module, *numbers, score in rows:
-        cells = [module, *map(str, numbers), f"{score:.1%}"]
+        cells = [module, *map(str, numbers), "n/a" if score is None else f"{score:.1%}"]
         print("| " + " | ".join(cells) + " |")
     totals = [sum(row[i] for row in rows) for i in range(1, 7)]
-    judged = totals[0] - totals[5] - totals[4]
-    total_score = (totals[1] + totals[2]) / judged if judged else 1.0
-    print("| **all** | " + " | ".join(map(str, totals)) + f" | {total_score:.1%} |")
+    judged = totals[1] + totals[2] + totals[3] - totals[4]
+    total = f"{(totals[1] + totals[2]) / judged:.1%}" if judged else "n/a"
+    print("| **all** | " + " | ".join(map(str, totals)) + f" | {total} |")
     stale = sorted(set(explained) - _all_names(metas))
     if stale:
         print(
