@@ -190,17 +190,17 @@ class _Tally:
     failed: int = 0
 
     @classmethod
-    def of(cls, verdict: SentenceVerdict) -> _Tally:
+    def of(cls, part: SentenceVerdict | AnswerReport) -> _Tally:
+        """The counts of one sentence verdict, or the counts of one answer's report."""
+        if isinstance(part, AnswerReport):
+            return cls(*(getattr(part, name) for name in _COUNTS))
+        verdict = part
         if not verdict.verification_worthy:
             return cls(failed=verdict.failed_judgements)
         supported = 1 if verdict.supported else 0
         return cls(
             1, supported, len(verdict.citations), verdict.n_precise, verdict.failed_judgements
         )
-
-    @classmethod
-    def of_report(cls, report: _CitationScores) -> _Tally:
-        return cls(*(getattr(report, name) for name in _COUNTS))
 
     def __add__(self, other: _Tally) -> _Tally:
         return _Tally(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))
@@ -234,8 +234,17 @@ class _CitationScores(ABC):
             object.__setattr__(self, name, value)
 
     @abstractmethod
+    def _parts(self) -> tuple[SentenceVerdict | AnswerReport, ...]:
+        """What the report is made of: sentence verdicts, or answer reports."""
+
     def _tally(self) -> _Tally:
-        """The counts of the report."""
+        """The counts of the report: the sum of its parts'."""
+        return sum(map(_Tally.of, self._parts()), _Tally())
+
+    @property
+    def judge(self) -> JudgeInfo | None:
+        """Which judge made the verdicts: the first one its parts name (``None`` if none)."""
+        return next((part.judge for part in self._parts() if part.judge is not None), None)
 
     @property
     def citation_recall(self) -> float | None:
@@ -277,13 +286,8 @@ class AnswerReport(_CitationScores):
     location: str | None
     sentences: tuple[SentenceVerdict, ...]
 
-    def _tally(self) -> _Tally:
-        return sum(map(_Tally.of, self.sentences), _Tally())
-
-    @property
-    def judge(self) -> JudgeInfo | None:
-        """Which judge made the verdicts: that of its sentences (``None`` without sentences)."""
-        return _judge_of(s.judge for s in self.sentences)
+    def _parts(self) -> tuple[SentenceVerdict, ...]:
+        return self.sentences
 
     @property
     def worthy(self) -> tuple[SentenceVerdict, ...]:
@@ -320,11 +324,6 @@ class AnswerReport(_CitationScores):
         }
 
 
-def _judge_of(judges: Iterable[JudgeInfo | None]) -> JudgeInfo | None:
-    """The judge of verdicts: the first one named (a report's verdicts share one verifier)."""
-    return next((judge for judge in judges if judge is not None), None)
-
-
 def _mean(values: Iterable[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return math.fsum(present) / len(present) if present else None
@@ -346,13 +345,8 @@ class CitationReport(_CitationScores):
     answers: tuple[AnswerReport, ...]
     errors: tuple[RecordError, ...] = ()
 
-    def _tally(self) -> _Tally:
-        return sum(map(_Tally.of_report, self.answers), _Tally())
-
-    @property
-    def judge(self) -> JudgeInfo | None:
-        """Which judge made the verdicts: that of its answers (``None`` without sentences)."""
-        return _judge_of(a.judge for a in self.answers)
+    def _parts(self) -> tuple[AnswerReport, ...]:
+        return self.answers
 
     @property
     def macro_recall(self) -> float | None:

@@ -319,6 +319,14 @@ class Calibration:
         return min(UNKNOWN_CAP if label is Label.UNKNOWN else CONFIDENCE_CAP, p)
 
 
+def _unit_interval(name: str, value: float | None, default: float) -> float:
+    """Return ``value`` (``default`` when None), checked to lie in [0, 1]."""
+    chosen = default if value is None else value
+    if not 0.0 <= chosen <= 1.0:
+        raise ValueError(f"{name} must be in [0, 1], got {chosen}")
+    return chosen
+
+
 class HeuristicJudge(Judge):
     """Lexical / embedding heuristic judge: **not an NLI model; weak** (see module docs).
 
@@ -390,26 +398,20 @@ class HeuristicJudge(Judge):
     ) -> None:
         if embeddings is not None and not isinstance(embeddings, Embeddings):
             raise TypeError(f"embeddings must be an Embeddings, not {type(embeddings).__name__}")
-        if relevance_threshold is None:
-            relevance_threshold = (
-                self.DEFAULT_THRESHOLD_LEXICAL
-                if embeddings is None
-                else self.DEFAULT_THRESHOLD_WITH_EMBEDDINGS
-            )
-        if not 0.0 <= relevance_threshold <= 1.0:
-            raise ValueError(f"relevance_threshold must be in [0, 1], got {relevance_threshold}")
-        if contradiction_threshold is None:
-            contradiction_threshold = (
-                self.DEFAULT_CONTRADICTION_THRESHOLD_LEXICAL
-                if embeddings is None
-                else self.DEFAULT_CONTRADICTION_THRESHOLD_WITH_EMBEDDINGS
-            )
-        if not 0.0 <= contradiction_threshold <= 1.0:
-            raise ValueError(
-                f"contradiction_threshold must be in [0, 1], got {contradiction_threshold}"
-            )
-        if not 0.0 <= embedding_weight <= 1.0:
-            raise ValueError(f"embedding_weight must be in [0, 1], got {embedding_weight}")
+        lexical = embeddings is None
+        relevance_threshold = _unit_interval(
+            "relevance_threshold",
+            relevance_threshold,
+            self.DEFAULT_THRESHOLD_LEXICAL if lexical else self.DEFAULT_THRESHOLD_WITH_EMBEDDINGS,
+        )
+        contradiction_threshold = _unit_interval(
+            "contradiction_threshold",
+            contradiction_threshold,
+            self.DEFAULT_CONTRADICTION_THRESHOLD_LEXICAL
+            if lexical
+            else self.DEFAULT_CONTRADICTION_THRESHOLD_WITH_EMBEDDINGS,
+        )
+        _unit_interval("embedding_weight", embedding_weight, embedding_weight)
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         chosen = tuple(self.DEFAULT_CUES if cues is None else cues)
