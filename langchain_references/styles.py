@@ -127,7 +127,7 @@ def _safe_form(form: str) -> bool:
     match = _SCHEME_RE.match(cleaned)
     if match is None:
         # No scheme: a relative reference, unless a colon hides in the first path segment.
-        first = re.split(r"[/?#\\]", cleaned, maxsplit=1)[0]
+        first = re.split(r"[/?#\\]", cleaned)[0]
         return ":" not in first
     return match.group(1).lower() in _SAFE_SCHEMES
 

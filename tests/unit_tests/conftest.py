@@ -235,3 +235,17 @@ def dead_local_url() -> str:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return f"http://127.0.0.1:{port}/gone"
+
+
+@pytest.fixture(autouse=True)
+def _no_memo_from_other_tests() -> None:
+    """Start each test with the library's memo caches empty.
+
+    A test then computes what it checks instead of reading a value another test left (a
+    mutation run forks each mutant from a process that ran every test once).
+    """
+    from langchain_references import _parser, styles
+
+    styles.safe_url.cache_clear()
+    _parser._HELD.clear()
+    _parser._grammar.cache_clear()

@@ -72,6 +72,25 @@ def test_html_escapes_quotes_in_urls_and_labels_exactly() -> None:
     ],
 )
 def test_safe_url_percent_encodes_each_utf8_byte(url: str, expected: str) -> None:
+    safe_url.cache_clear()  # computed here, not remembered from another test
+    assert safe_url(url) == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("/a:b", "/a:b"),  # a colon after the first segment
+        ("a/b:c", "a/b:c"),
+        ("a?b:c", "a?b:c"),
+        ("a#b:c", "a#b:c"),
+        ("1x:y", None),  # a colon in the first segment of a relative reference
+        (":x", None),
+    ],
+)
+def test_a_colon_only_in_the_first_segment_refuses_a_relative_url(
+    url: str, expected: str | None
+) -> None:
+    safe_url.cache_clear()
     assert safe_url(url) == expected
 
 
