@@ -96,8 +96,8 @@ def run_inference(
     max_iterations: int = 1000,
     exact_budget: int = 2**22,
     conditioning_budget: int = 2**24,
-    clamp_budget: int = 2**26,
-    sampling_budget: int = 2**40,
+    clamp_budget: int = 2**25,
+    sampling_budget: int = 2**32,
     seed: int = 0,
     brute_max_vars: int = 20,
 ) -> InferenceResult:
