@@ -5,7 +5,8 @@ converge, or the clamping budget ran out). The network is rewritten as
 ``log p(x) = sum_v h_v x_v + sum_(u,v) w_uv x_u x_v + const`` and its variables are
 coloured greedily so that no two neighbours share a colour (FR2 graphs are bipartite:
 atoms and contexts, two colours); a sweep resamples one colour at a time, all of its
-variables at once, in ``chains`` independent chains started from uniform random states.
+variables at once, in ``chains`` independent chains started from uniform random states
+(:class:`Couplings`: each class multiplies only its couplings to the other classes).
 
 Each marginal is the Rao-Blackwellised average of ``P(x_v = 1 | neighbours)`` over the
 second half of the sweeps (the first half is burn-in) and over the chains. Its

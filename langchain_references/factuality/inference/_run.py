@@ -54,7 +54,7 @@ _RETRIES = ((None, 0), (0.8, 5), (0.95, 0))
 # largest network (its dense coupling matrix: 8 n^2 bytes)
 _CHAINS, _LEVELS, _LEVELS_PER_ROOT_N, _HOTTEST, _SAMPLING_TOLERANCE = 16, 12, 1.5, 0.02, 0.01
 _GIBBS_MAX_VARS = 3000
-_GIBBS_MIN_SWEEPS, _GIBBS_MAX_SWEEPS = 200, 4000
+_GIBBS_MIN_SWEEPS, _GIBBS_MAX_SWEEPS = 200, 1000
 # fewest sweeps of a clamped BP run (warm-started at the fixed point) in the cost forecast
 _MIN_CLAMP_SWEEPS = 4
 # multiply-adds charged per variable, replica and sweep besides the couplings (random
@@ -248,7 +248,7 @@ def solve(graph: FactGraph, method: Method, options: InferenceOptions) -> Infere
                     marginal,
                     errors,
                     options,
-                    budgeted=True,
+                    budgeted=False,
                     clamp=False,
                 )
             bp_roots, gibbs_roots = bp_roots + gibbs_roots, []  # BP's answer stands
