@@ -162,6 +162,7 @@ class Couplings:
         beta: Float32Array,
         rng: np.random.Generator,
         total: FloatArray,
+        cold: IntArray,
     ) -> FloatArray:
         """Resample every class in turn, in place; add ``P(x = 1 | rest)`` to ``total``.
 
@@ -169,8 +170,10 @@ class Couplings:
             state: ``(n, columns)`` 0/1 states in colour order.
             beta: Inverse temperature of every column.
             rng: The random generator.
-            total: ``(n, k)``: the conditional probabilities of the first ``k`` columns
-                (the ``beta = 1`` chains) are added to it (Rao-Blackwellisation).
+            total: ``(n, k)``: the conditional probabilities of the columns ``cold``
+                (the ``beta = 1`` replica of every chain) are added to it
+                (Rao-Blackwellisation).
+            cold: The ``k`` columns at ``beta = 1``, in chain order.
 
         Returns:
             The log-probability (up to a constant) of every column's new state at
@@ -178,14 +181,13 @@ class Couplings:
             in the later of its two classes, whose field to the earlier classes was taken
             after they were resampled.
         """
-        chains = total.shape[1]
         pairwise = np.zeros(state.shape[1])
         for k, (a, b) in enumerate(itertools.pairwise(self.bounds)):
             below = _product(self.lower[k], state[:a])
             field = below + _product(self.upper[k], state[b:])
             field += self.h[a:b, None]
             p = _sigmoid(beta * field)
-            total[a:b] += p[:, :chains]
+            total[a:b] += p[:, cold]
             state[a:b] = rng.random(p.shape, dtype=np.float32) < p
             pairwise += np.einsum("vc,vc->c", state[a:b], below, dtype=np.float64)
         out: FloatArray = self.h.astype(np.float64) @ state + pairwise
@@ -272,7 +274,11 @@ def run_gibbs(
     rng = np.random.default_rng(seed)
     couplings = net if isinstance(net, Couplings) else Couplings.of(net)
     n = couplings.n
-    beta64 = np.repeat(_temperatures(levels, hottest), chains)  # column c: level c // chains
+    temperatures = _temperatures(levels, hottest)
+    # replicas keep their states; exchanges move the temperatures: column_at[l, j] is the
+    # column of chain j at level l, beta64[c] the inverse temperature of column c
+    column_at = np.arange(levels * chains, dtype=np.int64).reshape(levels, chains)
+    beta64 = np.repeat(temperatures, chains)
     beta = beta64.astype(np.float32)
     columns = beta.size
     state = (rng.random((n, columns)) < 0.5).astype(np.float32)
@@ -286,16 +292,18 @@ def run_gibbs(
     sums: list[FloatArray] = []
     sweeps = 0
     accepted = np.zeros(levels - 1)  # exchanges accepted between each level and the next
-    hot = slice(columns - chains, columns)
     hot_moves = 0  # variables the hottest replicas changed, summed over sweeps and chains
     while True:
         total = np.zeros((n, chains))
         for _ in range(_ROUND):
-            before = state[:, hot].copy() if levels > 1 else None
-            log_p = couplings.sweep(state, beta, rng, total)
+            hot = column_at[-1].copy()
+            before = state[:, hot] if levels > 1 else None
+            log_p = couplings.sweep(state, beta, rng, total, column_at[0].copy())
             if before is not None:
-                accepted += _swap(state, log_p, chains, levels, beta64, rng)
                 hot_moves += int(np.count_nonzero(state[:, hot] != before))
+                accepted += _swap(column_at, log_p, temperatures, rng)
+                beta64[column_at] = temperatures[:, None]
+                beta[:] = beta64
         sums.append(total)
         sweeps += _ROUND
         if len(sums) < _MIN_ROUNDS and sweeps < max_sweeps:
@@ -325,38 +333,37 @@ def run_gibbs(
 
 
 def _swap(
-    state: Float32Array,
+    column_at: IntArray,
     log_p: FloatArray,
-    chains: int,
-    levels: int,
-    beta: FloatArray,
+    temperatures: FloatArray,
     rng: np.random.Generator,
 ) -> FloatArray:
     """Replica exchange between neighbouring levels (even pairs, then odd), in place.
 
+    The states stay in their columns; an accepted exchange swaps which column sits at
+    which level of its chain.
+
     Args:
-        state: ``(n, columns)`` states.
+        column_at: ``(levels, chains)``: the column at each level of each chain.
         log_p: Log-probability (``beta = 1``, up to a constant) of every column's state.
-        chains: Chains (columns per level).
-        levels: Levels.
-        beta: Inverse temperature of every column.
+        temperatures: Inverse temperature of every level.
         rng: The random generator.
 
     Returns:
         The number of exchanges accepted between each level and the next.
     """
+    levels = column_at.shape[0]
     counts = np.zeros(levels - 1)
     for parity in (0, 1):
         lower = np.arange(parity, levels - 1, 2)
         if lower.size == 0:
             continue
-        a = (lower[:, None] * chains + np.arange(chains)).ravel()  # disjoint pairs (a, b)
-        b = a + chains
-        accept = np.log(rng.random(a.size)) < (beta[a] - beta[b]) * (log_p[b] - log_p[a])
-        sa, sb = a[accept], b[accept]
-        state[:, sa], state[:, sb] = state[:, sb], state[:, sa].copy()
-        log_p[sa], log_p[sb] = log_p[sb], log_p[sa].copy()
-        counts[lower] = accept.reshape(lower.size, chains).sum(axis=1)
+        a, b = column_at[lower], column_at[lower + 1]  # disjoint pairs, (pairs, chains)
+        gap = (temperatures[lower] - temperatures[lower + 1])[:, None]
+        accept = np.log(rng.random(a.shape)) < gap * (log_p[b] - log_p[a])
+        column_at[lower] = np.where(accept, b, a)
+        column_at[lower + 1] = np.where(accept, a, b)
+        counts[lower] = accept.sum(axis=1)
     return counts
 
 

@@ -42,8 +42,9 @@ def test_block_sweep_energy_is_the_ising_energy_of_the_new_state(
     rng = np.random.default_rng(seed)
     state = (rng.random((net.n, columns)) < 0.5).astype(np.float32)
     beta = rng.uniform(0.02, 1.0, columns).astype(np.float32)
+    cold = np.array([columns - 1])
     total = np.zeros((net.n, 1))
-    log_p = couplings.sweep(state, beta, rng, total)
+    log_p = couplings.sweep(state, beta, rng, total, cold)
     x = np.empty_like(state, dtype=np.float64)
     x[order] = state  # back to the variable order
     direct = h @ x + 0.5 * np.einsum("vc,vc->c", x, w @ x)
