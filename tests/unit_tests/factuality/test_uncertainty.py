@@ -87,11 +87,11 @@ def logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize(("embeddings", "version"), [(False, 1), (False, 2), (False, 3), (True, 2)])
 def test_the_offline_judge_moves_no_atom_further_than_its_evidence(
-    flaherty: FactualityInput, version: int
+    flaherty: FactualityInput, embeddings: bool, version: int
 ) -> None:
-    judge = offline_judge(use_embeddings=False)  # lexical: no model, deterministic
+    judge = offline_judge(use_embeddings=embeddings)  # lexical, or with offline MiniLM
     result = create_factuality_evaluator(judge=judge, version=version).invoke(flaherty)
     assert result.scores is not None
     judged = RelationJudge(judge, version=normalize_version(version)).judge_pairs(
