@@ -30,9 +30,9 @@ estimate:
   ``"auto"`` this path is taken only where it can give every atom of the component an
   estimate: a component whose clamping is forecast to cost more than ``clamp_budget``
   (two runs of at least 4 sweeps over every edge per atom) is sampled without running
-  BP; otherwise BP runs once (no restarts) and the run and the clamped runs together
-  stay within ``clamp_budget``, all or nothing: a non-converged run, or clamping that
-  would overrun the budget, hands the component to the sampler;
+  BP; otherwise BP runs once (no restarts, at most 300 sweeps) and the run and the
+  clamped runs together stay within ``clamp_budget``, all or nothing: a non-converged
+  run, or clamping that would overrun the budget, hands the component to the sampler;
 * ``gibbs``: where BP left an atom of a component without an estimate, or was not worth
   running, the component is sampled: chromatic Gibbs sampling, each colour class
   resampled at once from its couplings to the other classes (float32 BLAS products;

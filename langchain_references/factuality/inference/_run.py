@@ -57,6 +57,9 @@ _GIBBS_MAX_VARS = 3000
 _GIBBS_MIN_SWEEPS, _GIBBS_MAX_SWEEPS = 200, 1000
 # fewest sweeps of a clamped BP run (warm-started at the fixed point) in the cost forecast
 _MIN_CLAMP_SWEEPS = 4
+# auto: BP that has not converged in this many sweeps hands the component to the sampler
+# (the runs that converged on the benchmark's FR graphs took 37-138 sweeps)
+_AUTO_BP_SWEEPS = 300
 # multiply-adds charged per variable, replica and sweep besides the couplings (random
 # numbers, sigmoid, bookkeeping)
 _PER_VARIABLE = 16
@@ -71,7 +74,8 @@ class InferenceOptions(TypedDict, total=False):
         max_iterations: Loopy BP sweep cap (per run).
         exact_budget: Largest clique-table sum of one junction tree.
         conditioning_budget: Largest total clique-table sum of cutset conditioning.
-        clamp_budget: Largest number of message updates spent on clamped BP runs.
+        clamp_budget: Largest number of message updates spent on clamped BP runs (with
+            ``"auto"``: on BP's run and its clamped runs together, all atoms or none).
         sampling_budget: Largest number of multiply-adds Gibbs sampling may spend.
         seed: Seed of Gibbs sampling (results are reproducible).
         brute_max_vars: Largest component ``"brute"`` will enumerate.
@@ -335,8 +339,9 @@ def _run_bp(
 ) -> BPReport:
     """Loopy BP on the union of the BP components, then clamped corrections.
 
-    ``budgeted`` (``method="auto"``, where sampling takes over): no restarts, the run and
-    the clamped runs together spend at most ``clamp_budget`` message updates, and
+    ``budgeted`` (``method="auto"``, where sampling takes over): no restarts, at most
+    ``_AUTO_BP_SWEEPS`` sweeps, the run and the clamped runs together spend at most
+    ``clamp_budget`` message updates, and
     clamping is all or nothing (:func:`clamp_estimate` with ``complete``): an estimate
     for only some atoms would be replaced by sampling anyway.
     """
@@ -348,7 +353,7 @@ def _run_bp(
     def bp(**kwargs: Any) -> BPRun:
         cap = options["max_iterations"]
         if budgeted:
-            cap = min(cap, max((budget - spent * per_sweep) // per_sweep, 1))
+            cap = min(cap, _AUTO_BP_SWEEPS, max((budget - spent * per_sweep) // per_sweep, 1))
         return run_bp(
             kernel, kernel.unary, tolerance=options["tolerance"], max_sweeps=cap, **kwargs
         )
