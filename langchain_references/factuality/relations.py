@@ -11,10 +11,19 @@ A :class:`~langchain_references.judges.Judgement` becomes a
 :class:`~langchain_references.factuality.model.Relation` (:func:`judgement_to_relation`):
 ``entails`` -> ``entailment``, ``contradicts`` -> ``contradiction``, ``unknown`` -> ``neutral``,
 with probability ``judgement.probabilities[label]`` when the judge gives per-label
-probabilities (e.g. an NLI model's softmax) and ``judgement.confidence`` otherwise. Neutral
-relations carry no factor; they are kept in the result because FactReasoner's FR3
-reconciliation of the two directions of a context pair compares them with the other
-direction. A failed judgement (``error`` set) gives no relation and is counted.
+probabilities (e.g. an NLI model's softmax) and ``judgement.confidence`` otherwise.
+
+A judgement that gives its own label no better than even odds (probability at most
+:data:`MIN_EVIDENCE`, 0.5) becomes ``neutral``: it says little, and FactReasoner's tables
+would read it as evidence *against* its label (an entailment at 0.2 is the factor
+``P(atom | context true) = [0.8, 0.2]``, 4:1 that the atom is false; a contradiction at 0.3
+is 7:3 that it is true). With 50 such contexts per atom in FR2 an uninformative judge (the
+offline heuristic, whose calibrated confidence is mostly 0.1-0.4) made every atom certainly
+false. At the default atom prior 0.5 the tables of an entailment or contradiction at 0.5 are
+uniform, so the cut is continuous there. Neutral relations carry no factor; they are kept
+in the result because FactReasoner's FR3 reconciliation of the two directions of a context
+pair compares them with the other direction. A failed judgement (``error`` set) gives no
+relation and is counted.
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ from langchain_references.factuality.model import (
 from langchain_references.judges.base import JudgeInputLike, Judgement, Label, paired_outputs
 
 __all__ = [
+    "MIN_EVIDENCE",
     "JudgedPair",
     "RelationJudge",
     "RelationResult",
@@ -46,6 +56,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+MIN_EVIDENCE: Final = 0.5
+"""A judgement whose probability of its own label is at most this becomes ``neutral``."""
 
 _KIND: Final[dict[Label, RelationKind]] = {
     Label.ENTAILS: "entailment",
@@ -86,13 +99,16 @@ def judgement_to_relation(source: str, target: str, judgement: Judgement) -> Rel
         judgement: The judge's answer.
 
     Returns:
-        The relation (``neutral`` for ``unknown``), or ``None`` if the judgement failed.
+        The relation (``neutral`` for ``unknown`` and for a label given at most
+        :data:`MIN_EVIDENCE`, with the judge's probability), or ``None`` if the judgement
+        failed.
     """
     if not judgement.ok:
         return None
     probabilities = judgement.probabilities or {}
     probability = probabilities.get(judgement.label, judgement.confidence)
-    return Relation(source, target, _KIND[judgement.label], probability)
+    kind = _KIND[judgement.label] if probability > MIN_EVIDENCE else "neutral"
+    return Relation(source, target, kind, probability)
 
 
 @dataclass(frozen=True, slots=True)

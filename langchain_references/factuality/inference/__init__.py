@@ -4,8 +4,10 @@ FactReasoner writes its network to a UAI file and runs the external C++ engine M
 (weighted mini-buckets, ``--ibound 6``, task ``MAR``; ``run_merlin`` in
 ``src/fact_reasoner/assessor.py``). Here everything runs in process with numpy, in log
 space. The graph is split into connected components (parallel factors between the same
-pair of variables are multiplied into one) and each gets the cheapest exact method that
-fits the budgets, else loopy BP with an error estimate:
+pair of variables are multiplied into one; a factor that couples nothing, such as an
+entailment at the link prior, is folded into the unaries of its endpoints) and each gets
+the cheapest exact method that fits the budgets, else an approximation with an error
+estimate:
 
 * ``isolated`` / ``tree``: the prior, or exact two-pass sum-product vectorised over all
   trees of the graph;
@@ -18,25 +20,35 @@ fits the budgets, else loopy BP with an error estimate:
   entries in total); results are combined with their partition functions in log space;
 * ``loopy_bp``: damped (0.5) flooding BP in log-odds, Anderson-accelerated (the slow
   linear convergence on dense FR3 graphs takes a few hundred sweeps instead of
-  thousands); if it has not converged, it is restarted from its last messages without
-  acceleration, then at damping 0.8 (accelerated) and 0.95 (not); still unconverged:
-  no error estimate. Then **clamping**: each atom in turn (most uncertain first, while
-  ``clamp_budget`` message updates last) is fixed to 0 and to 1, BP is rerun from the
-  fixed point, and the two Bethe free energies give ``P_clamp(atom)``. The reported
-  marginal is ``P_clamp`` and the *estimated error* is ``2 |P_clamp - P_BP|``; contexts
-  keep their BP marginals, with no estimate;
-* ``gibbs``: where BP left an atom of a component without an estimate (BP or a clamped
-  run did not converge, or the clamping budget ran out), the component is sampled:
-  chromatic Gibbs sampling with parallel tempering (16 chains of ``max(12, 1.5 sqrt(n))``
-  replicas, inverse temperatures 1 to 0.02), Rao-Blackwellised, until every estimated
-  error is below 0.01 or ``sampling_budget`` multiply-adds (at most 4,000 sweeps) are
-  spent; the estimated error of a sampled marginal is the larger of 4 standard errors
-  between the chains and the drift between the two quarters of the kept sweeps. The
-  sampled marginals and estimates replace BP's for the whole component (where BP failed
-  somewhere, its small clamped estimates were measured to be wrong elsewhere in the same
-  component). A run whose replicas do not exchange (below 5 % between two neighbouring
-  temperatures) or whose hottest replicas barely move (below 5 % of their variables per
-  sweep) did not mix: it changes nothing, and BP's answer stands without an estimate;
+  thousands); with ``method="bp"``, if it has not converged, it is restarted from its
+  last messages without acceleration, then at damping 0.8 (accelerated) and 0.95 (not);
+  still unconverged: no error estimate. Then **clamping**: each atom in turn (most
+  uncertain first, while ``clamp_budget`` message updates last) is fixed to 0 and to 1,
+  BP is rerun from the fixed point, and the two Bethe free energies give
+  ``P_clamp(atom)``. The reported marginal is ``P_clamp`` and the *estimated error* is
+  ``2 |P_clamp - P_BP|``; contexts keep their BP marginals, with no estimate. With
+  ``"auto"`` this path is taken only where it can give every atom of the component an
+  estimate: a component whose clamping is forecast to cost more than ``clamp_budget``
+  (two runs of at least 4 sweeps over every edge per atom) is sampled without running
+  BP; otherwise BP runs once (no restarts, at most 300 sweeps) and the run and the
+  clamped runs together stay within ``clamp_budget``, all or nothing: a non-converged
+  run, or clamping that would overrun the budget, hands the component to the sampler;
+* ``gibbs``: where BP left an atom of a component without an estimate, or was not worth
+  running, the component is sampled: chromatic Gibbs sampling, each colour class
+  resampled at once from its couplings to the other classes (float32 BLAS products;
+  the replica energies come from the same products). First 16 plain chains for 200
+  sweeps: where they agree on every atom to within 0.01 (networks whose atoms are
+  decided by their evidence) that is the answer. Otherwise parallel tempering (16 chains
+  of ``max(12, 1.5 sqrt(n))`` replicas, inverse temperatures 1 to 0.02),
+  Rao-Blackwellised, until every estimated error is below 0.01, ``sampling_budget``
+  multiply-adds are spent or 1,000 sweeps have run; the estimated error of a sampled
+  marginal is the larger of 4 standard errors between the chains and the drift between
+  the two quarters of the kept sweeps. The sampled marginals and estimates replace BP's
+  for the whole component (where BP failed somewhere, its small clamped estimates were
+  measured to be wrong elsewhere in the same component). A run whose replicas do not
+  exchange (below 5 % between two neighbouring temperatures) or whose hottest replicas
+  barely move (below 5 % of their variables per sweep) did not mix: it changes nothing,
+  and BP's answer stands without an estimate (BP is run then if it had not been);
 * ``brute``: enumeration of all joint states (the tests' reference).
 
 How far the estimate can be trusted is measured, not proven: on the FR-shaped graphs of
@@ -96,8 +108,8 @@ def run_inference(
     max_iterations: int = 1000,
     exact_budget: int = 2**22,
     conditioning_budget: int = 2**24,
-    clamp_budget: int = 2**26,
-    sampling_budget: int = 2**40,
+    clamp_budget: int = 2**25,
+    sampling_budget: int = 2**32,
     seed: int = 0,
     brute_max_vars: int = 20,
 ) -> InferenceResult:
@@ -116,12 +128,16 @@ def run_inference(
         conditioning_budget: Largest ``2^k`` times that sum for cutset conditioning on
             ``k`` hubs.
         clamp_budget: Message updates (sweeps x directed edges) that clamped BP may
-            spend on error estimates; ``0`` clamps only the most uncertain atom.
-        sampling_budget: Multiply-adds Gibbs sampling may spend (``2 n^2`` per replica
-            and sweep; the default ``2^40`` covers the 4,000-sweep cap up to about 500
-            variables and some 450 sweeps at 1,200, about 25 s here; a budget that
-            cannot pay for 200 sweeps skips sampling, with a warning); ``0`` turns the
-            sampling fallback off.
+            spend on error estimates (``"bp"``: ``0`` clamps only the most uncertain
+            atom); with ``"auto"`` also BP's own run, and a component whose clamping
+            does not fit is sampled instead (default ``2^25``: every atom of a 50 x 200
+            FR2 graph with soft judgements, not of a 200 x 1,000 one).
+        sampling_budget: Multiply-adds Gibbs sampling may spend (per replica and sweep:
+            the couplings between colour classes plus ``16 n``); the default ``2^32``
+            pays for 200-475 tempered sweeps of a 50 x 200 FR2/FR3 graph. The 200 plain
+            sweeps come first; a budget that cannot then pay for 200 tempered sweeps
+            skips the ladder, with a warning, and BP's answer stands without an
+            estimate; ``0`` turns the sampling fallback off.
         seed: Seed of Gibbs sampling: the same graph and options give the same result.
         brute_max_vars: Largest component ``"brute"`` will enumerate.
 

@@ -38,6 +38,8 @@ class Kernel:
         table: ``(2m, 2, 2)`` log tables indexed ``[x_src, x_dst]``.
         unary: Unary log-odds of every variable.
         log_unary: ``(n, 2)`` unary log tables.
+        columns: ``exp(table)`` scaled to a largest entry of 1 per edge, as the contiguous
+            columns ``[:, 0, 0]``, ``[:, 0, 1]``, ``[:, 1, 0]``, ``[:, 1, 1]``.
     """
 
     n: int
@@ -47,11 +49,13 @@ class Kernel:
     table: FloatArray
     unary: FloatArray
     log_unary: FloatArray
+    columns: tuple[FloatArray, FloatArray, FloatArray, FloatArray]
 
     @classmethod
     def of(cls, net: Network) -> Kernel:
         """The kernel of ``net``."""
         directed = Directed.of(net)
+        linear = np.exp(directed.table - directed.table.max(axis=(1, 2), keepdims=True))
         return cls(
             n=net.n,
             src=directed.src,
@@ -60,6 +64,9 @@ class Kernel:
             table=directed.table,
             unary=net.log_unary[:, 1] - net.log_unary[:, 0],
             log_unary=net.log_unary,
+            columns=tuple(  # type: ignore[arg-type]
+                np.ascontiguousarray(linear[:, i, j]) for i in (0, 1) for j in (0, 1)
+            ),
         )
 
     def incoming(self, messages: FloatArray) -> FloatArray:
@@ -71,11 +78,14 @@ class Kernel:
 
     def update(self, messages: FloatArray, unary: FloatArray) -> FloatArray:
         """One undamped flooding sweep."""
-        cavity = (unary + self.incoming(messages))[self.src] - messages[self.reverse]
-        t = self.table
-        on = np.logaddexp(t[:, 0, 1], t[:, 1, 1] + cavity)
-        off = np.logaddexp(t[:, 0, 0], t[:, 1, 0] + cavity)
-        out: FloatArray = on - off
+        cavity = (unary + self.incoming(messages))[self.src]
+        cavity -= messages[self.reverse]
+        # (1 - p, p) = the normalised cavity belief, in the linear domain (one exp, one log)
+        q = np.exp(-np.clip(cavity, -700.0, 700.0, out=cavity))
+        p = 1.0 / (1.0 + q)
+        q *= p
+        f00, f01, f10, f11 = self.columns
+        out: FloatArray = np.log((q * f01 + p * f11) / (q * f00 + p * f10))
         return out
 
     def log_odds(self, messages: FloatArray, unary: FloatArray) -> FloatArray:

@@ -58,8 +58,13 @@ def clamp_estimate(
     tolerance: float,
     max_sweeps: int,
     budget: int,
+    complete: bool = False,
 ) -> ClampEstimate:
     """Clamp ``targets`` in turn, most uncertain first, until ``budget`` is spent.
+
+    With ``complete``, it is all or nothing: as soon as a clamped run does not converge,
+    or the sweeps of the targets done so far, extrapolated to all of them, exceed
+    ``budget``, it stops and estimates nothing (the caller samples instead).
 
     Args:
         kernel: The network.
@@ -69,6 +74,7 @@ def clamp_estimate(
         tolerance: BP tolerance of the clamped runs.
         max_sweeps: Sweep cap of each clamped run.
         budget: Largest number of message updates (sweeps x directed edges) to spend.
+        complete: Estimate every target or none.
 
     Returns:
         The targets done, their clamped marginals and estimated errors.
@@ -108,6 +114,9 @@ def clamp_estimate(
         if ok:  # an unconverged clamped run gives no estimate
             done.append(target)
             marginals.append(_sigmoid((log_z[1] + kernel.unary[target] - _CLAMP) - log_z[0]))
+        if complete and (not ok or sweeps / (tried + 1) * order.size * per_sweep > budget):
+            empty = np.zeros(0)
+            return ClampEstimate(np.zeros(0, dtype=np.int64), empty, empty, sweeps, ok)
     chosen = np.array(done, dtype=np.int64)
     values = np.array(marginals, dtype=np.float64)
     errors = SAFETY * np.abs(values - p_bp[chosen])

@@ -53,8 +53,18 @@ class Network:
         return np.bincount(np.concatenate([self.ei, self.ej]), minlength=self.n).astype(np.int64)
 
 
+_FLAT = 1e-12  # largest |coupling| (log space) of a factor folded into its unaries
+
+
 def prepare(graph: FactGraph) -> Network:
-    """The log-space network of ``graph`` with parallel factors multiplied together."""
+    """The log-space network of ``graph``: parallel factors merged, uncoupled ones folded.
+
+    Parallel factors are multiplied together. A pairwise log table whose coupling
+    ``t11 - t01 - t10 + t00`` is zero is a product of two unary tables (e.g. FactReasoner's
+    entailment at ``p`` equal to the link prior: both rows equal), so it adds no edge: the
+    components (and the exact methods that fit them) are those of the factors that couple
+    their variables.
+    """
     log_unary = np.log(graph.unary_tables())
     edges = graph.edge_index()
     tables = np.log(graph.pairwise_tables())
@@ -69,7 +79,15 @@ def prepare(graph: FactGraph) -> Network:
     keys, inverse = np.unique(lo * n + hi, return_inverse=True)
     merged = np.zeros((keys.size, 2, 2), dtype=np.float64)
     np.add.at(merged, inverse, tables)
-    return Network(log_unary, keys // n, keys % n, merged)
+    ei, ej = keys // n, keys % n
+    coupling = merged[:, 1, 1] - merged[:, 0, 1] - merged[:, 1, 0] + merged[:, 0, 0]
+    flat = np.abs(coupling) <= _FLAT
+    if flat.any():
+        log_unary = log_unary.copy()
+        np.add.at(log_unary[:, 1], ei[flat], merged[flat, 1, 0] - merged[flat, 0, 0])
+        np.add.at(log_unary[:, 1], ej[flat], merged[flat, 0, 1] - merged[flat, 0, 0])
+    keep = ~flat
+    return Network(log_unary, ei[keep], ej[keep], merged[keep])
 
 
 def component_labels(net: Network) -> IntArray:

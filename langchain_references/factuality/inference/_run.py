@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
-from typing import Literal, TypedDict, get_args
+from typing import Any, Literal, TypedDict, get_args
 
 import numpy as np
 
-from langchain_references.factuality.inference._bp import Kernel, run_bp
+from langchain_references.factuality.inference._bp import BPRun, Kernel, run_bp
 from langchain_references.factuality.inference._brute import brute_beliefs
 from langchain_references.factuality.inference._clamp import clamp_estimate
 from langchain_references.factuality.inference._cutset import plan_cutset, run_cutset
 from langchain_references.factuality.inference._errors import InferenceError
-from langchain_references.factuality.inference._gibbs import MIN_RATE, run_gibbs
+from langchain_references.factuality.inference._gibbs import (
+    MIN_RATE,
+    Couplings,
+    GibbsRun,
+    run_gibbs,
+)
 from langchain_references.factuality.inference._junction import (
     plan_junction_tree,
     run_junction_tree,
@@ -50,7 +54,15 @@ _RETRIES = ((None, 0), (0.8, 5), (0.95, 0))
 # largest network (its dense coupling matrix: 8 n^2 bytes)
 _CHAINS, _LEVELS, _LEVELS_PER_ROOT_N, _HOTTEST, _SAMPLING_TOLERANCE = 16, 12, 1.5, 0.02, 0.01
 _GIBBS_MAX_VARS = 3000
-_GIBBS_MIN_SWEEPS, _GIBBS_MAX_SWEEPS = 200, 4000
+_GIBBS_MIN_SWEEPS, _GIBBS_MAX_SWEEPS = 200, 1000
+# fewest sweeps of a clamped BP run (warm-started at the fixed point) in the cost forecast
+_MIN_CLAMP_SWEEPS = 4
+# auto: BP that has not converged in this many sweeps hands the component to the sampler
+# (the runs that converged on the benchmark's FR graphs took 37-138 sweeps)
+_AUTO_BP_SWEEPS = 300
+# multiply-adds charged per variable, replica and sweep besides the couplings (random
+# numbers, sigmoid, bookkeeping)
+_PER_VARIABLE = 16
 
 
 class InferenceOptions(TypedDict, total=False):
@@ -62,7 +74,8 @@ class InferenceOptions(TypedDict, total=False):
         max_iterations: Loopy BP sweep cap (per run).
         exact_budget: Largest clique-table sum of one junction tree.
         conditioning_budget: Largest total clique-table sum of cutset conditioning.
-        clamp_budget: Largest number of message updates spent on clamped BP runs.
+        clamp_budget: Largest number of message updates spent on clamped BP runs (with
+            ``"auto"``: on BP's run and its clamped runs together, all atoms or none).
         sampling_budget: Largest number of multiply-adds Gibbs sampling may spend.
         seed: Seed of Gibbs sampling (results are reproducible).
         brute_max_vars: Largest component ``"brute"`` will enumerate.
@@ -179,21 +192,48 @@ def solve(graph: FactGraph, method: Method, options: InferenceOptions) -> Infere
     marginal = p_true(beliefs)
     errors: list[float | None] = [0.0] * n
     bp_report: BPReport | None = None
+    direct: list[int] = []  # auto: components sampled without running BP first
+    if method == "auto":
+        direct = [
+            r for r in bp_roots if _clamping_unaffordable(graph, labels, edge_counts, r, options)
+        ]
+        bp_roots = [r for r in bp_roots if r not in direct]
     if bp_roots:
         nodes = np.flatnonzero(np.isin(labels, bp_roots))
-        bp_report = _run_bp(graph, net.subnetwork(nodes), nodes, labels, marginal, errors, options)
+        bp_report = _run_bp(
+            graph,
+            net.subnetwork(nodes),
+            nodes,
+            labels,
+            marginal,
+            errors,
+            options,
+            budgeted=method == "auto",
+        )
         if method == "auto":  # BP left an atom without an estimate: sample the component
             unsure = [r for r in bp_roots if _worst(graph, labels, r, errors, None) is None]
             gibbs_roots.extend(unsure)
             bp_roots = [r for r in bp_roots if r not in unsure]
+    gibbs_roots.extend(direct)
     gibbs_report: GibbsReport | None = None
     if gibbs_roots:
         nodes = np.flatnonzero(np.isin(labels, gibbs_roots))
         if method == "gibbs":
             for v in nodes.tolist():
                 errors[v] = None
+        local = np.full(n, -1, dtype=np.int64)
+        local[nodes] = np.arange(nodes.size)
+        targets = local[
+            np.concatenate([_targets(graph, np.flatnonzero(labels == r)) for r in gibbs_roots])
+        ]
         gibbs_report = _run_gibbs(
-            net.subnetwork(nodes), nodes, marginal, errors, options, forced=method == "gibbs"
+            net.subnetwork(nodes),
+            nodes,
+            targets,
+            marginal,
+            errors,
+            options,
+            forced=method == "gibbs",
         )
         if gibbs_report is None and method == "gibbs":
             raise InferenceError(
@@ -202,6 +242,19 @@ def solve(graph: FactGraph, method: Method, options: InferenceOptions) -> Infere
                 f"{_GIBBS_MAX_VARS}-variable limit)"
             )
         if method == "auto" and (gibbs_report is None or not gibbs_report.mixed):
+            if direct:  # sampling failed where BP has not run: BP's answer, unestimated
+                nodes = np.flatnonzero(np.isin(labels, direct))
+                bp_report = _run_bp(
+                    graph,
+                    net.subnetwork(nodes),
+                    nodes,
+                    labels,
+                    marginal,
+                    errors,
+                    options,
+                    budgeted=False,
+                    clamp=False,
+                )
             bp_roots, gibbs_roots = bp_roots + gibbs_roots, []  # BP's answer stands
     for r in bp_roots:
         reports.append(_approximate(graph, labels, sizes, edge_counts, r, errors, "loopy_bp"))
@@ -217,6 +270,25 @@ def solve(graph: FactGraph, method: Method, options: InferenceOptions) -> Infere
         atom_ids=graph.atom_ids,
         gibbs=gibbs_report,
     )
+
+
+def _clamping_unaffordable(
+    graph: FactGraph,
+    labels: IntArray,
+    edge_counts: IntArray,
+    root: int,
+    options: InferenceOptions,
+) -> bool:
+    """Whether clamping every target of a component costs more than ``clamp_budget``.
+
+    Each target takes two clamped runs of at least :data:`_MIN_CLAMP_SWEEPS` sweeps over
+    every directed edge; a component beyond that is sampled directly (in ``auto``, BP's
+    answer without an estimate for every atom would be replaced by sampling anyway).
+    """
+    members = np.flatnonzero(labels == root)
+    directed = 2 * int(edge_counts[root])
+    cost = 2 * _targets(graph, members).size * _MIN_CLAMP_SWEEPS * directed
+    return cost > options["clamp_budget"]
 
 
 def _worst(
@@ -261,21 +333,36 @@ def _run_bp(
     marginal: FloatArray,
     errors: list[float | None],
     options: InferenceOptions,
+    *,
+    budgeted: bool,
+    clamp: bool = True,
 ) -> BPReport:
-    """Loopy BP on the union of the BP components, then clamped corrections."""
+    """Loopy BP on the union of the BP components, then clamped corrections.
+
+    ``budgeted`` (``method="auto"``, where sampling takes over): no restarts, at most
+    ``_AUTO_BP_SWEEPS`` sweeps, the run and the clamped runs together spend at most
+    ``clamp_budget`` message updates, and
+    clamping is all or nothing (:func:`clamp_estimate` with ``complete``): an estimate
+    for only some atoms would be replaced by sampling anyway.
+    """
     kernel = Kernel.of(sub)
     damping = options["damping"]
-    bp = functools.partial(
-        run_bp,
-        kernel,
-        kernel.unary,
-        tolerance=options["tolerance"],
-        max_sweeps=options["max_iterations"],
-    )
+    per_sweep = max(kernel.src.size, 1)
+    budget = options["clamp_budget"]
+
+    def bp(**kwargs: Any) -> BPRun:
+        cap = options["max_iterations"]
+        if budgeted:
+            cap = min(cap, _AUTO_BP_SWEEPS, max((budget - spent * per_sweep) // per_sweep, 1))
+        return run_bp(
+            kernel, kernel.unary, tolerance=options["tolerance"], max_sweeps=cap, **kwargs
+        )
+
+    spent = 0
     base = bp(damping=damping)
     spent = base.sweeps
     for retry, memory in _RETRIES:  # restarts from the last messages
-        if base.converged:
+        if base.converged or budgeted:  # auto: sampling takes over where BP fails
             break
         damping = damping if retry is None else max(damping, retry)
         base = bp(damping=damping, init=base.messages, memory=memory)
@@ -290,6 +377,8 @@ def _run_bp(
     marginal[nodes] = 1.0 / (1.0 + np.exp(-np.clip(log_odds, -700.0, 700.0)))
     for v in nodes.tolist():
         errors[v] = None
+    if not clamp:
+        return BPReport(iterations=spent, converged=base.converged, max_residual=base.residual)
     local = np.full(labels.size, -1, dtype=np.int64)
     local[nodes] = np.arange(nodes.size)
     targets = np.concatenate(
@@ -302,7 +391,8 @@ def _run_bp(
         damping=damping,
         tolerance=options["tolerance"],
         max_sweeps=options["max_iterations"],
-        budget=options["clamp_budget"],
+        budget=max(budget - spent * per_sweep, 0) if budgeted else budget,
+        complete=budgeted,
     )
     chosen = nodes[estimate.targets]
     marginal[chosen] = estimate.marginals
@@ -322,6 +412,7 @@ def _run_bp(
 def _run_gibbs(
     sub: Network,
     nodes: IntArray,
+    targets: IntArray,
     marginal: FloatArray,
     errors: list[float | None],
     options: InferenceOptions,
@@ -332,40 +423,67 @@ def _run_gibbs(
 
     BP's own estimates are dropped too: sampling runs only where BP already failed on the
     component, and on such (hard, frustrated) components clamping's small estimates were
-    measured to be wrong (``benchmarks/bench_inference.py``, table 2). Nothing runs (the
-    estimates stay as they are, a warning is logged) when the network is too large for
-    the dense couplings or the budget does not cover the minimum sweeps. A run that did
-    not mix changes nothing unless sampling was ``forced`` (``method="gibbs"``), when its
-    marginals are kept without an estimate.
+    measured to be wrong (``benchmarks/bench_inference.py``, table 2). Plain chains run
+    first (one replica each, ``_GIBBS_MIN_SWEEPS`` sweeps): where they already agree to
+    within the tolerance (networks whose every variable is decided by its evidence), that
+    is the answer; otherwise the tempered ladder runs. Nothing runs (the estimates stay as
+    they are, a warning is logged) when the network is too large or the budget does not
+    cover the minimum sweeps of the ladder. A run that did not mix changes nothing unless
+    sampling was ``forced`` (``method="gibbs"``), when its marginals are kept without an
+    estimate.
     """
     levels = max(_LEVELS, round(_LEVELS_PER_ROOT_N * math.sqrt(sub.n)))
     columns = _CHAINS * levels
-    per_sweep = 2 * sub.n * sub.n * columns  # block products + replica energies
-    max_sweeps = min(options["sampling_budget"] // max(per_sweep, 1), _GIBBS_MAX_SWEEPS)
-    if sub.n > _GIBBS_MAX_VARS or max_sweeps < _GIBBS_MIN_SWEEPS:
-        logger.warning(
-            "Gibbs sampling skipped: %d variables (limit %d), %d replicas, budget for %d "
-            "sweeps (minimum %d); raise sampling_budget",
-            sub.n,
-            _GIBBS_MAX_VARS,
-            columns,
-            max_sweeps,
-            _GIBBS_MIN_SWEEPS,
+    budget = options["sampling_budget"]
+    if sub.n > _GIBBS_MAX_VARS:
+        per_replica = 2 * sub.n * sub.n  # never built: an upper bound for the warning
+    else:
+        couplings = Couplings.of(sub)
+        per_replica = couplings.work + _PER_VARIABLE * sub.n
+    plain_sweeps = budget // max(per_replica * _CHAINS, 1)
+    run: GibbsRun | None = None
+    spent = 0
+    used_levels = 1
+    if sub.n <= _GIBBS_MAX_VARS and plain_sweeps >= _GIBBS_MIN_SWEEPS:
+        run = run_gibbs(
+            couplings,
+            chains=_CHAINS,
+            max_sweeps=_GIBBS_MIN_SWEEPS,
+            tolerance=_SAMPLING_TOLERANCE,
+            seed=options["seed"],
+            targets=targets,
         )
-        return None
-    run = run_gibbs(
-        sub,
-        chains=_CHAINS,
-        max_sweeps=int(max_sweeps),
-        tolerance=_SAMPLING_TOLERANCE,
-        seed=options["seed"],
-        levels=levels,
-        hottest=_HOTTEST,
-    )
+        spent = run.sweeps * per_replica * _CHAINS
+        if not run.converged:
+            run = None
+    if run is None:
+        max_sweeps = min((budget - spent) // max(per_replica * columns, 1), _GIBBS_MAX_SWEEPS)
+        if sub.n > _GIBBS_MAX_VARS or max_sweeps < _GIBBS_MIN_SWEEPS:
+            logger.warning(
+                "Gibbs sampling skipped: %d variables (limit %d), %d replicas, budget for %d "
+                "sweeps (minimum %d); raise sampling_budget",
+                sub.n,
+                _GIBBS_MAX_VARS,
+                columns,
+                max_sweeps,
+                _GIBBS_MIN_SWEEPS,
+            )
+            return None
+        run = run_gibbs(
+            couplings,
+            chains=_CHAINS,
+            max_sweeps=int(max_sweeps),
+            tolerance=_SAMPLING_TOLERANCE,
+            seed=options["seed"],
+            levels=levels,
+            hottest=_HOTTEST,
+            targets=targets,
+        )
+        used_levels = levels
     report = GibbsReport(
         sweeps=run.sweeps,
         chains=run.chains,
-        levels=levels,
+        levels=used_levels,
         converged=run.converged,
         swap_rate=run.swap_rate,
         hot_rate=run.hot_rate,

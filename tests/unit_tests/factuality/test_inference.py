@@ -32,6 +32,11 @@ from langchain_references.factuality import (
     infer_marginals,
 )
 from langchain_references.factuality.inference import InferenceError, Method, run_inference
+from langchain_references.factuality.inference._junction import (
+    plan_junction_tree,
+    run_junction_tree,
+)
+from langchain_references.factuality.inference._network import p_true, prepare
 from langchain_references.factuality.model import FactGraph, RelationKind, Variable
 
 from .conftest import KINDS, fact_graphs, reference_marginals
@@ -217,12 +222,19 @@ def test_long_chain_tree_pass_matches_junction_tree() -> None:
     chain = FactGraph(variables, relations)
     tree = run_inference(chain)
     assert tree.components[0].method == "tree"
-    # closing the chain into a ring forces the junction tree (width 3)
+    net = prepare(chain)
+    plan = plan_junction_tree(net.n, net.ei, net.ej, 2**22)
+    assert plan is not None
+    assert plan.width == 2
+    beliefs, _ = run_junction_tree(plan, net.log_unary[None], net.ei, net.ej, net.log_pair)
+    jt = dict(zip([v.id for v in variables], p_true(beliefs[0]).tolist(), strict=True))
+    assert _max_error(tree.marginals, jt) < 1e-9
+    # a p = 0.5 equivalence closing the ring couples nothing: it adds no edge, no loop
     ring = FactGraph(variables, (*relations, Relation(f"c{n - 1}", "c0", "equivalence", 0.5)))
-    jt = run_inference(ring, "exact")
-    assert jt.components[0].method == "junction_tree"
-    assert jt.components[0].max_clique == 3
-    assert _max_error(tree.marginals, jt.marginals) < 1e-9  # p = 0.5 equivalence is neutral
+    closed = run_inference(ring)
+    assert [c.method for c in closed.components] == ["tree"]
+    assert closed.components[0].num_pairwise == n - 1
+    assert _max_error(tree.marginals, closed.marginals) < 1e-12
 
 
 def test_wide_components_fall_back_to_bp_and_exact_refuses() -> None:

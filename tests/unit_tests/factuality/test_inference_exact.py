@@ -15,7 +15,7 @@ from langchain_references.factuality.inference._junction import (
     run_junction_tree,
 )
 from langchain_references.factuality.inference._network import Network, p_true, prepare
-from langchain_references.factuality.model import FactGraph
+from langchain_references.factuality.model import FactGraph, Relation
 
 from .conftest import fact_graphs, reference_marginals
 
@@ -104,3 +104,34 @@ def test_cutset_plan_respects_both_budgets() -> None:
     assert cutset.plan.cost <= 2**10
     assert cutset.work <= 2**16
     assert plan_cutset(net, 2**10, 2**5) is None
+
+
+@st.composite
+def graphs_with_uncoupled_factors(draw: st.DrawFn) -> tuple[FactGraph, int]:
+    """Random graphs where some relations sit at the probability that couples nothing.
+
+    With FactReasoner's "with priors" tables and link prior 0.5, an entailment or a
+    contradiction at 0.5 has two equal rows and an equivalence at 0.5 is uniform.
+    """
+    graph = draw(fact_graphs(max_atoms=4, max_contexts=5))
+    relations = []
+    uncoupled = 0
+    for relation in graph.relations:
+        link = graph.link_of(relation)
+        if link != "context_context" and draw(st.booleans()):
+            relation = Relation(relation.source, relation.target, relation.kind, 0.5)
+            uncoupled += 1
+        relations.append(relation)
+    variables = graph.variables
+    return FactGraph(variables, tuple(relations), use_priors=True, atom_prior=0.5), uncoupled
+
+
+@settings(max_examples=100, deadline=None)
+@given(graphs_with_uncoupled_factors())
+def test_uncoupled_factors_fold_into_unaries_exactly(case: tuple[FactGraph, int]) -> None:
+    graph, uncoupled = case
+    net = prepare(graph)
+    assert net.m <= len(graph.relations) - uncoupled  # parallel factors merge too
+    result = run_inference(graph)
+    assert _max_error(result.marginals, reference_marginals(graph)) < 1e-9
+    assert sum(c.num_pairwise for c in result.components) == net.m

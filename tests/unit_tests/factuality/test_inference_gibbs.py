@@ -19,6 +19,7 @@ from langchain_references.factuality.inference import (
 )
 from langchain_references.factuality.inference._gibbs import (
     MIN_RATE,
+    Couplings,
     colour_classes,
     ising,
     run_gibbs,
@@ -148,9 +149,9 @@ def test_a_broken_ladder_is_reported_and_leaves_bp_standing(
     assert broken.swap_rate < MIN_RATE
     assert not broken.mixed
     assert not broken.converged
-    assert broken.sweeps == 8 * 50  # stopped at the first check: more sweeps would not help
+    assert broken.sweeps == 8 * 25  # stopped at the first check: more sweeps would not help
     # in the dispatch, such a run changes nothing: BP's answer stands, without an estimate
-    graph = _dense_graph()
+    # (on a hard graph, whose plain chains disagree, so that the ladder runs)
     budgets = _BP_THAT_FAILS
     bp_only = run_inference(graph, **_without_sampling(budgets))
     monkeypatch.setattr(_run, "_HOTTEST", 1e-4)
@@ -226,26 +227,39 @@ def test_the_ladder_grows_with_the_network() -> None:
     result = run_inference(graph, "gibbs", sampling_budget=2**30)
     assert result.gibbs is not None
     assert result.gibbs.levels == 15
-    assert 200 <= result.gibbs.sweeps <= 2**30 // (2 * 100**2 * 16 * 15) + 50
+    # the budget pays 200 plain sweeps of 16 chains, then the ladder of 16 x 15 replicas
+    per_replica = Couplings.of(prepare(graph)).work + _run._PER_VARIABLE * 100
+    ladder = (2**30 - 200 * 16 * per_replica) // (per_replica * 16 * 15)
+    assert 200 <= result.gibbs.sweeps <= ladder + 25
 
 
 def test_sampling_replaces_bp_for_the_whole_component() -> None:
     """BP's clamped estimates are not kept next to the sample (they were wrong on hard graphs).
 
-    With ``clamp_budget=0`` BP estimates only its most uncertain atom, so the component is
-    sampled: every marginal and estimate is then the sampler's, the clamped atom's too.
+    In ``auto``, clamping is all or nothing: with a budget that pays for BP and one clamped
+    atom but not for all six, the component is sampled and every marginal and estimate is
+    the sampler's. Below the forecast cost of clamping every atom, BP does not even run.
     """
     graph = _dense_graph()
-    budgets: InferenceOptions = {
-        "exact_budget": 2**4,
-        "conditioning_budget": 2**4,
-        "clamp_budget": 0,
-    }
-    bp = run_inference(graph, **_without_sampling(budgets))
-    assert bp.bp is not None
-    assert bp.bp.clamped == 1
-    result = run_inference(graph, **budgets)
+    budgets: InferenceOptions = {"exact_budget": 2**4, "conditioning_budget": 2**4}
+    partial = run_inference(graph, "bp", clamp_budget=4000)
+    assert partial.bp is not None
+    assert 0 < partial.bp.clamped < 6  # method="bp" keeps what the budget paid for
+    result = run_inference(graph, **budgets, clamp_budget=4000)
+    assert result.bp is not None
+    assert result.bp.converged
+    assert result.bp.clamped == 0
+    assert result.bp.clamp_sweeps > 0
     sampled = run_inference(graph, "gibbs")
     assert [c.method for c in result.components] == ["gibbs"]
     assert result.marginals == sampled.marginals
     assert result.errors == sampled.errors
+    direct = run_inference(graph, **budgets, clamp_budget=3000)  # forecast: 2 x 6 x 4 x 72
+    assert direct.bp is None
+    assert direct.marginals == sampled.marginals
+    assert direct.errors == sampled.errors
+    full = run_inference(graph, **budgets, clamp_budget=8000)
+    assert full.bp is not None
+    assert full.bp.clamped == 6
+    assert [c.method for c in full.components] == ["loopy_bp"]
+    assert full.gibbs is None

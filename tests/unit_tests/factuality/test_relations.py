@@ -11,6 +11,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_references.factuality import build_fact_graph, infer_marginals
 from langchain_references.factuality.model import Atom, Context, Relation, candidate_pairs
 from langchain_references.factuality.relations import (
+    MIN_EVIDENCE,
     RelationJudge,
     RelationResult,
     judgement_to_relation,
@@ -96,6 +97,40 @@ def test_judgement_to_relation() -> None:
     unknown = judgement_to_relation("c", "a", Judgement(label=Label.UNKNOWN, confidence=0.9))
     assert unknown == Relation("c", "a", "neutral", 0.9)
     assert judgement_to_relation("c", "a", Judgement.failed("timeout")) is None
+
+
+@pytest.mark.parametrize(
+    ("judgement", "expected"),
+    [
+        (Judgement(label=Label.ENTAILS, confidence=0.2), Relation("c", "a", "neutral", 0.2)),
+        (Judgement(label=Label.ENTAILS, confidence=0.5), Relation("c", "a", "neutral", 0.5)),
+        (Judgement(label=Label.ENTAILS, confidence=0.51), Relation("c", "a", "entailment", 0.51)),
+        (
+            Judgement(label=Label.CONTRADICTS, confidence=0.3),
+            Relation("c", "a", "neutral", 0.3),
+        ),
+        (
+            Judgement(
+                label=Label.ENTAILS,
+                confidence=0.9,
+                probabilities={Label.ENTAILS: 0.45, Label.UNKNOWN: 0.35},
+            ),
+            Relation("c", "a", "neutral", 0.45),
+        ),
+        (
+            Judgement(
+                label=Label.CONTRADICTS, confidence=0.3, probabilities={Label.CONTRADICTS: 0.7}
+            ),
+            Relation("c", "a", "contradiction", 0.7),
+        ),
+    ],
+)
+def test_a_judgement_at_even_odds_or_below_is_no_evidence(
+    judgement: Judgement, expected: Relation
+) -> None:
+    # FactReasoner's tables would read an entailment at 0.2 as 4:1 evidence against the atom
+    assert MIN_EVIDENCE == 0.5
+    assert judgement_to_relation("c", "a", judgement) == expected
 
 
 @pytest.mark.parametrize("version", [1, 2, 3])
