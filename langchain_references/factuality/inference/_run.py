@@ -198,18 +198,17 @@ def solve(graph: FactGraph, method: Method, options: InferenceOptions) -> Infere
             r for r in bp_roots if _clamping_unaffordable(graph, labels, edge_counts, r, options)
         ]
         bp_roots = [r for r in bp_roots if r not in direct]
-    if bp_roots:
-        nodes = np.flatnonzero(np.isin(labels, bp_roots))
-        bp_report = _run_bp(
-            graph,
-            net.subnetwork(nodes),
-            nodes,
-            labels,
-            marginal,
-            errors,
-            options,
-            budgeted=method == "auto",
+
+    def bp_over(roots: list[int], *, budgeted: bool, clamp: bool = True) -> BPReport:
+        """Run BP over the components ``roots`` (into ``marginal`` and ``errors``)."""
+        nodes = np.flatnonzero(np.isin(labels, roots))
+        sub = net.subnetwork(nodes)
+        return _run_bp(
+            graph, sub, nodes, labels, marginal, errors, options, budgeted=budgeted, clamp=clamp
         )
+
+    if bp_roots:
+        bp_report = bp_over(bp_roots, budgeted=method == "auto")
         if method == "auto":  # BP left an atom without an estimate: sample the component
             unsure = [r for r in bp_roots if _worst(graph, labels, r, errors, None) is None]
             gibbs_roots.extend(unsure)
@@ -243,18 +242,7 @@ def solve(graph: FactGraph, method: Method, options: InferenceOptions) -> Infere
             )
         if method == "auto" and (gibbs_report is None or not gibbs_report.mixed):
             if direct:  # sampling failed where BP has not run: BP's answer, unestimated
-                nodes = np.flatnonzero(np.isin(labels, direct))
-                bp_report = _run_bp(
-                    graph,
-                    net.subnetwork(nodes),
-                    nodes,
-                    labels,
-                    marginal,
-                    errors,
-                    options,
-                    budgeted=False,
-                    clamp=False,
-                )
+                bp_report = bp_over(direct, budgeted=False, clamp=False)
             bp_roots, gibbs_roots = bp_roots + gibbs_roots, []  # BP's answer stands
     for r in bp_roots:
         reports.append(_approximate(graph, labels, sizes, edge_counts, r, errors, "loopy_bp"))
