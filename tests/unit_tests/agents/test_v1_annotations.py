@@ -145,3 +145,19 @@ def test_spans_mark_exactly_the_rendered_markers_however_the_text_is_split(
         assert DOCS.index(span.document) + 1 in numbers[int(marker[1:-1])]
     cited = [m for m in CITATION_RE.finditer(answer) if 1 <= int(m["doc"]) <= len(DOCS)]
     assert len(whole.spans) == len(cited)
+
+
+def test_spans_of_provider_citations_count_everything_written_before_them() -> None:
+    rewriter = ReferenceRewriter(DOCS, TextReferenceStyle(), track_spans=True)
+    far = Document("Far away.", metadata={"source": "https://far.example"})
+    near = Document("Near.", metadata={"source": "https://near.example"})
+    text = rewriter.feed("A ") + rewriter.cite(far, quote="Far")
+    text += rewriter.feed(" b [1](id=1) c ") + rewriter.cite(near) + rewriter.cite(far)
+    assert text == "A [1] b [2] c [3][1]"
+    assert rewriter.spans == [
+        CitedSpan(2, 5, far, "Far"),
+        CitedSpan(8, 11, DOCS[0], None),
+        CitedSpan(14, 17, near, None),
+        CitedSpan(17, 20, far, None),
+    ]
+    assert [text[s.start : s.end] for s in rewriter.spans] == ["[1]", "[2]", "[3]", "[1]"]

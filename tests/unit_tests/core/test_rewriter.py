@@ -73,10 +73,16 @@ def test_none_from_format_reference_takes_no_number() -> None:
 def test_feed_after_finish_is_an_error() -> None:
     rewriter = ReferenceRewriter(docs("u"), TextReferenceStyle())
     rewriter.finish()
-    with pytest.raises(RuntimeError):
+    with pytest.raises(
+        RuntimeError, match=r"^ReferenceRewriter\.feed\(\) called after finish\(\)$"
+    ):
         rewriter.feed("[1](id=1)")
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match=r"^ReferenceRewriter\.finish\(\) called twice$"):
         rewriter.finish()
+    with pytest.raises(
+        RuntimeError, match=r"^ReferenceRewriter\.cite\(\) called after finish\(\)$"
+    ):
+        rewriter.cite(Document("d", metadata={"source": "u2"}))
 
 
 def test_deep_links_quote_per_citing_sentence_under_one_number() -> None:

@@ -47,3 +47,13 @@ def test_unknown_entities_are_left_as_written() -> None:
 def test_blanks_inside_a_scheme_are_ignored_when_it_is_judged() -> None:
     assert safe_url("ht\ttps://x.org") == "ht%09tps://x.org"
     assert safe_url("java\tscript:alert(1)") is None
+
+
+def test_a_url_encoded_past_the_decoding_rounds_is_refused() -> None:
+    url = "javascript:alert(1)"
+    for _ in range(9):  # each round turns one "%25" back into "%"
+        url = url.replace("%", "%25") if "%" in url else url.replace("j", "%6A", 1)
+    with pytest.raises(ValueError, match=r"^too deeply encoded$"):
+        _decodings(url)
+    safe_url.cache_clear()
+    assert safe_url(url) is None
