@@ -12,6 +12,7 @@ from langchain_core.callbacks import (
     AsyncCallbackManagerForLLMRun,
     CallbackManagerForLLMRun,
 )
+from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.language_models.chat_models import generate_from_stream
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
@@ -264,3 +265,17 @@ class AgentChatModel(BaseChatModel):
         for chunk in self._chunks(messages):
             await asyncio.sleep(0)
             yield chunk
+
+
+class CosineEmbeddings(Embeddings):
+    """Embeds the statement as (1, 0) and every other text at a chosen cosine to it."""
+
+    def __init__(self, statement: str, cosine: float) -> None:
+        self.statement = statement
+        self.other = [cosine, (1 - cosine**2) ** 0.5]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0, 0.0] if t == self.statement else list(self.other) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from langchain_core.embeddings import Embeddings
 
 from langchain_references.factcheck.verdict import Verdict, WeightedVoteAggregator
 from langchain_references.judges import HeuristicJudge, Label, heuristic
 from langchain_references.judges.heuristic import CUES, lexical_features
+from tests.unit_tests.fakes import CosineEmbeddings
 
 #: The "moderate" ceiling asked for: no lexical cue alone may give more (kept literal on purpose).
 MODERATE = 0.6
@@ -24,20 +24,6 @@ PYTHON_PASSAGE = (
 CHEESE = "The Moon is made of cheese."
 # Shares one word with the statement and says nothing about cheese.
 CHEESE_PASSAGE = "The Moon is Earth's only natural satellite."
-
-
-class CosineEmbeddings(Embeddings):
-    """Embeds the statement as (1, 0) and every other text at a chosen cosine to it."""
-
-    def __init__(self, statement: str, cosine: float) -> None:
-        self.statement = statement
-        self.other = [cosine, (1 - cosine**2) ** 0.5]
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [[1.0, 0.0] if t == self.statement else list(self.other) for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed_documents([text])[0]
 
 
 def _old_confidence(relevance: float, threshold: float) -> float:

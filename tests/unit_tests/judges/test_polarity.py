@@ -13,29 +13,15 @@ from __future__ import annotations
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from langchain_core.embeddings import Embeddings
 
 from langchain_references.factcheck.verdict import Verdict, WeightedVoteAggregator
 from langchain_references.judges import HeuristicJudge, Label
 from langchain_references.judges._polarity import MAX_CHARS, analyse, compare
 from langchain_references.judges.heuristic import lexical_features
+from tests.unit_tests.fakes import CosineEmbeddings
 
 ARCTIC_CLAIM = "Arctic summer sea ice has grown by 13 percent per decade since 1979"
 ARCTIC_PASSAGE = "Arctic summer sea ice extent has declined by roughly 13 percent per decade"
-
-
-class CosineEmbeddings(Embeddings):
-    """Embeds the first text as (1, 0) and every other text at a chosen cosine to it."""
-
-    def __init__(self, statement: str, cosine: float) -> None:
-        self.statement = statement
-        self.other = [cosine, (1 - cosine**2) ** 0.5]
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [[1.0, 0.0] if t == self.statement else list(self.other) for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed_documents([text])[0]
 
 
 def _label(statement: str, passage: str) -> Label:
