@@ -411,7 +411,7 @@ class HeuristicJudge(Judge):
             if lexical
             else self.DEFAULT_CONTRADICTION_THRESHOLD_WITH_EMBEDDINGS,
         )
-        _unit_interval("embedding_weight", embedding_weight, embedding_weight)
+        _unit_interval("embedding_weight", embedding_weight, self.DEFAULT_EMBEDDING_WEIGHT)
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         chosen = tuple(self.DEFAULT_CUES if cues is None else cues)

@@ -34,6 +34,7 @@ from tests.unit_tests.server._native_fixtures import (
     parse_sse,
 )
 from tests.unit_tests.server.conftest import ScriptedJudge
+from tests.unit_tests.server.test_compat import EVIDENCE_KEYS
 
 __all__ = ["make_app", "make_client", "native_index", "native_index_dir", "native_settings"]
 
@@ -50,19 +51,7 @@ LLM = {
     "description": "a chat model asked for a label, its confidence and a rationale",
 }
 SCRIPTED = {"kind": "custom", "model": None, "description": "custom judge ScriptedJudge"}
-REFERENCE_KEYS = {
-    "num",
-    "title",
-    "text",
-    "similarity",
-    "doi",
-    "openalex_id",
-    "year",
-    "citation_count",
-    "influential_citation_count",
-    "label",
-    "probability",
-}
+REFERENCE_KEYS = EVIDENCE_KEYS | {"label", "probability"}
 
 
 def entails_tower(messages: list[BaseMessage]) -> AIMessage:
