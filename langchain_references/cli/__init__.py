@@ -2,7 +2,8 @@
 
 One entry point, :func:`main`, run by the ``langchain-references`` console script and by
 ``python -m langchain_references.cli``. Each command is a module of this package with
-``add_parser(subparsers)`` and ``run(args, *, out=None, err=None)``:
+``HELP``, ``DESCRIPTION``, ``configure_parser(parser)`` and ``run(args, *, out=None, err=None)``
+(registered by :func:`~langchain_references.cli._common.add_command`):
 
 * :mod:`~langchain_references.cli.factcheck`: check statements against web evidence;
 * :mod:`~langchain_references.cli.factuality`: FactReasoner-style long-form factuality;
@@ -34,7 +35,7 @@ from typing import Any, Final, TextIO
 
 from langchain_references import __version__
 from langchain_references._optional import MissingDependencyError, missing_dependency
-from langchain_references.cli._common import CLIError, Command, streams
+from langchain_references.cli._common import CLIError, Command, add_command, streams
 
 __all__ = ["CLIError", "build_parser", "main"]
 
@@ -110,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             _unavailable_command(subparsers, name, error)
         else:
-            command.add_parser(subparsers)
+            add_command(subparsers, name, command)
     return parser
 
 

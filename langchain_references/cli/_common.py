@@ -1,8 +1,9 @@
 """Pieces shared by the commands: the error, files, argument types, models, judges and tables.
 
-Every command module exposes ``add_parser(subparsers)``, which registers the command with
-:func:`add_subcommand`, and ``run(args, *, out=None, err=None)``, the :class:`Command` stored
-as ``args.func`` that :func:`langchain_references.cli.main` calls.
+Every command module exposes ``HELP``, ``DESCRIPTION``, ``configure_parser(parser)`` and
+``run(args, *, out=None, err=None)``, the :class:`Command` stored as ``args.func`` that
+:func:`langchain_references.cli.main` calls; :func:`add_command` registers it (a module with
+subcommands of its own, like ``index``, has an ``add_parser(subparsers)`` that does).
 
 Credentials: :func:`load_chat_model` checks a provider's API key variable
 (:data:`API_KEY_VARIABLES`) before loading the model, so that a missing key is one ``error:``
@@ -27,6 +28,7 @@ import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TextIO, TypeVar
 
 from langchain_references._optional import MissingDependencyError, require
@@ -129,6 +131,28 @@ def add_subcommand(
     configure(parser)
     parser.set_defaults(func=run)
     return parser
+
+
+def add_command(subparsers: Any, name: str, command: ModuleType) -> argparse.ArgumentParser:
+    """Register the command module ``command`` as ``name``.
+
+    Args:
+        subparsers: The object returned by ``ArgumentParser.add_subparsers()``.
+        name: The subcommand.
+        command: The command's module: its ``add_parser(subparsers)`` if it has one, else its
+            ``HELP``, ``DESCRIPTION``, ``configure_parser`` and ``run``
+            (:func:`add_subcommand`).
+
+    Returns:
+        The subcommand's parser.
+    """
+    add_parser = getattr(command, "add_parser", None)
+    if add_parser is not None:
+        parser: argparse.ArgumentParser = add_parser(subparsers)
+        return parser
+    return add_subcommand(
+        subparsers, name, command.HELP, command.DESCRIPTION, command.configure_parser, command.run
+    )
 
 
 def streams(out: TextIO | None, err: TextIO | None) -> tuple[TextIO, TextIO]:

@@ -32,7 +32,7 @@ import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import Final, TextIO
 
 from langchain_references.citations import (
     AnswerReport,
@@ -45,7 +45,6 @@ from langchain_references.cli._common import (
     ProgressLines,
     add_judge_options,
     add_quiet_option,
-    add_subcommand,
     build_judge,
     format_number,
     format_table,
@@ -54,7 +53,7 @@ from langchain_references.cli._common import (
     streams,
 )
 
-__all__ = ["add_parser", "configure_parser", "judgement_counts", "render_report", "run"]
+__all__ = ["DESCRIPTION", "HELP", "configure_parser", "judgement_counts", "render_report", "run"]
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -77,11 +76,6 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 HELP: Final = "citation recall and precision of cited answers"
 DESCRIPTION: Final = "Check that the [n](id=k) citations of answers support their sentences."
-
-
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``citations`` (:func:`configure_parser`, :func:`run`) in ``subparsers``."""
-    return add_subcommand(subparsers, "citations", HELP, DESCRIPTION, configure_parser, run)
 
 
 def _shorten(text: str, width: int = 90) -> str:

@@ -43,7 +43,6 @@ from langchain_references import (
 from langchain_references._optional import MissingDependencyError
 from langchain_references.cli._common import (
     CLIError,
-    add_subcommand,
     load_chat_model,
     non_blank,
     positive_int,
@@ -60,11 +59,12 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_K",
     "DEFAULT_OPENAI_MODEL",
+    "DESCRIPTION",
+    "HELP",
     "MODEL_NOTICE",
     "OFFLINE_NOTICE",
     "OPENAI_KEY_NOTICE",
     "STYLES",
-    "add_parser",
     "build_chain",
     "build_vector_store",
     "configure_parser",
@@ -152,11 +152,6 @@ DESCRIPTION: Final = (
     "Answer a question over the demo corpus (embedded Chroma, MiniLM embeddings) with streamed, "
     "rewritten citations, then list the retrieved documents and which ones the answer cited."
 )
-
-
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``demo`` (:func:`configure_parser`, :func:`run`) in ``subparsers``."""
-    return add_subcommand(subparsers, "demo", HELP, DESCRIPTION, configure_parser, run)
 
 
 def build_vector_store(embeddings: Embeddings, documents: Sequence[Document]) -> Chroma:

@@ -60,7 +60,6 @@ from langchain_references.cli._common import (
     ProgressLines,
     add_judge_options,
     add_quiet_option,
-    add_subcommand,
     build_judge,
     positive_float,
     positive_int,
@@ -85,10 +84,11 @@ if TYPE_CHECKING:
     from langchain_references.judges import JudgeInfo, JudgeInputLike, Judgement
 
 __all__ = [
+    "DESCRIPTION",
+    "HELP",
     "CLIError",
     "ProgressDisplay",
     "ProgressHandler",
-    "add_parser",
     "configure_parser",
     "run",
 ]
@@ -169,23 +169,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     add_quiet_option(parser)
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add the ``factcheck`` subcommand; its handler is :func:`run` (``args.func``).
-
-    Args:
-        subparsers: The object returned by ``ArgumentParser.add_subparsers()``.
-
-    Returns:
-        The subcommand's parser.
-    """
-    return add_subcommand(
-        subparsers,
-        "factcheck",
-        help="check statements against web evidence",
-        description="Check statements against evidence found on the web.",
-        configure=configure_parser,
-        run=run,
-    )
+HELP: Final = "check statements against web evidence"
+DESCRIPTION: Final = "Check statements against evidence found on the web."
 
 
 # --------------------------------------------------------------------------- statements

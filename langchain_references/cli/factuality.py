@@ -50,7 +50,6 @@ from langchain_references.cli._common import (
     ProgressLines,
     add_judge_options,
     add_quiet_option,
-    add_subcommand,
     atomic_write,
     build_judge,
     check_output,
@@ -73,9 +72,10 @@ from langchain_references.judges import judge_info
 from langchain_references.loading import LoadResult, load_records
 
 __all__ = [
+    "DESCRIPTION",
+    "HELP",
     "STAGES",
     "StageProgress",
-    "add_parser",
     "configure_parser",
     "inference_report",
     "judge_failures",
@@ -117,11 +117,6 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 HELP: Final = "FactReasoner-style long-form factuality of responses"
 DESCRIPTION: Final = "Score the atoms of responses against their contexts (FR1/FR2/FR3)."
-
-
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``factuality`` (:func:`configure_parser`, :func:`run`) in ``subparsers``."""
-    return add_subcommand(subparsers, "factuality", HELP, DESCRIPTION, configure_parser, run)
 
 
 def _parse_record(value: Any, *, location: str | None = None) -> tuple[str, FactualityInput]:

@@ -34,7 +34,6 @@ from typing import Any, Final, TextIO
 
 from langchain_references.cli._common import (
     CLIError,
-    add_subcommand,
     build_judge,
     non_blank,
     positive_int,
@@ -44,7 +43,7 @@ from langchain_references.cli.index import add_location_options, open_index
 from langchain_references.judges.base import judge_info
 from langchain_references.server.settings import ServerSettings, SettingsError
 
-__all__ = ["add_parser", "configure_parser", "log_config", "run", "settings_from_args"]
+__all__ = ["DESCRIPTION", "HELP", "configure_parser", "log_config", "run", "settings_from_args"]
 
 HELP: Final = "run the evidence service (HTTP API)"
 DESCRIPTION: Final = (
@@ -123,11 +122,6 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         choices=["debug", "info", "warning", "error"],
         help="log level (default: info)",
     )
-
-
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``serve`` (:func:`configure_parser`, :func:`run`) in ``subparsers``."""
-    return add_subcommand(subparsers, "serve", HELP, DESCRIPTION, configure_parser, run)
 
 
 def settings_from_args(args: argparse.Namespace) -> ServerSettings:

@@ -23,6 +23,22 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
+
+
+def _fresh_thread_pools_in_a_forked_child() -> None:
+    """Drop thread pools a fork copied without their threads (``make mutation`` forks per mutant).
+
+    langchain-core keeps one lazily made executor for async callbacks run from sync code; in a
+    forked child it still holds the parent's (now absent) worker threads, so work handed to it
+    would wait forever.
+    """
+    from langchain_core.callbacks import manager
+
+    manager._executor.cache_clear()
+
+
+os.register_at_fork(after_in_child=_fresh_thread_pools_in_a_forked_child)
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # The Climate-FEVER loader lives with the benchmarks that use it (``benchmarks/climate_fever.py``).
 if str(REPO_ROOT / "benchmarks") not in sys.path:

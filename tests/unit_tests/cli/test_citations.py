@@ -12,6 +12,7 @@ import pytest
 
 from langchain_references.cli import citations as cli
 from langchain_references.cli import main
+from langchain_references.cli._common import add_command
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -166,7 +167,7 @@ def test_citations_unknown_judge(tmp_path: Path) -> None:
 def test_the_subcommand_plugs_into_another_parser() -> None:
     parser = argparse.ArgumentParser(prog="langchain-references")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    cli.add_parser(subparsers)
+    add_command(subparsers, "citations", cli)
     args = parser.parse_args(["citations", "--input", "a.jsonl", "--json"])
     assert args.func is cli.run
     assert args.json

@@ -20,6 +20,7 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 
 from langchain_references.cli import _common, main
 from langchain_references.cli import factcheck as cli
+from langchain_references.cli._common import add_command
 from langchain_references.factcheck.result import (
     PROGRESS_EVENT,
     FactCheckProgress,
@@ -313,10 +314,10 @@ def test_the_module_has_no_entry_point_of_its_own() -> None:
     assert not hasattr(cli, "build_parser")
 
 
-def test_add_parser_wires_the_subcommand() -> None:
+def test_add_command_wires_the_subcommand() -> None:
     parser = argparse.ArgumentParser(prog="langchain-references")
     sub = parser.add_subparsers(dest="command", required=True)
-    cli.add_parser(sub)
+    add_command(sub, "factcheck", cli)
 
     args = parser.parse_args(["factcheck", "a statement", "--search", "demo", "--json"])
 

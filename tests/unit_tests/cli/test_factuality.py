@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_references.cli import _common, main
 from langchain_references.cli import factuality as cli
+from langchain_references.cli._common import add_command
 from langchain_references.factuality.io import parse_result
 from tests.unit_tests.fakes import ScriptedChatModel
 
@@ -343,7 +344,7 @@ def test_llm_judge_and_atomizer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 def test_the_subcommand_plugs_into_another_parser() -> None:
     parser = argparse.ArgumentParser(prog="langchain-references")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    cli.add_parser(subparsers)
+    add_command(subparsers, "factuality", cli)
     args = parser.parse_args(["factuality", "--input", "x.json", "--version", "3"])
     assert args.func is cli.run
     assert args.version == 3
