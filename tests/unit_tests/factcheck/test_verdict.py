@@ -12,6 +12,7 @@ from langchain_references.factcheck.verdict import (
     Verdict,
     VerdictResult,
     WeightedVoteAggregator,
+    could_not_check,
 )
 from langchain_references.judges import Judgement, Label
 
@@ -202,3 +203,59 @@ def test_protocol_accepts_other_strategies() -> None:
     assert not isinstance(object(), Aggregator)
     with pytest.raises(ValueError, match="score"):
         VerdictResult(verdict=Verdict.SUPPORTED, confidence=1.0, score=1.5)
+
+
+@pytest.mark.parametrize(
+    ("items", "error", "message"),
+    [
+        ("ab", TypeError, "judgements must be a sequence of (Judgement, rank, similarity) tuples"),
+        (None, TypeError, "judgements must be a sequence of (Judgement, rank, similarity) tuples"),
+        (
+            [(j(E, 1.0), 0)],
+            TypeError,
+            "judgements[0] must be a (Judgement, rank, similarity) tuple",
+        ),
+        ([("x", 0, None)], TypeError, "judgements[0][0] is str, not a Judgement"),
+        (
+            [(j(E, 1.0), 0, None), (j(E, 1.0), 1.0, None)],
+            TypeError,
+            "judgements[1] rank must be an int, not float",
+        ),
+        ([(j(E, 1.0), -1, None)], ValueError, "judgements[0] rank must be >= 0, got -1"),
+        (
+            [(j(E, 1.0), 0, "0.5")],
+            ValueError,
+            "judgements[0] similarity must be a finite number or None",
+        ),
+        (
+            [(j(E, 1.0), 0, math.nan)],
+            ValueError,
+            "judgements[0] similarity must be a finite number or None",
+        ),
+    ],
+)
+def test_bad_input_is_named_exactly(items: object, error: type[Exception], message: str) -> None:
+    with pytest.raises(error) as raised:
+        WeightedVoteAggregator().aggregate(items)  # type: ignore[arg-type]
+    assert str(raised.value) == message
+
+
+def test_a_blank_reason_is_refused_with_its_message() -> None:
+    with pytest.raises(ValueError, match="must not be blank") as raised:
+        could_not_check("  ")
+    assert str(raised.value) == "the reason why a statement could not be checked must not be blank"
+
+
+def test_details_count_every_judgement_and_every_failure() -> None:
+    items: list[RankedJudgement] = [
+        (Judgement.failed("timeout"), 0, None),
+        (j(E, 0.9), 1, None),
+        (Judgement.failed("dns"), 2, None),
+        (j(E, 0.8), 3, None),
+        (j(C, 0.2), 4, None),
+        (j(U, 0.5), 5, None),
+        (j(U, 0.5), 6, None),
+    ]
+    details = WeightedVoteAggregator().aggregate(items).details
+    assert details["failed"] == 2
+    assert details["counts"] == {"entails": 2, "contradicts": 1, "unknown": 2}
