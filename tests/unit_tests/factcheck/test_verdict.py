@@ -259,3 +259,38 @@ def test_details_count_every_judgement_and_every_failure() -> None:
     details = WeightedVoteAggregator().aggregate(items).details
     assert details["failed"] == 2
     assert details["counts"] == {"entails": 2, "contradicts": 1, "unknown": 2}
+
+
+def test_details_give_support_refute_and_weight_total() -> None:
+    # Ranks 0 and 1 weigh 1 and 1/2: support 0.8 / 1.5, refute 0.3 * 0.5 / 1.5.
+    result = WeightedVoteAggregator().aggregate([(j(E, 0.8), 0, None), (j(C, 0.3), 1, 0.2)])
+    assert result.details == {
+        "counts": {"entails": 1, "contradicts": 1, "unknown": 0},
+        "failed": 0,
+        "support": pytest.approx(0.8 / 1.5),
+        "refute": pytest.approx(0.15 / 1.5),
+        "weight_total": 1.5,
+    }
+    assert result.score == pytest.approx((0.8 - 0.15) / 1.5)
+
+
+def test_one_passage_at_rank_zero_gives_its_own_confidence() -> None:
+    details = WeightedVoteAggregator().aggregate([(j(C, 0.6), 0, None)]).details
+    assert (details["support"], details["refute"], details["weight_total"]) == (0.0, 0.6, 1.0)
+
+
+def test_nothing_usable_gives_zero_support_and_refute() -> None:
+    result = WeightedVoteAggregator().aggregate([(j(U, 0.9), 0, None)])
+    assert result.verdict is Verdict.NOT_ENOUGH_EVIDENCE
+    assert (result.details["support"], result.details["refute"]) == (0.0, 0.0)
+    assert result.details["weight_total"] == 0.0
+
+
+def test_disputed_at_exactly_the_threshold_keeps_its_details() -> None:
+    items: list[RankedJudgement] = [(j(E, 0.9), 0, None), (j(C, 0.7), 1, None)]
+    result = WeightedVoteAggregator(disputed_threshold=0.7).aggregate(items)
+    assert result.verdict is Verdict.DISPUTED
+    assert result.confidence == 0.7
+    assert result.details["counts"] == {"entails": 1, "contradicts": 1, "unknown": 0}
+    below = WeightedVoteAggregator(disputed_threshold=0.71).aggregate(items)
+    assert below.verdict is Verdict.SUPPORTED
