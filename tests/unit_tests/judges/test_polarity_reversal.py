@@ -72,5 +72,6 @@ def test_the_swapped_word_is_swapped_wherever_it_occurs() -> None:
 def test_grow_up_is_not_a_direction() -> None:
     # "growing up" (being a child) has no opposite; "more" is the only direction word left.
     for seed in range(20):
-        out = reversals("Heat waves are more intense than when I was growing up.", random.Random(seed))
+        claim = "Heat waves are more intense than when I was growing up."
+        out = reversals(claim, random.Random(seed))
         assert out[1].text == "Heat waves are less intense than when I was growing up."
