@@ -9,10 +9,11 @@ bought with the rest: the SUPPORTS pairs still judged *entails*, the pair macro-
 accuracy (weighted vote, as ``eval_climate_fever.py``) beside the majority baseline.
 
 BEFORE is the heuristic judge of an earlier revision (``--before``; by default the revision
-before the polarity check was added), loaded from git into a module of its own; AFTER is the
-current one. With ``--embeddings minilm`` the texts are embedded once and both judges decide on
-the same cosines. The defaults of the judge were tuned on the *first* half of the claims (the
-calibration half); the *second* half is held out.
+before the polarity check was added), loaded from git into a module of its own with the
+``_words.py`` and ``_polarity.py`` of that revision; AFTER is the current one. With
+``--embeddings minilm`` the texts are embedded once and both judges decide on the same cosines.
+The defaults of the judge were tuned on the *first* half of the claims (the calibration half);
+the *second* half is held out.
 
     .venv/bin/python benchmarks/eval_polarity.py                      # lexical and MiniLM
     .venv/bin/python benchmarks/eval_polarity.py --embeddings none --before main
@@ -51,6 +52,8 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO / ".." / "shared" / "data" / "climate-fever-dev.jsonl"
 HEURISTIC = "langchain_references/judges/heuristic.py"
 POLARITY = "langchain_references/judges/_polarity.py"
+#: Helpers of the judge loaded from the BEFORE revision with it, in import order.
+HELPERS = ("langchain_references/judges/_words.py", POLARITY)
 
 Decide = Callable[[str, str, float | None], Judgement]
 
@@ -74,13 +77,35 @@ def before_revision(spec: str) -> str:
 
 
 def load_heuristic(revision: str) -> types.ModuleType:
-    """The judges/heuristic.py of ``revision`` as a module of its own (its imports resolve to
-    the current package)."""
-    source = _git("show", f"{revision}:{HEURISTIC}")
-    module = types.ModuleType(f"heuristic_at_{revision.replace('^', '_parent')}")
-    module.__file__ = f"{revision}:{HEURISTIC}"
-    sys.modules[module.__name__] = module  # dataclasses look their module up
-    exec(compile(source, module.__file__, "exec"), module.__dict__)
+    """The judges/heuristic.py of ``revision`` as a module of its own.
+
+    Its helpers ``judges/_words.py`` and ``judges/_polarity.py`` are loaded from ``revision``
+    too (when they exist there), so that BEFORE is the whole judge of that revision; its other
+    imports resolve to the current package."""
+    tag = revision.replace("^", "_parent").replace("~", "_back")
+    renames: dict[str, str] = {}
+    module = types.ModuleType("unused")
+    for path in (*HELPERS, HEURISTIC):
+        done = subprocess.run(
+            ["git", "-C", str(REPO), "show", f"{revision}:{path}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            if path == HEURISTIC:
+                raise SystemExit(f"git show {revision}:{path} failed: {done.stderr.strip()}")
+            continue  # not there yet: the current one is used
+        source = done.stdout
+        for current, alias in renames.items():
+            source = source.replace(current, alias)
+        name = path.removesuffix(".py").replace("/", ".")
+        alias = f"{Path(path).stem.lstrip('_')}_at_{tag}"
+        module = types.ModuleType(alias)
+        module.__file__ = f"{revision}:{path}"
+        sys.modules[alias] = module  # dataclasses look their module up
+        exec(compile(source, module.__file__, "exec"), module.__dict__)
+        renames[name] = alias
     return module
 
 

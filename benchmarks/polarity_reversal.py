@@ -3,9 +3,10 @@
 Each claim is reversed twice, deterministically: a negation inserted after one of its auxiliary
 verbs ("is" -> "is not"; "It is not true that ..." when it has none) and, when it has a
 direction word, that word swapped for its opposite ("grown" -> "shrunk", "more" -> "less",
-"warming" -> "cooling"). The auxiliary and the direction word are drawn from a
-``random.Random`` seeded with the seed and the claim id, so a run is reproducible and a claim
-gets the same reversals with each of its evidences. A claim that already has a negation can be
+"warming" -> "cooling") wherever it occurs in the claim. The auxiliary and the direction
+word are drawn from a ``random.Random`` seeded with the seed and the claim id, so a run is
+reproducible and a claim gets the same reversals with each of its evidences. "grow up" (to be
+a child) is not a direction and is not swapped. A claim that already has a negation can be
 negated twice ("does not not cause"): that reverses it too.
 
 The swap list below is the benchmark's own, written apart from the judge's lexicon
@@ -50,6 +51,8 @@ _AUXILIARY_TEXT: Final = (
 )
 _AUXILIARIES: Final = frozenset(_AUXILIARY_TEXT.split())
 _WORD = re.compile(r"[A-Za-z]+")
+#: "grow up" (to be a child) has no opposite: these are not swapped before "up".
+_PHRASAL_GROW: Final = frozenset({"grow", "grows", "grew", "grown", "growing"})
 
 Kind = Literal["swap", "negation"]
 
@@ -80,7 +83,8 @@ def reversals(claim: str, rng: random.Random) -> list[Reversal]:
 
     The negation goes after an auxiliary verb drawn from ``rng`` among the claim's ("is" ->
     "is not"); a claim without one is prefixed with "It is not true that". The swapped word is
-    drawn from ``rng`` among the claim's direction words (:data:`SWAPS`).
+    drawn from ``rng`` among the claim's direction words (:data:`SWAPS`; not "grow" before
+    "up") and swapped wherever it occurs, so that the claim no longer asserts its direction.
 
     Args:
         claim: The claim.
@@ -103,12 +107,30 @@ def reversals(claim: str, rng: random.Random) -> list[Reversal]:
     else:
         text = "It is not true that " + claim[:1].lower() + claim[1:]
         out = [Reversal(text, "negation", "-> It is not true that")]
-    swaps = [m for m in words if m.group().lower() in SWAPS]
+    swaps = [
+        m
+        for k, m in enumerate(words)
+        if m.group().lower() in SWAPS
+        and not (
+            m.group().lower() in _PHRASAL_GROW
+            and k + 1 < len(words)
+            and words[k + 1].group().lower() == "up"
+        )
+    ]
     if swaps:
-        m = rng.choice(swaps)
-        new = _cased(SWAPS[m.group().lower()], m.group())
-        text = claim[: m.start()] + new + claim[m.end() :]
-        out.append(Reversal(text, "swap", f"{m.group()} -> {new}"))
+        word = rng.choice(swaps).group().lower()
+        # Every occurrence of the word is swapped, or the claim would still assert its
+        # direction ("planetary warming: Martian warming" -> "planetary cooling: Martian
+        # cooling", not "planetary cooling: Martian warming").
+        text, end, changes = "", 0, []
+        for m in words:
+            if m.group().lower() == word:
+                new = _cased(SWAPS[word], m.group())
+                text += claim[end : m.start()] + new
+                end = m.end()
+                changes.append(f"{m.group()} -> {new}")
+        text += claim[end:]
+        out.append(Reversal(text, "swap", ", ".join(dict.fromkeys(changes))))
     return out
 
 

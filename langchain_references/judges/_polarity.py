@@ -14,7 +14,12 @@ judge asks :func:`compare` whether the statement reverses the passage on
   it, each passage event counting only for the statement events it matches best: it is
   *reversed* when they all state the opposite direction ("grown" vs "declined", "is not
   melting" vs "is melting"). A statement that states both directions on an axis ("X rose while
-  Y fell") is not read as reversed on it;
+  Y fell") is not read as reversed on it. Melting or thawing ice, glaciers, snow or permafrost
+  is also a loss of them ("sea ice grew" vs "sea ice is melting"), and "CO2" anchors as
+  "carbon dioxide". A statement direction that no passage word of its own axis states is
+  compared with the passage's words of the *magnitude* class (amount, degree, temperature:
+  "will decrease" vs a passage that only says "more", "higher", "warmer"): stated only the
+  other way, it is unsupported;
 * *negation*: ``not``, ``no``, ``never``, ``n't``... negate the next words of their clause (at
   most two content words), ``it is not true that ...`` the clause it introduces, and two
   negations cancel ("it is not true that ice is not melting" = "ice is melting"). A negated
@@ -120,6 +125,15 @@ _NOT_NEGATIONS: Final = frozenset(
 _WRAPPERS: Final = (("true", "that"), ("correct", "that"), ("the", "case", "that"))
 #: Anchors that make a change of amount a change of temperature ("temperatures rose").
 _TEMPERATURE_WORDS: Final = ("temperatur", "heat")
+#: Anchors that make melting a loss and freezing a gain ("melting ice" = less ice).
+_FROZEN_WORDS: Final = ("ice", "glaci", "glacier", "snow", "snowpack", "permafrost")
+#: Axes of one *magnitude* class: more, an increase, a warming all say "up". A statement
+#: direction that no passage word of its own axis states is compared with the passage's
+#: directions of the class ("sea ice is growing" vs a passage that says only "higher", "warmer",
+#: "more").
+_MAGNITUDE: Final = frozenset({"amount", "degree", "temperature"})
+#: Anchor roots read as another ("CO2" is carbon dioxide).
+_SAME_ROOT: Final = {"co2": "dioxid"}
 
 # ------------------------------------------------------------------------------ the lexicon
 
@@ -669,6 +683,7 @@ class _Reader:
                 if kind == "number" or self._content(i):
                     seen += kind != "number"
                     root = _root(self.words[i])
+                    root = _SAME_ROOT.get(root, root)
                     found[root] = min(found.get(root, WINDOW), max(seen, 1))
                 i += step
         return found
@@ -883,6 +898,8 @@ class _Reader:
                     anchors.get(a, WINDOW) <= 2 for a in _TEMPERATURE_WORDS
                 ):
                     events.append(Event("temperature", sign, bool(parity[i]), word, anchors))
+                if axis == "phase" and any(anchors.get(a, WINDOW) <= 2 for a in _FROZEN_WORDS):
+                    events.append(Event("amount", -sign, bool(parity[i]), word, anchors))
             elif _is_content(word):
                 (negated if parity[i] else positive).add(_root(word))
         negations = []
@@ -969,8 +986,11 @@ def _direction(
 ) -> tuple[list[Conflict], list[Unsupported]]:
     by_anchor: dict[tuple[str, str], list[int]] = defaultdict(list)
     states: dict[str, set[_State]] = defaultdict(set)
+    magnitude: set[_State] = set()
     for k, event in enumerate(passage):
         states[event.axis].add((event.sign, event.negated))
+        if event.axis in _MAGNITUDE:
+            magnitude.add((event.sign, event.negated))
         for anchor in event.anchors:
             keyed = by_anchor[(event.axis, anchor)]
             if len(keyed) < _PER_KEY:
@@ -1015,7 +1035,8 @@ def _direction(
         if event.negated:  # a negation needs a passage event that agrees with it
             unsupported.append(Unsupported("negation", said))
             continue
-        seen = {_agrees(state, other) for other in states.get(event.axis, ())}
+        others = states.get(event.axis) or (magnitude if event.axis in _MAGNITUDE else set())
+        seen = {_agrees(state, other) for other in others}
         if True in seen:
             continue
         kind: UnsupportedKind = "direction" if False in seen and not contrasted else "silent"

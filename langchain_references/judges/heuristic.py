@@ -52,8 +52,11 @@ from 0.094 (the first, linear confidence) to 0.046 (lexical) and from 0.042 to 0
 class: *disputed* needs two judgements at confidence >= 0.5, which the calibrated heuristic
 rarely reaches (``--disputed-threshold 0.2`` gives 0.364 lexical). On SUPPORTS claims reversed by
 a negation or an opposite word (``benchmarks/eval_polarity.py``, held-out half) it calls 2-3 %
-of the negated claims *entails* (5-6 % before the polarity check) but still 24-31 % of the
-swapped ones (29-37 % before), nearly all where the passage states no direction at all. Use
+of the negated claims *entails* (5-6 % before the polarity check) but still 19-25 % of the
+swapped ones (22-30 % before melting, CO2 and the magnitude class), nearly all where the
+passage states no direction of the claim at all: the original claim is then *entails* on the
+same grounds, and calling such claims *unknown* brings the swapped ones to 3-7 % but the
+SUPPORTS pairs below 50 % *entails* (33-44 %). Use
 :class:`~langchain_references.judges.LLMJudge` or
 :class:`~langchain_references.judges.CrossEncoderNLIJudge` for real fact-checking.
 """

@@ -342,3 +342,57 @@ def test_negating_an_entailed_claim_never_leaves_it_entailed(
         judge = HeuristicJudge(CosineEmbeddings(negated, cosine))
     judgement = judge.judge(negated, passage)
     assert judgement.label is not Label.ENTAILS, (negated, passage, judgement.rationale)
+
+
+# ------------------------------------------------------------------ synonym classes
+
+
+@pytest.mark.parametrize("cosine", [None, 0.8])
+@pytest.mark.parametrize(
+    ("claim", "passage", "label"),
+    [
+        # Melting ice is a loss of ice, thawing permafrost a loss of permafrost.
+        (
+            "Arctic sea ice has grown over the last decade.",
+            "Over the last decade Arctic sea ice has been melting.",
+            Label.CONTRADICTS,
+        ),
+        (
+            "Arctic sea ice has shrunk over the last decade.",
+            "Over the last decade Arctic sea ice has been melting.",
+            Label.ENTAILS,
+        ),
+        (
+            "Permafrost is expanding across Siberia.",
+            "Permafrost is thawing across Siberia.",
+            Label.CONTRADICTS,
+        ),
+        # A change the passage states only with a comparative ("more", "higher") the other way.
+        (
+            "The number of hot days in the city will decrease.",
+            "The city will see more hot days, says the report.",
+            Label.UNKNOWN,
+        ),
+        (
+            "Snowfall in the Alps is declining every winter.",
+            "Every winter the Alps get warmer and wetter, with higher snowfall.",
+            Label.UNKNOWN,
+        ),
+        (
+            "Snowfall in the Alps is increasing every winter.",
+            "Every winter the Alps get warmer and wetter, with higher snowfall.",
+            Label.ENTAILS,
+        ),
+    ],
+)
+def test_a_direction_is_read_through_its_synonyms(
+    claim: str, passage: str, label: Label, cosine: float | None
+) -> None:
+    judge = HeuristicJudge() if cosine is None else HeuristicJudge(CosineEmbeddings(claim, cosine))
+    assert judge.judge(claim, passage).label is label
+
+
+def test_co2_and_carbon_dioxide_are_the_same_anchor() -> None:
+    check = compare(analyse("Carbon dioxide fell."), analyse("CO2 rose."))
+    assert [(c.kind, c.text) for c in check.conflicts] == [("direction", "fell vs rose")]
+    assert compare(analyse("Carbon dioxide rose."), analyse("CO2 rose.")).conflicts == ()

@@ -58,3 +58,20 @@ def test_reversed_pairs_are_the_supports_pairs_and_depend_only_on_the_seed() -> 
     assert all(p.reversal.text != p.original for p in first)
     # One claim gets the same reversal with each of its evidences.
     assert first[2].reversal == first[3].reversal
+
+
+def test_the_swapped_word_is_swapped_wherever_it_occurs() -> None:
+    # Swapping one "warming" of two would leave the claim asserting warming.
+    out = reversals("Mars is seeing planetary Warming: Martian warming.", random.Random(0))
+    assert (out[1].text, out[1].change) == (
+        "Mars is seeing planetary Cooling: Martian cooling.",
+        "Warming -> Cooling, warming -> cooling",
+    )
+
+
+def test_grow_up_is_not_a_direction() -> None:
+    # "growing up" (being a child) has no opposite; "more" is the only direction word left.
+    for seed in range(20):
+        claim = "Heat waves are more intense than when I was growing up."
+        out = reversals(claim, random.Random(seed))
+        assert out[1].text == "Heat waves are less intense than when I was growing up."
