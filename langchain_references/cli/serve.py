@@ -66,6 +66,7 @@ _LIMITS: Final = (
     ("max_top_k", "largest top_k"),
     ("max_claim_chars", "longest claim"),
     ("max_article_chars", "longest article or text to split"),
+    ("max_sentences", "most sentences of an article"),
 )
 
 

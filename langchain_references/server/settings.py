@@ -37,6 +37,7 @@ _INT_LIMITS: Final = (
     "default_top_k",
     "max_claim_chars",
     "max_article_chars",
+    "max_sentences",
 )
 
 
@@ -91,6 +92,8 @@ class ServerSettings:
         default_top_k: ``top_k`` when a request gives none (10, as the climate evidence API).
         max_claim_chars: Longest claim accepted.
         max_article_chars: Longest text accepted by ``/api/split`` and article inputs.
+        max_sentences: Most sentences an article may have (``/v1/article`` stops splitting
+            there, so that splitting costs no more than this many sentences).
         api_key: Bearer token every request must carry, or ``None`` for no authentication.
         api_key_env: Name of the environment variable the key was read from (what
             :meth:`to_env` passes on, so the key itself is not copied).
@@ -112,6 +115,7 @@ class ServerSettings:
     default_top_k: int = 10
     max_claim_chars: int = 2_000
     max_article_chars: int = 200_000
+    max_sentences: int = 1_000
     api_key: str | None = field(default=None, repr=False)
     api_key_env: str | None = None
     cors_origins: tuple[str, ...] = ()
