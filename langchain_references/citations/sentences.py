@@ -62,9 +62,9 @@ from typing import Any, Final
 from langchain_references._parser import Citation, CitationParser
 
 __all__ = [
+    "SEGMENT_WINDOW",
     "CitedSentence",
     "SentenceCitationTracker",
-    "SEGMENT_WINDOW",
     "is_verification_worthy",
     "iter_sentence_spans",
     "sentence_segmenter",
@@ -531,7 +531,7 @@ SEGMENT_WINDOW: Final = 1_000
 
 
 def _segment(segmenter: Any, text: str) -> list[tuple[int, int]]:
-    """pysbd's sentences of ``text`` as offsets; what it leaves out or changes is one sentence."""
+    """The sentences pysbd finds in ``text``, as offsets (what it drops or changes: one)."""
     try:
         pieces: list[str] = segmenter.segment(text)
     except Exception:  # pysbd is a heuristic: keep the text whole rather than fail

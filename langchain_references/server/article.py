@@ -43,7 +43,6 @@ from fastapi.responses import Response
 from langchain_core.documents import Document
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
 from starlette.concurrency import run_in_threadpool
 
 from langchain_references.citations.sentences import (
@@ -481,9 +480,7 @@ async def article(
             logger.info("Article URL refused or unreadable: %s", error.message)
             return error_response(error)
         settings.check_article(text)
-    sentences, claims = await run_in_threadpool(
-        _sentences_and_claims, text, settings.max_sentences
-    )
+    sentences, claims = await run_in_threadpool(_sentences_and_claims, text, settings.max_sentences)
     settings.check_claims([s.text for s in claims])
     checker = build_checker(services, k=k, granularity=body.granularity, fetcher=fetcher)
     events = article_events(
