@@ -67,6 +67,8 @@ _LIMITS: Final = (
     ("max_claim_chars", "longest claim"),
     ("max_article_chars", "longest article or text to split"),
     ("max_sentences", "most sentences of an article"),
+    ("max_judged", "most passages judged per verify request"),
+    ("max_request_seconds", "time budget of a request, in seconds"),
 )
 
 

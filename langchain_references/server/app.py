@@ -51,7 +51,9 @@ from langchain_references.server.settings import (
 require("fastapi", "server", feature="The evidence service")
 
 from fastapi import FastAPI, HTTPException, Request  # noqa: E402 - after the extra check
-from fastapi.responses import JSONResponse  # noqa: E402
+from fastapi.responses import JSONResponse, Response  # noqa: E402
+
+from langchain_references.server.guard import ClientDisconnectedError  # noqa: E402
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -217,6 +219,10 @@ async def _limit_exceeded(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+async def _client_left(request: Request, exc: Exception) -> Response:
+    return Response(status_code=499)  # nobody reads it: the client has gone
+
+
 async def _index_failed(request: Request, exc: Exception) -> JSONResponse:
     logger.error("evidence index failure: %s", exc)
     return JSONResponse({"detail": f"evidence index unavailable: {exc}"}, status_code=503)
@@ -349,6 +355,7 @@ def create_app(settings: ServerSettings, *, services: Services | None = None) ->
         app.include_router(module.router)
     app.add_exception_handler(LimitExceededError, _limit_exceeded)
     app.add_exception_handler(EvidenceIndexError, _index_failed)
+    app.add_exception_handler(ClientDisconnectedError, _client_left)
     app.add_middleware(
         _RequestContext,
         max_body_bytes=settings.max_body_bytes,

@@ -38,6 +38,8 @@ _INT_LIMITS: Final = (
     "max_claim_chars",
     "max_article_chars",
     "max_sentences",
+    "max_judged",
+    "max_request_seconds",
 )
 
 
@@ -94,6 +96,10 @@ class ServerSettings:
         max_article_chars: Longest text accepted by ``/api/split`` and article inputs.
         max_sentences: Most sentences an article may have (``/v1/article`` stops splitting
             there, so that splitting costs no more than this many sentences).
+        max_judged: Most (claim, passage) pairs one verify request may have judged (the
+            ``abstract`` endpoints judge every sentence of every abstract retrieved).
+        max_request_seconds: Time budget of a request's work: past it the work is cancelled
+            and the request answered 503 naming the limit.
         api_key: Bearer token every request must carry, or ``None`` for no authentication.
         api_key_env: Name of the environment variable the key was read from (what
             :meth:`to_env` passes on, so the key itself is not copied).
@@ -116,6 +122,8 @@ class ServerSettings:
     max_claim_chars: int = 2_000
     max_article_chars: int = 200_000
     max_sentences: int = 1_000
+    max_judged: int = 1_000
+    max_request_seconds: int = 60
     api_key: str | None = field(default=None, repr=False)
     api_key_env: str | None = None
     cors_origins: tuple[str, ...] = ()
