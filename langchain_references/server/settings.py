@@ -21,12 +21,15 @@ from langchain_references.judges.spec import JudgeSpecError, llm_of_spec
 
 __all__ = [
     "ENV_PREFIX",
+    "LOOPBACK_HOSTS",
     "LimitExceededError",
     "ServerSettings",
     "SettingsError",
     "default_persist_dir",
 ]
 
+#: The host names a service answers by default: the loopback ones.
+LOOPBACK_HOSTS: Final = ("localhost", "127.0.0.1", "::1")
 #: Prefix of the environment variables that carry the settings to the worker processes.
 ENV_PREFIX: Final = "LANGCHAIN_REFERENCES_SERVER_"
 
@@ -104,6 +107,10 @@ class ServerSettings:
         api_key_env: Name of the environment variable the key was read from (what
             :meth:`to_env` passes on, so the key itself is not copied).
         cors_origins: Origins allowed by CORS; empty (the default) turns CORS off.
+        allowed_hosts: Host names (``Host`` header, port aside) the service answers; others
+            get a 400 JSON error, so that a web page cannot reach the service through DNS
+            rebinding. ``"*.example.org"`` allows the subdomains, ``"*"`` any host. Default:
+            the loopback names.
         search_backend: Name of the web search back-end of ``/v1/factcheck`` (e.g.
             ``"ddgs"``), or ``None`` to search the evidence index only.
         judge: The judge of every verdict (:mod:`~langchain_references.judges.spec`):
@@ -127,6 +134,7 @@ class ServerSettings:
     api_key: str | None = field(default=None, repr=False)
     api_key_env: str | None = None
     cors_origins: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     search_backend: str | None = None
     judge: str = "heuristic"
 
@@ -150,6 +158,9 @@ class ServerSettings:
             raise SettingsError("index_name is blank")
         if self.persist_dir is not None and self.chroma_url is not None:
             raise SettingsError("give persist_dir or chroma_url, not both")
+        for host in self.allowed_hosts:
+            if not host.strip() or "*" in host[1:] or (host[:1] == "*" and host[:2] != "*."):
+                raise SettingsError(f"allowed host {host!r}: a name, '*.domain' or '*'")
         if self.api_key is not None and not self.api_key.strip():
             raise SettingsError("the API key is blank")
         try:
@@ -259,7 +270,7 @@ class ServerSettings:
                     raise SettingsError(f"{item.name} must be an integer, got {raw!r}") from None
             elif item.name == "persist_dir":
                 changes[item.name] = Path(raw)
-            elif item.name == "cors_origins":
+            elif item.name in ("cors_origins", "allowed_hosts"):
                 changes[item.name] = tuple(o.strip() for o in raw.split(",") if o.strip())
             else:
                 changes[item.name] = raw

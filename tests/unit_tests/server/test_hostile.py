@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import io
+import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+import uvicorn
 from fastapi import Request
 from fastapi.testclient import TestClient
 from langchain_core.runnables import RunnableConfig
@@ -16,7 +22,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_references.judges import Judge, Judgement
 from langchain_references.server import article as article_module
 from langchain_references.server import compat
-from langchain_references.server.app import create_app
+from langchain_references.server.app import EscapingFormatter, create_app
 from langchain_references.server.article import split_with_offsets
 from langchain_references.server.guard import ClientDisconnectedError, guarded
 from langchain_references.server.services import Services
@@ -28,7 +34,7 @@ from tests.unit_tests.server._native_fixtures import (
     native_index_dir,
     native_settings,
 )
-from tests.unit_tests.server.conftest import ScriptedJudge
+from tests.unit_tests.server.conftest import ScriptedJudge, free_port
 
 __all__ = ["make_app", "make_client", "native_index", "native_index_dir", "native_settings"]
 
@@ -115,7 +121,8 @@ def _compat_client(services: Services, judge: Judge, **limits: Any) -> TestClien
     return TestClient(
         create_app(
             settings, services=Services(settings=settings, index=services.index, judge=judge)
-        )
+        ),
+        base_url="http://localhost",
     )
 
 
@@ -180,3 +187,141 @@ async def test_guard_cancels_the_work_when_the_client_leaves() -> None:
     with pytest.raises(ClientDisconnectedError):
         await guarded(request, work(), seconds=60)
     assert cancelled.is_set()
+
+
+# --------------------------------------------------------------------------- hosts, logs
+
+
+@pytest.mark.parametrize(
+    ("host", "status"),
+    [
+        ("localhost", 200),
+        ("127.0.0.1:8000", 200),
+        ("[::1]:8000", 200),
+        ("LOCALHOST", 200),
+        ("evil.example", 400),  # DNS rebinding: a page of evil.example resolved to 127.0.0.1
+        ("localhost.evil.example", 400),
+        ("", 400),
+    ],
+)
+def test_only_allowed_hosts_are_answered(services: Services, host: str, status: int) -> None:
+    client = _compat_client(services, services.judge)
+    response = client.get("/healthcheck", headers={"Host": host})
+    assert response.status_code == status
+    if status == 400:
+        assert response.json() == {
+            "detail": f"host {host!r} is not allowed",
+            "limit": "allowed_hosts",
+        }
+    else:
+        assert response.json() == "Seems to be running"
+
+
+def test_allowed_hosts_are_configurable(services: Services) -> None:
+    client = _compat_client(services, services.judge, allowed_hosts=("*.example.org", "api.test"))
+    assert client.get("/healthcheck", headers={"Host": "a.example.org"}).status_code == 200
+    assert client.get("/healthcheck", headers={"Host": "api.test:443"}).status_code == 200
+    assert client.get("/healthcheck", headers={"Host": "localhost"}).status_code == 400
+    assert client.get("/healthcheck", headers={"Host": "example.org.evil"}).status_code == 400
+
+
+def test_serve_allows_the_loopback_names_and_its_own_host() -> None:
+    from langchain_references.cli import build_parser
+    from langchain_references.cli.serve import settings_from_args
+
+    def hosts(*argv: str) -> tuple[str, ...]:
+        args = build_parser().parse_args(["serve", "--index", "abc", *argv])
+        return settings_from_args(args).allowed_hosts
+
+    assert hosts() == ("localhost", "127.0.0.1", "::1")
+    assert hosts("--host", "0.0.0.0") == ("localhost", "127.0.0.1", "::1")
+    assert hosts("--host", "10.0.0.5") == ("localhost", "127.0.0.1", "::1", "10.0.0.5")
+    assert hosts("--allowed-host", "api.test", "--host", "0.0.0.0") == ("api.test",)
+
+
+def test_a_line_feed_in_the_path_cannot_forge_a_log_line(
+    services: Services, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = _compat_client(services, services.judge, api_key="k")
+    with caplog.at_level(logging.INFO, logger="langchain_references.server.app"):
+        response = client.get("/x%0A2026-01-01 INFO forged%0D")
+    assert response.status_code == 401
+    (line,) = [r.getMessage() for r in caplog.records if "forged" in r.getMessage()]
+    assert "\n" not in line
+    assert "\r" not in line
+    assert "/x\\n2026-01-01 INFO forged\\r 401" in line
+
+
+def test_the_service_formatter_escapes_every_message() -> None:
+    from langchain_references.cli.serve import log_config
+
+    config = log_config("info")["formatters"]["service"]
+    formatter = EscapingFormatter(config["format"].replace("%(request_id)s", "-"))
+    record = logging.LogRecord("x", logging.INFO, "f", 1, "title %s", ("a\nb\x1b[31m",), None)
+    assert config["()"] == "langchain_references.server.app.EscapingFormatter"
+    assert formatter.format(record).endswith("x: title a\\nb\\x1b[31m")
+
+
+# --------------------------------------------------------------------------- shutdown
+
+
+def test_serve_gives_requests_in_flight_a_bounded_grace_on_sigterm(
+    native_index_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uvicorn
+
+    from langchain_references.cli import build_parser, serve
+
+    started: list[dict[str, Any]] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: started.append(kwargs))
+    argv = ["serve", "--index", "native-landmarks", "--persist-dir", str(native_index_dir)]
+    assert serve.run(build_parser().parse_args(argv), out=io.StringIO()) == 0
+    assert (
+        serve.run(build_parser().parse_args([*argv, "--graceful-timeout", "2"]), out=io.StringIO())
+        == 0
+    )
+    assert [kwargs["timeout_graceful_shutdown"] for kwargs in started] == [5, 2]
+
+
+def test_shutdown_cancels_a_long_request_within_the_grace(services: Services) -> None:
+    judge = SlowJudge(0.05)
+    settings = replace(services.settings, max_request_seconds=600)
+    app = create_app(
+        settings, services=Services(settings=settings, index=services.index, judge=judge)
+    )
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1
+        )
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    claims = {"claims": [f"claim {i} about sea ice" for i in range(20)], "top_k": 10}
+    failures: list[BaseException] = []
+
+    def long_request() -> None:
+        try:
+            httpx.post(
+                f"http://127.0.0.1:{port}/api/abstract/verify/batch", json=claims, timeout=60
+            )
+        except httpx.HTTPError as exc:
+            failures.append(exc)
+
+    client = threading.Thread(target=long_request, daemon=True)
+    client.start()
+    while not judge.passages:
+        assert time.monotonic() < deadline, "the request did not start judging"
+        time.sleep(0.05)
+    server.should_exit = True  # what uvicorn's SIGTERM handler does
+    thread.join(timeout=10)
+    assert not thread.is_alive(), "the server did not stop"
+    judged = len(judge.passages)
+    time.sleep(0.5)
+    assert len(judge.passages) - judged <= compat.JUDGE_SLICE
+    assert judged < 20 * 10
+    client.join(timeout=10)
