@@ -52,6 +52,8 @@ from langchain_references.server.settings import (
 require("fastapi", "server", feature="The evidence service")
 
 from fastapi import FastAPI, HTTPException, Request  # noqa: E402 - after the extra check
+from fastapi.encoders import jsonable_encoder  # noqa: E402
+from fastapi.exceptions import RequestValidationError  # noqa: E402
 from fastapi.responses import JSONResponse, Response  # noqa: E402
 
 from langchain_references.server.guard import ClientDisconnectedError  # noqa: E402
@@ -287,6 +289,20 @@ async def _limit_exceeded(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+async def _invalid_body(request: Request, exc: Exception) -> Response:
+    """FastAPI's 422, written in ASCII: the errors echo the input, which may not be text."""
+    if not isinstance(exc, RequestValidationError):  # pragma: no cover - registered for it only
+        raise exc
+    body = json.dumps({"detail": jsonable_encoder(exc.errors())}, ensure_ascii=True)
+    return Response(body, status_code=422, media_type="application/json")
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    logger.error("request failed: %s: %s", type(exc).__name__, exc)
+    body = {"detail": "the request failed on the server", "code": "internal_error"}
+    return JSONResponse(body, status_code=500)
+
+
 async def _client_left(request: Request, exc: Exception) -> Response:
     return Response(status_code=499)  # nobody reads it: the client has gone
 
@@ -424,6 +440,8 @@ def create_app(settings: ServerSettings, *, services: Services | None = None) ->
     app.add_exception_handler(LimitExceededError, _limit_exceeded)
     app.add_exception_handler(EvidenceIndexError, _index_failed)
     app.add_exception_handler(ClientDisconnectedError, _client_left)
+    app.add_exception_handler(RequestValidationError, _invalid_body)
+    app.add_exception_handler(Exception, _unexpected)  # JSON, never a plain-text 500
     app.add_middleware(
         _RequestContext,
         max_body_bytes=settings.max_body_bytes,

@@ -74,7 +74,7 @@ from langchain_references.server.factcheck_api import (
 )
 from langchain_references.server.index import Granularity
 from langchain_references.server.services import ServicesDep
-from langchain_references.server.settings import LimitExceededError
+from langchain_references.server.settings import LimitExceededError, Text
 from langchain_references.styles import (
     EmptyReferenceStyle,
     HTMLReferenceStyle,
@@ -261,8 +261,8 @@ class ArticleBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    text: str | None = Field(default=None, min_length=1)
-    url: str | None = Field(default=None, min_length=1, max_length=2048)
+    text: Text | None = Field(default=None, min_length=1)
+    url: Text | None = Field(default=None, min_length=1, max_length=2048)
     top_k: int | None = Field(default=None, ge=1)
     granularity: Granularity = DEFAULT_GRANULARITY
     style: StyleName = "markdown"

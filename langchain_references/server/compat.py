@@ -41,7 +41,7 @@ from langchain_references.judges.base import JudgeInfo, JudgeInputLike
 from langchain_references.server.guard import guarded
 from langchain_references.server.index import EvidenceHit, Granularity, split_sentences
 from langchain_references.server.services import Services, ServicesDep
-from langchain_references.server.settings import LimitExceededError
+from langchain_references.server.settings import LimitExceededError, Text
 
 __all__ = [
     "Claim",
@@ -104,7 +104,7 @@ class Claim(BaseModel):
 
     threshold: _OptFloat = None
     top_k: _OptInt = None
-    claim: str
+    claim: Text
 
 
 class Claims(BaseModel):
@@ -127,7 +127,7 @@ class Claims(BaseModel):
 
     threshold: _OptFloat = None
     top_k: _OptInt = None
-    claims: list[str]
+    claims: list[Text]
 
 
 class TextToSplit(BaseModel):
@@ -138,7 +138,7 @@ class TextToSplit(BaseModel):
         json_schema_extra=_schema_extra({"text": "There is no climate emergency. CO2 is a gas."}),
     )
 
-    text: str
+    text: Text
 
 
 class EvidenceOutput(BaseModel):
@@ -304,7 +304,7 @@ def verified_items(
 class _Plan:
     """What to retrieve for a request: the non-blank claims and how many entries each."""
 
-    claims: list[str]
+    claims: list[Text]
     queries: list[int]  # indices of the claims that are searched (non-blank)
     fetch_k: int
     top_k: int

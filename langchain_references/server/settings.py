@@ -14,7 +14,9 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Final
+from typing import Annotated, Final, TypeAlias
+
+from pydantic import AfterValidator
 
 from langchain_references.errors import LangchainReferencesError
 from langchain_references.judges.spec import JudgeSpecError, llm_of_spec
@@ -25,6 +27,7 @@ __all__ = [
     "LimitExceededError",
     "ServerSettings",
     "SettingsError",
+    "Text",
     "default_persist_dir",
 ]
 
@@ -66,6 +69,21 @@ class LimitExceededError(LangchainReferencesError, ValueError):
         self.maximum = maximum
         self.actual = actual
         self.status_code = status_code
+
+
+def _encodable(text: str) -> str:
+    """Refuse a string holding a lone surrogate (valid as a JSON escape, but not text)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"holds a lone surrogate (U+{ord(text[exc.start]):04X}) at character {exc.start}"
+        ) from None
+    return text
+
+
+#: A request field's text: a lone surrogate is a 422 naming the field, not a 500 later.
+Text: TypeAlias = Annotated[str, AfterValidator(_encodable)]
 
 
 def default_persist_dir() -> Path:

@@ -325,3 +325,52 @@ def test_shutdown_cancels_a_long_request_within_the_grace(services: Services) ->
     assert len(judge.passages) - judged <= compat.JUDGE_SLICE
     assert judged < 20 * 10
     client.join(timeout=10)
+
+
+# --------------------------------------------------------------------------- JSON errors
+
+_SURROGATE = b'"bad \\ud800 text"'  # valid JSON; a lone surrogate once decoded
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "location"),
+    [
+        ("/api/split", b'{"text": %s}', ["body", "text"]),
+        ("/api/phrase/evidence", b'{"claim": %s}', ["body", "claim"]),
+        ("/api/abstract/verify/batch", b'{"claims": ["ok", %s]}', ["body", "claims", 1]),
+        ("/v1/factcheck", b'{"statement": %s}', ["body", "statement"]),
+        ("/v1/article", b'{"text": %s}', ["body", "text"]),
+        ("/v1/answer", b'{"question": %s}', ["body", "question"]),
+    ],
+)
+def test_a_lone_surrogate_is_a_422_naming_the_field(
+    make_client: ClientFactory, path: str, body: bytes, location: list[Any]
+) -> None:
+    client = make_client()
+    response = client.post(
+        path, content=body % _SURROGATE, headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 422
+    (error,) = response.json()["detail"]
+    assert error["loc"] == location
+    # ours, or pydantic's own when a pattern constraint reads the string first
+    assert error["msg"] in (
+        "Value error, holds a lone surrogate (U+D800) at character 4",
+        "Input should be a valid string, unable to parse raw data as a unicode string",
+    )
+
+
+def test_an_unexpected_failure_is_a_json_500(make_app: Callable[..., Any]) -> None:
+    app = make_app()
+
+    @app.get("/boom")
+    async def boom() -> None:
+        raise KeyError("secret internals")
+
+    client = TestClient(app, base_url="http://localhost", raise_server_exceptions=False)
+    response = client.get("/boom")
+    assert response.status_code == 500
+    assert response.json() == {
+        "detail": "the request failed on the server",
+        "code": "internal_error",
+    }
