@@ -375,7 +375,9 @@ def test_build_skips_oversized_and_surrogate_records_naming_their_lines(tmp_path
     corpus.write_text("\n".join(lines) + "\n")
     db = tmp_path / "db"
     argv = ["index", "build", "--input", str(corpus), "--name", "cap-idx"]
-    status, out, err = _run(*argv, "--persist-dir", str(db), "--quiet", "--max-record-chars", "500")
+    status, _out, err = _run(
+        *argv, "--persist-dir", str(db), "--quiet", "--max-record-chars", "500"
+    )
     assert status == 1
     assert err.splitlines() == [
         f"error: {corpus}:2: text: 1000 characters, above max_record_chars (500) (record skipped)",
