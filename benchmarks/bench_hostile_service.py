@@ -93,6 +93,7 @@ def _env(src: Path) -> dict[str, str]:
 
 
 def _cli(src: Path, *args: str) -> list[str]:
+    # run from ``src``: ``python -m`` puts the working directory first on the path
     return [sys.executable, "-m", "langchain_references.cli", *args]
 
 
@@ -101,7 +102,7 @@ def _serve(src: Path, persist: Path, port: int) -> subprocess.Popen[bytes]:
         src, "serve", "--index", INDEX, "--persist-dir", str(persist), "--port", str(port)
     )
     return subprocess.Popen(
-        command, env=_env(src), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        command, cwd=src, env=_env(src), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
 
 
@@ -225,6 +226,7 @@ def main() -> None:
                 *_cli(args.src, "index", "build", "--input", str(corpus), "--name", INDEX),
                 *("--persist-dir", str(persist)),
             ],
+            cwd=args.src,
             env=_env(args.src),
             check=True,
             stdout=subprocess.DEVNULL,
