@@ -53,8 +53,12 @@ MIN_QUOTE_CHARS: Final = 20
 
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 _LONG_WORD_RE = re.compile(r"\w{3,}", re.UNICODE)  # the words quotes are matched on
-# Citation markup that must not end up in a quote: ``[1](id=2)``, ``[3]``, ``<sup>..</sup>``.
-_MARKUP_RE = re.compile(r"\[\d+\](?:\(id=\d+\))?|<sup>.*?</sup>|【[^】]*】|[\ue200-\ue2ff]")
+# Citation markup that must not end up in a quote: ``[1](id=2)``, ``[3]``, ``<sup>..</sup>``
+# (on one line), ``【..】`` and private-use marker characters. The openers are found by this
+# expression and their closers by :class:`_Closers`, so that text with many openers and no
+# closer costs linear time (``<sup>.*?</sup>`` as a regular expression is quadratic there).
+_MARKUP_START_RE = re.compile(r"\[\d+\](?:\(id=\d+\))?|<sup>|【|[\ue200-\ue2ff]")
+_CLOSERS: Final = {"<sup>": "</sup>", "【": "】"}
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 _PDF_PATH_RE = re.compile(r"\.pdf$", re.IGNORECASE)
 _HTTP_RE = re.compile(r"https?://[^\s#]", re.IGNORECASE)
@@ -65,8 +69,59 @@ def _encode_term(term: str) -> str:
     return _percent_quote(term, safe="").replace("-", "%2D")
 
 
+class _Closers:
+    """The first occurrence of a string at or after a position, each string's scan shared.
+
+    The first ``needle`` after ``p`` is also the first after any ``q`` in ``(p, found]``, so
+    every search starts where the last one of that needle stopped: linear over a whole text.
+    """
+
+    __slots__ = ("_found", "_text")
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._found: dict[str, tuple[int, int]] = {}  # needle -> (searched from, found at)
+
+    def find(self, needle: str, start: int) -> int:
+        """The index of ``needle`` at or after ``start``, or -1."""
+        cached = self._found.get(needle)
+        if cached is not None and cached[0] <= start and (cached[1] < 0 or cached[1] >= start):
+            return cached[1]
+        found = self._text.find(needle, start)
+        self._found[needle] = (start, found)
+        return found
+
+
+def _strip_markup(text: str) -> str:
+    """Replace each citation marker by a blank, in linear time.
+
+    The markers of the expression it replaces (``[1]``, ``[1](id=2)``, ``<sup>`` up to the
+    first ``</sup>`` on its line, ``【`` up to the first ``】``, private-use marker
+    characters), with the same result; an opener without its closer stays as text.
+    """
+    closers = _Closers(text)
+    parts: list[str] = []
+    kept = 0  # text[kept:] is not copied yet
+    position = 0
+    while (match := _MARKUP_START_RE.search(text, position)) is not None:
+        end = match.end()
+        closer = _CLOSERS.get(match.group())
+        if closer is not None:
+            found = closers.find(closer, end)
+            newline = closers.find("\n", end) if closer == "</sup>" else -1
+            if found < 0 or 0 <= newline < found:
+                position = end  # no closer (on its line): the opener is text
+                continue
+            end = found + len(closer)
+        parts.append(text[kept : match.start()])
+        parts.append(" ")
+        kept = position = end
+    parts.append(text[kept:])
+    return "".join(parts)
+
+
 def _clean_quote(text: str) -> str:
-    return " ".join(_MARKUP_RE.sub(" ", text).split())[:MAX_QUOTE_CHARS]
+    return " ".join(_strip_markup(text).split())[:MAX_QUOTE_CHARS]
 
 
 def _long_enough(cleaned: str) -> bool:
@@ -295,4 +350,4 @@ def choose_quote(chunk_text: str, citing_sentence: str | None) -> str | None:
 
 def _clean_quote_keep_length(text: str) -> str:
     """Citation markup removed and whitespace folded, with no length cap (chunks are long)."""
-    return " ".join(_MARKUP_RE.sub(" ", text).split())
+    return " ".join(_strip_markup(text).split())

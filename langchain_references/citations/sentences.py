@@ -53,7 +53,7 @@ import importlib
 import logging
 import re
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
@@ -62,9 +62,11 @@ from typing import Any, Final
 from langchain_references._parser import Citation, CitationParser
 
 __all__ = [
+    "SEGMENT_WINDOW",
     "CitedSentence",
     "SentenceCitationTracker",
     "is_verification_worthy",
+    "iter_sentence_spans",
     "sentence_segmenter",
     "sentence_spans",
     "split_cited_sentences",
@@ -521,29 +523,15 @@ def sentence_segmenter(language: str = "en") -> Any:
         raise ValueError(f"pysbd does not support language {language!r}") from exc
 
 
-def sentence_spans(text: str, *, language: str = "en") -> list[tuple[int, int]]:
-    """Split a whole text into sentences with pysbd, as offsets in the text.
+_BLANKS: Final = re.compile(r"\s*")
+#: Characters pysbd segments at once. Its time grows with the square of the sentences it is
+#: given (10,000 sentences of ``"a. "`` take minutes in one call), so a longer text is
+#: segmented in windows of about this size: linear in the text.
+SEGMENT_WINDOW: Final = 1_000
 
-    Each sentence is located in the text from the end of the previous one, so the offsets are
-    exact and the blanks around a sentence are left out. No text is lost: when pysbd leaves
-    part of the text out (it drops what it cannot find again, e.g. text holding the symbols
-    it uses internally), changes it, or fails, the text from there to the end is one sentence.
 
-    Args:
-        text: The text (a line, a paragraph, a document).
-        language: pysbd language code.
-
-    Returns:
-        ``(start, end)`` of each non-blank sentence, in order: ``text[start:end]`` is the
-        sentence, stripped.
-
-    Raises:
-        ImportError: If pysbd is not installed.
-        ValueError: If pysbd does not support the language.
-    """
-    segmenter = sentence_segmenter(language)
-    if not text.strip():
-        return []
+def _segment(segmenter: Any, text: str) -> list[tuple[int, int]]:
+    """The sentences pysbd finds in ``text``, as offsets (what it drops or changes: one)."""
     try:
         pieces: list[str] = segmenter.segment(text)
     except Exception:  # pysbd is a heuristic: keep the text whole rather than fail
@@ -566,3 +554,77 @@ def sentence_spans(text: str, *, language: str = "en") -> list[tuple[int, int]]:
         start = cursor + len(rest) - len(rest.lstrip())
         spans.append((start, start + len(rest.strip())))
     return spans
+
+
+def iter_sentence_spans(
+    text: str, *, language: str = "en", window: int = SEGMENT_WINDOW
+) -> Iterator[tuple[int, int]]:
+    """Split a whole text into sentences with pysbd, as offsets, one window at a time.
+
+    pysbd reads at most ``window`` characters at once: of each window's sentences all but
+    the last are kept (pysbd saw the text after them) and the next window starts at the last
+    one. A window that holds a single sentence (one longer than the window) is cut at its
+    last blank. The time is linear in the text, and a caller may stop early (a budget of
+    sentences).
+
+    Args:
+        text: The text (a line, a paragraph, a document).
+        language: pysbd language code.
+        window: Characters given to pysbd at once.
+
+    Yields:
+        ``(start, end)`` of each non-blank sentence, in order: ``text[start:end]`` is the
+        sentence, stripped.
+
+    Raises:
+        ImportError: If pysbd is not installed.
+        ValueError: If pysbd does not support the language, or ``window`` is below 2.
+    """
+    if window < 2:
+        raise ValueError(f"window must be at least 2, got {window}")
+    sentence_segmenter(language)  # fail now for an unknown language or without pysbd
+    cursor = 0
+    while cursor < len(text):
+        stop = min(len(text), cursor + window)
+        spans = _segment(sentence_segmenter(language), text[cursor:stop])
+        if stop == len(text):
+            for start, end in spans:
+                yield cursor + start, cursor + end
+            return
+        if len(spans) >= 2:
+            for start, end in spans[:-1]:
+                yield cursor + start, cursor + end
+            cursor += spans[-1][0]
+            continue
+        blank = max(text.rfind(" ", cursor + 1, stop), text.rfind("\n", cursor + 1, stop))
+        cut = blank if blank > cursor else stop
+        piece = text[cursor:cut]
+        if piece.strip():
+            start = cursor + len(piece) - len(piece.lstrip())
+            yield start, start + len(piece.strip())
+        cursor = _BLANKS.match(text, cut).end()  # type: ignore[union-attr] # always matches
+
+
+def sentence_spans(text: str, *, language: str = "en") -> list[tuple[int, int]]:
+    """Split a whole text into sentences with pysbd, as offsets in the text.
+
+    Each sentence is located in the text from the end of the previous one, so the offsets are
+    exact and the blanks around a sentence are left out. No text is lost: when pysbd leaves
+    part of the text out (it drops what it cannot find again, e.g. text holding the symbols
+    it uses internally), changes it, or fails, the text from there to the end of the window
+    is one sentence. Long texts are segmented in windows (:func:`iter_sentence_spans`), so
+    the time is linear in the text.
+
+    Args:
+        text: The text (a line, a paragraph, a document).
+        language: pysbd language code.
+
+    Returns:
+        ``(start, end)`` of each non-blank sentence, in order: ``text[start:end]`` is the
+        sentence, stripped.
+
+    Raises:
+        ImportError: If pysbd is not installed.
+        ValueError: If pysbd does not support the language.
+    """
+    return list(iter_sentence_spans(text, language=language))

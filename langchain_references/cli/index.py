@@ -23,6 +23,8 @@ a write refused), 130 when interrupted.
 from __future__ import annotations
 
 import argparse
+import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
@@ -36,6 +38,7 @@ from langchain_references.cli._common import (
 )
 from langchain_references.loading import LoadResult, load_records
 from langchain_references.server.index import (
+    MAX_RECORD_CHARS,
     EvidenceIndex,
     EvidenceIndexError,
     EvidenceRecord,
@@ -108,6 +111,13 @@ def configure_build_parser(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="entries embedded and written per batch (default: 256)",
     )
+    parser.add_argument(
+        "--max-record-chars",
+        type=positive_int,
+        default=MAX_RECORD_CHARS,
+        metavar="N",
+        help=f"longest record text; a longer record is skipped (default: {MAX_RECORD_CHARS})",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -123,8 +133,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
-def _load(path: Path) -> LoadResult[EvidenceRecord]:
-    return load_records(path, parse_evidence_record, strict=False, what="corpus record")
+def _loader(max_chars: int) -> Callable[[Path], LoadResult[EvidenceRecord]]:
+    parse = functools.partial(parse_evidence_record, max_chars=max_chars)
+
+    def load(path: Path) -> LoadResult[EvidenceRecord]:
+        return load_records(path, parse, strict=False, what="corpus record")
+
+    return load
 
 
 def _persist_dir(args: argparse.Namespace) -> Path | None:
@@ -186,7 +201,7 @@ def run_build(
     from tqdm import tqdm  # type: ignore[import-untyped]
 
     out, err = streams(out, err)
-    records, errors = read_records(args.input, _load, err)
+    records, errors = read_records(args.input, _loader(args.max_record_chars), err)
     embeddings = _embeddings(args)
     try:
         with tqdm(

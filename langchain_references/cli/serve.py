@@ -41,7 +41,7 @@ from langchain_references.cli._common import (
 )
 from langchain_references.cli.index import add_location_options, open_index
 from langchain_references.judges.base import judge_info
-from langchain_references.server.settings import ServerSettings, SettingsError
+from langchain_references.server.settings import LOOPBACK_HOSTS, ServerSettings, SettingsError
 
 __all__ = ["DESCRIPTION", "HELP", "configure_parser", "log_config", "run", "settings_from_args"]
 
@@ -54,6 +54,10 @@ DESCRIPTION: Final = (
 #: How long a worker may take to start (load the model, open the index) before uvicorn's
 #: supervisor, which checks its workers' health, restarts it.
 WORKER_STARTUP_SECONDS: Final = 120
+#: Seconds the requests in flight get to finish on SIGTERM before uvicorn cancels them.
+GRACEFUL_SECONDS: Final = 5
+#: Bind addresses that are not host names (every interface).
+_WILDCARDS: Final = frozenset({"0.0.0.0", "::", ""})  # noqa: S104 - names, not a bind
 #: The uvicorn factory the workers build the application with.
 APP_FACTORY: Final = "langchain_references.server.app:app_from_env"
 _DEFAULTS: Final = ServerSettings()
@@ -65,6 +69,9 @@ _LIMITS: Final = (
     ("max_top_k", "largest top_k"),
     ("max_claim_chars", "longest claim"),
     ("max_article_chars", "longest article or text to split"),
+    ("max_sentences", "most sentences of an article"),
+    ("max_judged", "most passages judged per verify request"),
+    ("max_request_seconds", "time budget of a request, in seconds"),
 )
 
 
@@ -104,6 +111,22 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
             help=f"{what} (default: {getattr(_DEFAULTS, name)})",
         )
     parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="answer requests for this Host name (repeatable; '*.domain', '*' for any); "
+        "default: the loopback names and --host",
+    )
+    parser.add_argument(
+        "--graceful-timeout",
+        type=positive_int,
+        default=GRACEFUL_SECONDS,
+        metavar="S",
+        help="on SIGTERM, seconds the requests in flight get before they are cancelled "
+        f"(default: {GRACEFUL_SECONDS})",
+    )
+    parser.add_argument(
         "--search",
         metavar="SPEC",
         help="web search back-end of /v1/factcheck: ddgs, tavily, bing, searx[:URL] or "
@@ -122,6 +145,14 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         choices=["debug", "info", "warning", "error"],
         help="log level (default: info)",
     )
+
+
+def _allowed_hosts(args: argparse.Namespace) -> tuple[str, ...]:
+    """``--allowed-host`` values, or the loopback names; plus ``--host`` if it is a name."""
+    hosts = list(args.allowed_host) or list(LOOPBACK_HOSTS)
+    if args.host not in _WILDCARDS and args.host.lower() not in hosts:
+        hosts.append(args.host.lower())
+    return tuple(hosts)
 
 
 def settings_from_args(args: argparse.Namespace) -> ServerSettings:
@@ -151,6 +182,7 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
             api_key=api_key,
             api_key_env=args.api_key_env,
             cors_origins=tuple(args.cors_origin),
+            allowed_hosts=_allowed_hosts(args),
             search_backend=args.search,
             judge=args.judge,
             **{name: getattr(args, name) for name, _ in _LIMITS},
@@ -175,8 +207,9 @@ def log_config(level: str) -> dict[str, Any]:
         "filters": {"request_id": {"()": "langchain_references.server.app.RequestIdFilter"}},
         "formatters": {
             "service": {
+                "()": "langchain_references.server.app.EscapingFormatter",
                 "format": "%(asctime)s %(levelname)s pid=%(process)d request=%(request_id)s "
-                "%(name)s: %(message)s"
+                "%(name)s: %(message)s",
             }
         },
         "handlers": {
@@ -232,6 +265,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         "port": args.port,
         "log_config": log_config(args.log_level),
         "access_log": False,  # the service logs each request itself, with its id
+        # on SIGTERM, requests in flight are cancelled after this (their work stops with them)
+        "timeout_graceful_shutdown": args.graceful_timeout,
     }
     if args.workers == 1:
         from langchain_references.server.app import build_services, create_app

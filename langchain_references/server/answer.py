@@ -42,6 +42,7 @@ from langchain_references.server.events import RESULT_EVENT, Event, openapi_resp
 from langchain_references.server.factcheck_api import evidence_link
 from langchain_references.server.index import EvidenceHit, Granularity
 from langchain_references.server.services import ServicesDep
+from langchain_references.server.settings import Text
 from langchain_references.styles import clean_text, safe_url
 
 __all__ = [
@@ -214,7 +215,7 @@ class AnswerBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    question: str = Field(min_length=1, pattern=r"\S", examples=["How tall is the Space Needle?"])
+    question: Text = Field(min_length=1, pattern=r"\S", examples=["How tall is the Space Needle?"])
     top_k: int | None = Field(default=None, ge=1)
     granularity: Granularity = "abstract"
     style: StyleName = "markdown"

@@ -37,6 +37,7 @@ import time
 import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Final
+from urllib.parse import urlsplit
 
 from langchain_references._optional import require
 from langchain_references.judges.spec import judge_from_spec
@@ -51,7 +52,11 @@ from langchain_references.server.settings import (
 require("fastapi", "server", feature="The evidence service")
 
 from fastapi import FastAPI, HTTPException, Request  # noqa: E402 - after the extra check
-from fastapi.responses import JSONResponse  # noqa: E402
+from fastapi.encoders import jsonable_encoder  # noqa: E402
+from fastapi.exceptions import RequestValidationError  # noqa: E402
+from fastapi.responses import JSONResponse, Response  # noqa: E402
+
+from langchain_references.server.guard import ClientDisconnectedError  # noqa: E402
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -63,11 +68,13 @@ if TYPE_CHECKING:
 __all__ = [
     "OPTIONAL_ROUTERS",
     "PUBLIC_PATHS",
+    "EscapingFormatter",
     "RequestIdFilter",
     "app_from_env",
     "build_search_backend",
     "build_services",
     "create_app",
+    "escape_log",
     "load_judge_model",
 ]
 
@@ -79,6 +86,7 @@ OPTIONAL_ROUTERS: Final = ("native", "page")
 PUBLIC_PATHS: Final = frozenset({"/", "/healthcheck", "/docs", "/docs/oauth2-redirect", "/redoc"})
 _PUBLIC_PREFIXES: Final = ("/static/", "/openapi.json")
 _REQUEST_ID: Final = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 
 
@@ -101,6 +109,56 @@ class RequestIdFilter(logging.Filter):
         return True
 
 
+def escape_log(text: str) -> str:
+    """``text`` with its control characters escaped, as Python writes them: one log line.
+
+    Args:
+        text: Untrusted text bound for a log line (a path, a message).
+
+    Returns:
+        The text, a line feed as a backslash and ``n``, other control characters as
+        ``x``/``u`` escapes.
+    """
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+class EscapingFormatter(logging.Formatter):
+    """A formatter whose messages cannot forge log lines: control characters are escaped.
+
+    The message (with its arguments) is escaped; a traceback keeps its lines.
+    """
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        """Format the record with its message escaped (:func:`escape_log`).
+
+        Args:
+            record: The record (``record.message`` is set by :meth:`format`).
+
+        Returns:
+            The formatted line.
+        """
+        record.message = escape_log(record.message)
+        return super().formatMessage(record)
+
+
+def _host_allowed(host: str, patterns: Iterable[str]) -> bool:
+    """Whether a host name matches one of ``patterns`` (``name``, ``*.domain``, ``*``)."""
+    for pattern in patterns:
+        if pattern == "*" or host == pattern:
+            return True
+        if pattern.startswith("*.") and host.endswith(pattern[1:]):
+            return True
+    return False
+
+
+def _host_of(header: bytes) -> str | None:
+    """The host name of a ``Host`` header (lower case, port and IPv6 brackets removed)."""
+    try:
+        return urlsplit("//" + header.decode("ascii")).hostname
+    except (UnicodeDecodeError, ValueError):
+        return None
+
+
 def _is_public(path: str) -> bool:
     return path in PUBLIC_PATHS or path.startswith(_PUBLIC_PREFIXES)
 
@@ -112,9 +170,17 @@ def _json_body(status: int, payload: dict[str, object]) -> tuple[int, bytes]:
 class _RequestContext:
     """Pure ASGI middleware: request ids, the body size limit and bearer authentication."""
 
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int, api_key: str | None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_body_bytes: int,
+        api_key: str | None,
+        allowed_hosts: Iterable[str] = ("*",),
+    ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.allowed_hosts = tuple(h.lower() for h in allowed_hosts)
         self._api_key = api_key.encode() if api_key is not None else None
         self._pid = str(os.getpid()).encode()
 
@@ -146,15 +212,21 @@ class _RequestContext:
             logger.info(
                 "%s %s %s %d %.1fms",
                 request_id,
-                scope["method"],
-                scope["path"],
+                escape_log(scope["method"]),
+                escape_log(scope["path"]),
                 status_holder[0],
                 (time.perf_counter() - started) * 1000,
             )
             _request_id.reset(token)
 
     def _refusal(self, scope: Scope, headers: dict[bytes, bytes]) -> tuple[int, bytes] | None:
-        """A 401 or 413 answer decided from the headers alone, or ``None``."""
+        """A 400, 401 or 413 answer decided from the headers alone, or ``None``."""
+        host = _host_of(headers.get(b"host", b""))
+        if host is None or not _host_allowed(host, self.allowed_hosts):
+            shown = escape_log(headers.get(b"host", b"").decode("latin-1"))[:200]
+            return _json_body(
+                400, {"detail": f"host {shown!r} is not allowed", "limit": "allowed_hosts"}
+            )
         if (
             self._api_key is not None
             and scope["method"] != "OPTIONS"
@@ -215,6 +287,24 @@ async def _limit_exceeded(request: Request, exc: Exception) -> JSONResponse:
         {"detail": str(exc), "limit": exc.limit, "maximum": exc.maximum, "actual": exc.actual},
         status_code=exc.status_code,
     )
+
+
+async def _invalid_body(request: Request, exc: Exception) -> Response:
+    """FastAPI's 422, written in ASCII: the errors echo the input, which may not be text."""
+    if not isinstance(exc, RequestValidationError):  # pragma: no cover - registered for it only
+        raise exc
+    body = json.dumps({"detail": jsonable_encoder(exc.errors())}, ensure_ascii=True)
+    return Response(body, status_code=422, media_type="application/json")
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    logger.error("request failed: %s: %s", type(exc).__name__, exc)
+    body = {"detail": "the request failed on the server", "code": "internal_error"}
+    return JSONResponse(body, status_code=500)
+
+
+async def _client_left(request: Request, exc: Exception) -> Response:
+    return Response(status_code=499)  # nobody reads it: the client has gone
 
 
 async def _index_failed(request: Request, exc: Exception) -> JSONResponse:
@@ -349,10 +439,14 @@ def create_app(settings: ServerSettings, *, services: Services | None = None) ->
         app.include_router(module.router)
     app.add_exception_handler(LimitExceededError, _limit_exceeded)
     app.add_exception_handler(EvidenceIndexError, _index_failed)
+    app.add_exception_handler(ClientDisconnectedError, _client_left)
+    app.add_exception_handler(RequestValidationError, _invalid_body)
+    app.add_exception_handler(Exception, _unexpected)  # JSON, never a plain-text 500
     app.add_middleware(
         _RequestContext,
         max_body_bytes=settings.max_body_bytes,
         api_key=settings.api_key,
+        allowed_hosts=settings.allowed_hosts,
     )
     if settings.cors_origins:
         from fastapi.middleware.cors import CORSMiddleware

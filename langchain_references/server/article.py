@@ -43,12 +43,13 @@ from fastapi.responses import Response
 from langchain_core.documents import Document
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from starlette.concurrency import run_in_threadpool
 
 from langchain_references.citations.sentences import (
     CitedSentence,
     is_verification_worthy,
+    iter_sentence_spans,
     sentence_segmenter,
-    sentence_spans,
 )
 from langchain_references.factcheck.chain import FactCheckInput
 from langchain_references.factcheck.extract import aextract_all
@@ -73,6 +74,7 @@ from langchain_references.server.factcheck_api import (
 )
 from langchain_references.server.index import Granularity
 from langchain_references.server.services import ServicesDep
+from langchain_references.server.settings import LimitExceededError, Text
 from langchain_references.styles import (
     EmptyReferenceStyle,
     HTMLReferenceStyle,
@@ -150,26 +152,44 @@ class Sentence:
     text: str
 
 
-def split_with_offsets(text: str) -> list[Sentence]:
+def split_with_offsets(text: str, *, max_sentences: int | None = None) -> list[Sentence]:
     """Cut a text into sentences, each with its offsets in the text.
 
     Every line is a block of its own (a heading or a list item never merges with the next
     line); pysbd splits each line into sentences
-    (:func:`~langchain_references.citations.sentences.sentence_spans`), so the offsets are
-    exact: ``text[start:end]`` is the sentence.
+    (:func:`~langchain_references.citations.sentences.iter_sentence_spans`, linear in the
+    text), so the offsets are exact: ``text[start:end]`` is the sentence. CPU-bound: the
+    service runs it in a worker thread.
 
     Args:
         text: The article.
+        max_sentences: Stop, with an error, at the sentence after this many (``None``: no
+            limit); the splitting costs no more than that.
 
     Returns:
         The non-blank sentences, in order.
+
+    Raises:
+        LimitExceededError: (413) If the text has more than ``max_sentences`` sentences
+            (``actual`` is then ``max_sentences + 1``: the splitting stopped there).
     """
-    spans = [
-        (line.start() + start, line.start() + end)
-        for line in _LINE.finditer(text)
-        for start, end in sentence_spans(line.group())
-    ]
-    return [Sentence(i, start, end, text[start:end]) for i, (start, end) in enumerate(spans)]
+    sentences: list[Sentence] = []
+    for line in _LINE.finditer(text):
+        for start, end in iter_sentence_spans(line.group()):
+            if max_sentences is not None and len(sentences) >= max_sentences:
+                raise LimitExceededError(
+                    "max_sentences", max_sentences, max_sentences + 1, status_code=413
+                )
+            begin = line.start() + start
+            stop = line.start() + end
+            sentences.append(Sentence(len(sentences), begin, stop, text[begin:stop]))
+    return sentences
+
+
+def _sentences_and_claims(text: str, max_sentences: int) -> tuple[list[Sentence], list[Sentence]]:
+    """The article's sentences and its claims (the CPU-bound step, run in a worker thread)."""
+    sentences = split_with_offsets(text, max_sentences=max_sentences)
+    return sentences, [s for s in sentences if is_claim(s)]
 
 
 def is_claim(sentence: Sentence) -> bool:
@@ -241,8 +261,8 @@ class ArticleBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    text: str | None = Field(default=None, min_length=1)
-    url: str | None = Field(default=None, min_length=1, max_length=2048)
+    text: Text | None = Field(default=None, min_length=1)
+    url: Text | None = Field(default=None, min_length=1, max_length=2048)
     top_k: int | None = Field(default=None, ge=1)
     granularity: Granularity = DEFAULT_GRANULARITY
     style: StyleName = "markdown"
@@ -418,8 +438,8 @@ _ARTICLE_RESPONSES: Final = openapi_responses(
     "The article's sentences and claims with a verdict, passages and references per claim "
     "(JSON); with `Accept: text/event-stream`: `article`, `progress`, `claim` (one per claim, "
     "as it is decided) and `result` events.",
-    "The article exceeds `max_article_chars`, or it has more than `max_claims` claims or a "
-    "claim longer than `max_claim_chars` (JSON naming the limit).",
+    "The article exceeds `max_article_chars` or `max_sentences`, or it has more than "
+    "`max_claims` claims or a claim longer than `max_claim_chars` (JSON naming the limit).",
     {422: "Invalid body, or the URL could not be fetched or read."},
 )
 
@@ -460,8 +480,7 @@ async def article(
             logger.info("Article URL refused or unreadable: %s", error.message)
             return error_response(error)
         settings.check_article(text)
-    sentences = split_with_offsets(text)
-    claims = [s for s in sentences if is_claim(s)]
+    sentences, claims = await run_in_threadpool(_sentences_and_claims, text, settings.max_sentences)
     settings.check_claims([s.text for s in claims])
     checker = build_checker(services, k=k, granularity=body.granularity, fetcher=fetcher)
     events = article_events(

@@ -32,13 +32,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal, Required, TypeAlias, TypedDict, Unpack
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, WithJsonSchema
+from starlette.concurrency import run_in_threadpool
 
 from langchain_references.judges import Judgement, Label
 from langchain_references.judges.base import JudgeInfo, JudgeInputLike
+from langchain_references.server.guard import guarded
 from langchain_references.server.index import EvidenceHit, Granularity, split_sentences
 from langchain_references.server.services import Services, ServicesDep
+from langchain_references.server.settings import LimitExceededError, Text
 
 __all__ = [
     "Claim",
@@ -60,6 +63,8 @@ logger = logging.getLogger(__name__)
 
 #: Extra entries retrieved beyond ``top_k`` (the threshold and re-ranking choose among them).
 EXTRA_CANDIDATES: Final = 5
+#: Pairs judged per call of the judge: a cancelled request stops after the slice in progress.
+JUDGE_SLICE: Final = 32
 HEALTHCHECK_TEXT: Final = "Seems to be running"
 
 VerifyLabel: TypeAlias = Literal["SUPPORTS", "REFUTES", "NOT_ENOUGH_INFO"]
@@ -99,7 +104,7 @@ class Claim(BaseModel):
 
     threshold: _OptFloat = None
     top_k: _OptInt = None
-    claim: str
+    claim: Text
 
 
 class Claims(BaseModel):
@@ -122,7 +127,7 @@ class Claims(BaseModel):
 
     threshold: _OptFloat = None
     top_k: _OptInt = None
-    claims: list[str]
+    claims: list[Text]
 
 
 class TextToSplit(BaseModel):
@@ -133,7 +138,7 @@ class TextToSplit(BaseModel):
         json_schema_extra=_schema_extra({"text": "There is no climate emergency. CO2 is a gas."}),
     )
 
-    text: str
+    text: Text
 
 
 class EvidenceOutput(BaseModel):
@@ -299,7 +304,7 @@ def verified_items(
 class _Plan:
     """What to retrieve for a request: the non-blank claims and how many entries each."""
 
-    claims: list[str]
+    claims: list[Text]
     queries: list[int]  # indices of the claims that are searched (non-blank)
     fetch_k: int
     top_k: int
@@ -426,17 +431,28 @@ async def averify_claims(
         The verified evidence of each claim, one list per claim.
 
     Raises:
-        LimitExceededError: If the claims or ``top_k`` exceed the settings' limits.
+        LimitExceededError: If the claims or ``top_k`` exceed the settings' limits, or the
+            pairs to judge exceed ``max_judged`` (413).
         EvidenceIndexError: If the index fails.
     """
     plan, selected = await _aselected(services, claims, options)
     granularity = options["granularity"]
-    units = [
-        verification_units(evidence, granularity=granularity, include_title=include_title)
-        for evidence in selected
-    ]
+
+    def plan_units() -> list[list[_Unit]]:  # splits abstracts: CPU-bound, in a worker thread
+        return [
+            verification_units(evidence, granularity=granularity, include_title=include_title)
+            for evidence in selected
+        ]
+
+    units = await run_in_threadpool(plan_units)
     inputs = _judge_inputs(plan.claims, units)
-    judgements = await services.judge.abatch(inputs, return_exceptions=True) if inputs else []
+    maximum = services.settings.max_judged
+    if len(inputs) > maximum:
+        raise LimitExceededError("max_judged", maximum, len(inputs), status_code=413)
+    judgements: list[Judgement | BaseException] = []
+    for start in range(0, len(inputs), JUDGE_SLICE):
+        chunk = inputs[start : start + JUDGE_SLICE]
+        judgements.extend(await services.judge.abatch(chunk, return_exceptions=True))
     return _assemble(units, judgements, filter_nei=filter_nei, judge=services.judge_info)
 
 
@@ -481,32 +497,34 @@ def _add_routes(granularity: Granularity) -> None:
     """Register the four routes of one granularity (the reference's operation ids)."""
 
     async def get_evidences_batch(
-        claims: Claims, services: ServicesDep, re_rank: ReRank = True
+        claims: Claims, request: Request, services: ServicesDep, re_rank: ReRank = True
     ) -> list[list[EvidenceOutput]]:
         options = _options(claims, granularity, re_rank)
-        return await afind_evidence(services, claims.claims, **options)
+        work = afind_evidence(services, claims.claims, **options)
+        return await guarded(request, work, seconds=services.settings.max_request_seconds)
 
     async def get_evidences(
-        claim: Claim, services: ServicesDep, re_rank: ReRank = True
+        claim: Claim, request: Request, services: ServicesDep, re_rank: ReRank = True
     ) -> list[EvidenceOutput]:
-        return (await get_evidences_batch(_batch_of(claim), services, re_rank))[0]
+        return (await get_evidences_batch(_batch_of(claim), request, services, re_rank))[0]
 
     async def verify_batch(
-        claims: Claims, services: ServicesDep, query: VerifyQuery
+        claims: Claims, request: Request, services: ServicesDep, query: VerifyQuery
     ) -> list[list[VerifiedEvidenceOutput]]:
         options = _options(claims, granularity, query.re_rank)
-        return await averify_claims(
+        work = averify_claims(
             services,
             claims.claims,
             include_title=query.include_title,
             filter_nei=query.filter_nei,
             **options,
         )
+        return await guarded(request, work, seconds=services.settings.max_request_seconds)
 
     async def verify(
-        claim: Claim, services: ServicesDep, query: VerifyQuery
+        claim: Claim, request: Request, services: ServicesDep, query: VerifyQuery
     ) -> list[VerifiedEvidenceOutput]:
-        return (await verify_batch(_batch_of(claim), services, query))[0]
+        return (await verify_batch(_batch_of(claim), request, services, query))[0]
 
     base = f"/api/{granularity}"
     evidence_doc = _EVIDENCE_DESCRIPTION.format(granularity)
@@ -534,7 +552,7 @@ _add_routes("phrase")
 async def split(text: TextToSplit, services: ServicesDep) -> list[str]:
     """Split a text into sentences."""
     services.settings.check_article(text.text)
-    return split_sentences(text.text)
+    return await run_in_threadpool(split_sentences, text.text)
 
 
 @router.get("/healthcheck")

@@ -35,6 +35,8 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.sse import KEEPALIVE_COMMENT, EventSourceResponse, format_sse_event
 
 from langchain_references.errors import LangchainReferencesError
+from langchain_references.server.guard import guarded
+from langchain_references.server.services import get_services
 from langchain_references.server.settings import LimitExceededError
 
 __all__ = [
@@ -320,6 +322,9 @@ def stream_response(
 async def respond(request: Request, events: AsyncIterator[Event]) -> Response:
     """Answer with the events as SSE or with their result as JSON, by the ``Accept`` header.
 
+    In the JSON mode the work is :func:`~langchain_references.server.guard.guarded`: cancelled
+    when the client leaves, answered 503 past ``max_request_seconds``.
+
     Args:
         request: The request (its ``Accept`` header decides).
         events: The endpoint's events, the result event last.
@@ -329,4 +334,8 @@ async def respond(request: Request, events: AsyncIterator[Event]) -> Response:
     """
     if wants_event_stream(request.headers.get("accept")):
         return stream_response(events)
-    return await collect(events)
+    seconds = get_services(request).settings.max_request_seconds
+    try:
+        return await guarded(request, collect(events), seconds=seconds)
+    except LimitExceededError as exc:
+        return error_response(ApiError.from_limit(exc))

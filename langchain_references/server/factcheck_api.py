@@ -85,6 +85,7 @@ from langchain_references.server.events import (
 )
 from langchain_references.server.index import EvidenceHit, EvidenceIndex, Granularity
 from langchain_references.server.services import Services, ServicesDep
+from langchain_references.server.settings import Text
 
 __all__ = [
     "DEFAULT_GRANULARITY",
@@ -414,8 +415,8 @@ class FactCheckBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    statement: str = Field(min_length=1, pattern=r"\S", examples=["The Eiffel Tower is in Rome."])
-    query: str | None = Field(default=None, min_length=1, pattern=r"\S")
+    statement: Text = Field(min_length=1, pattern=r"\S", examples=["The Eiffel Tower is in Rome."])
+    query: Text | None = Field(default=None, min_length=1, pattern=r"\S")
     top_k: int | None = Field(default=None, ge=1)
     granularity: Granularity = DEFAULT_GRANULARITY
 

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "GENERATION_SEPARATOR",
+    "MAX_RECORD_CHARS",
     "Bibliography",
     "BuildResult",
     "EvidenceHit",
@@ -80,6 +81,9 @@ logger = logging.getLogger(__name__)
 Granularity: TypeAlias = Literal["abstract", "phrase"]
 GRANULARITIES: Final[tuple[Granularity, ...]] = get_args(Granularity)
 
+#: Longest record text (characters) a build accepts by default: each record is embedded
+#: sentence by sentence and returned whole by searches, so its size is the cost of both.
+MAX_RECORD_CHARS: Final = 200_000
 #: Metadata keys the index writes itself; a record may not use them.
 RESERVED_KEYS: Final = frozenset({"record_id", "granularity", "position", "embeddings"})
 _KNOWN_STR: Final = ("url", "doi", "openalex_id")
@@ -248,12 +252,37 @@ def _scalar(value: Any) -> Scalar | None:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def parse_evidence_record(obj: Any, *, location: str | None = None) -> EvidenceRecord:
+def _text_field(obj: Mapping[str, Any], key: str, location: str | None, limit: int) -> None:
+    """Refuse a string field with a lone surrogate, or longer than ``limit`` characters."""
+    value = obj.get(key)
+    if not isinstance(value, str):
+        return
+    if len(value) > limit:
+        raise RecordError(
+            f"{key}: {len(value)} characters, above max_record_chars ({limit})",
+            location,
+            field=key,
+        )
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise RecordError(
+            f"{key}: holds a lone surrogate (U+{ord(value[exc.start]):04X}) at character "
+            f"{exc.start}",
+            location,
+            field=key,
+        ) from None
+
+
+def parse_evidence_record(
+    obj: Any, *, location: str | None = None, max_chars: int = MAX_RECORD_CHARS
+) -> EvidenceRecord:
     """Validate one corpus record (a :func:`~langchain_references.loading.load_records` parser).
 
     Args:
         obj: The decoded JSON value.
         location: Where it came from (``file:line``), for errors.
+        max_chars: Longest ``text`` and ``title`` accepted (``max_record_chars``).
 
     Returns:
         The record; extra keys become metadata scalars (``null`` dropped, lists and objects
@@ -261,11 +290,14 @@ def parse_evidence_record(obj: Any, *, location: str | None = None) -> EvidenceR
 
     Raises:
         RecordError: If it is not an object, ``id`` is not a non-empty string or integer,
-            ``title`` is not a string, ``text`` is blank, a known field has the wrong type, or
-            an extra key is reserved.
+            ``title`` is not a string, ``text`` is blank, a known field has the wrong type,
+            an extra key is reserved, ``text`` or ``title`` is longer than ``max_chars``, or
+            a string holds a lone surrogate.
     """
     if not isinstance(obj, dict):
         raise RecordError("must be a JSON object", location)
+    for key in ("id", "title", "text", *_KNOWN_STR):
+        _text_field(obj, key, location, max_chars)
     raw_id = obj.get("id")
     if isinstance(raw_id, bool) or not isinstance(raw_id, str | int) or not str(raw_id).strip():
         raise RecordError("id: must be a non-empty string or integer", location, field="id")

@@ -14,19 +14,25 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Final
+from typing import Annotated, Final, TypeAlias
+
+from pydantic import AfterValidator
 
 from langchain_references.errors import LangchainReferencesError
 from langchain_references.judges.spec import JudgeSpecError, llm_of_spec
 
 __all__ = [
     "ENV_PREFIX",
+    "LOOPBACK_HOSTS",
     "LimitExceededError",
     "ServerSettings",
     "SettingsError",
+    "Text",
     "default_persist_dir",
 ]
 
+#: The host names a service answers by default: the loopback ones.
+LOOPBACK_HOSTS: Final = ("localhost", "127.0.0.1", "::1")
 #: Prefix of the environment variables that carry the settings to the worker processes.
 ENV_PREFIX: Final = "LANGCHAIN_REFERENCES_SERVER_"
 
@@ -37,6 +43,9 @@ _INT_LIMITS: Final = (
     "default_top_k",
     "max_claim_chars",
     "max_article_chars",
+    "max_sentences",
+    "max_judged",
+    "max_request_seconds",
 )
 
 
@@ -60,6 +69,21 @@ class LimitExceededError(LangchainReferencesError, ValueError):
         self.maximum = maximum
         self.actual = actual
         self.status_code = status_code
+
+
+def _encodable(text: str) -> str:
+    """Refuse a string holding a lone surrogate (valid as a JSON escape, but not text)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"holds a lone surrogate (U+{ord(text[exc.start]):04X}) at character {exc.start}"
+        ) from None
+    return text
+
+
+#: A request field's text: a lone surrogate is a 422 naming the field, not a 500 later.
+Text: TypeAlias = Annotated[str, AfterValidator(_encodable)]
 
 
 def default_persist_dir() -> Path:
@@ -91,10 +115,20 @@ class ServerSettings:
         default_top_k: ``top_k`` when a request gives none (10, as the climate evidence API).
         max_claim_chars: Longest claim accepted.
         max_article_chars: Longest text accepted by ``/api/split`` and article inputs.
+        max_sentences: Most sentences an article may have (``/v1/article`` stops splitting
+            there, so that splitting costs no more than this many sentences).
+        max_judged: Most (claim, passage) pairs one verify request may have judged (the
+            ``abstract`` endpoints judge every sentence of every abstract retrieved).
+        max_request_seconds: Time budget of a request's work: past it the work is cancelled
+            and the request answered 503 naming the limit.
         api_key: Bearer token every request must carry, or ``None`` for no authentication.
         api_key_env: Name of the environment variable the key was read from (what
             :meth:`to_env` passes on, so the key itself is not copied).
         cors_origins: Origins allowed by CORS; empty (the default) turns CORS off.
+        allowed_hosts: Host names (``Host`` header, port aside) the service answers; others
+            get a 400 JSON error, so that a web page cannot reach the service through DNS
+            rebinding. ``"*.example.org"`` allows the subdomains, ``"*"`` any host. Default:
+            the loopback names.
         search_backend: Name of the web search back-end of ``/v1/factcheck`` (e.g.
             ``"ddgs"``), or ``None`` to search the evidence index only.
         judge: The judge of every verdict (:mod:`~langchain_references.judges.spec`):
@@ -112,9 +146,13 @@ class ServerSettings:
     default_top_k: int = 10
     max_claim_chars: int = 2_000
     max_article_chars: int = 200_000
+    max_sentences: int = 1_000
+    max_judged: int = 1_000
+    max_request_seconds: int = 60
     api_key: str | None = field(default=None, repr=False)
     api_key_env: str | None = None
     cors_origins: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     search_backend: str | None = None
     judge: str = "heuristic"
 
@@ -138,6 +176,9 @@ class ServerSettings:
             raise SettingsError("index_name is blank")
         if self.persist_dir is not None and self.chroma_url is not None:
             raise SettingsError("give persist_dir or chroma_url, not both")
+        for host in self.allowed_hosts:
+            if not host.strip() or "*" in host[1:] or (host[:1] == "*" and host[:2] != "*."):
+                raise SettingsError(f"allowed host {host!r}: a name, '*.domain' or '*'")
         if self.api_key is not None and not self.api_key.strip():
             raise SettingsError("the API key is blank")
         try:
@@ -247,7 +288,7 @@ class ServerSettings:
                     raise SettingsError(f"{item.name} must be an integer, got {raw!r}") from None
             elif item.name == "persist_dir":
                 changes[item.name] = Path(raw)
-            elif item.name == "cors_origins":
+            elif item.name in ("cors_origins", "allowed_hosts"):
                 changes[item.name] = tuple(o.strip() for o in raw.split(",") if o.strip())
             else:
                 changes[item.name] = raw

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import html
 import re
+from typing import Any
 from urllib.parse import unquote
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 
+from langchain_references import deeplinks
 from langchain_references.deeplinks import (
     MAX_EXACT_WORDS,
     choose_quote,
@@ -162,3 +165,46 @@ def test_hostile_quotes_cannot_break_out_of_the_link() -> None:
     assert md is not None
     target = md[len("<sup>[[1](") : -len(")]</sup>")]
     assert not re.search(r"[\s()<>\[\]\"]", target)
+
+
+# ---------------------------------------------------------------- markup removal, linear
+
+_OLD_MARKUP = re.compile(r"\[\d+\](?:\(id=\d+\))?|<sup>.*?</sup>|【[^】]*】|[\ue200-\ue2ff]")
+_PIECES = ["<sup>", "</sup>", "【", "】", "[1]", "[2](id=3)", "[4](", "\ue201", "\n", "a b", "x"]
+
+
+class _CountingStr(str):
+    """A string that counts the characters its ``find`` calls scan."""
+
+    scanned = 0
+
+    def find(self, sub: str, start: Any = None, end: Any = None) -> int:  # type: ignore[override]
+        found = super().find(sub, start, end)
+        begin = 0 if start is None else start
+        _CountingStr.scanned += (len(self) if found < 0 else found + len(sub)) - begin
+        return found
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=60))
+def test_markup_removal_matches_the_regular_expression(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    assert deeplinks._strip_markup(text) == _OLD_MARKUP.sub(" ", text)
+
+
+@pytest.mark.parametrize(
+    ("unit", "tail", "cleaned"),
+    [
+        ("<sup>", "", "<sup>"),  # no closer: every opener is text
+        ("【", "", "【"),
+        ("<sup>x\n", "</sup>", "<sup>x\n"),  # the closer is on another line
+        ("<sup>a</sup>b", "", " b"),
+        ("【a】<sup>\n", "", " <sup>\n"),
+    ],
+)
+def test_markup_removal_scans_each_character_a_bounded_number_of_times(
+    unit: str, tail: str, cleaned: str
+) -> None:
+    _CountingStr.scanned = 0
+    text = _CountingStr(unit * 20_000 + tail)
+    assert deeplinks._strip_markup(text) == cleaned * 20_000 + tail
+    assert _CountingStr.scanned <= 3 * len(text)

@@ -101,7 +101,7 @@ def make_client(make_app: AppFactory) -> Iterator[Callable[..., TestClient]]:
     clients: list[TestClient] = []
 
     def build(**kwargs: Any) -> TestClient:
-        client = TestClient(make_app(**kwargs))
+        client = TestClient(make_app(**kwargs), base_url="http://localhost")
         clients.append(client)
         return client
 

@@ -92,7 +92,9 @@ def services(
 @pytest.fixture
 def client(settings: ServerSettings, services: Services) -> Iterator[TestClient]:
     """A TestClient of the application with default settings."""
-    with TestClient(create_app(settings, services=services)) as test_client:
+    with TestClient(
+        create_app(settings, services=services), base_url="http://localhost"
+    ) as test_client:
         yield test_client
 
 

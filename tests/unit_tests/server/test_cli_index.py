@@ -365,3 +365,23 @@ def test_a_killed_build_is_never_served(tmp_path: Path) -> None:
     assert served.generation == "cli-gen__g2"
     assert served.count() == 24
     assert _answers(served) == before
+
+
+def test_build_skips_oversized_and_surrogate_records_naming_their_lines(tmp_path: Path) -> None:
+    lines = CORPUS.read_text().splitlines()
+    lines.insert(1, json.dumps({"id": "huge", "title": "Huge", "text": "Big text. " * 100}))
+    lines.insert(3, '{"id": "s", "title": "bad \\ud800", "text": "Fine text here."}')
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("\n".join(lines) + "\n")
+    db = tmp_path / "db"
+    argv = ["index", "build", "--input", str(corpus), "--name", "cap-idx"]
+    status, _out, err = _run(
+        *argv, "--persist-dir", str(db), "--quiet", "--max-record-chars", "500"
+    )
+    assert status == 1
+    assert err.splitlines() == [
+        f"error: {corpus}:2: text: 1000 characters, above max_record_chars (500) (record skipped)",
+        f"error: {corpus}:4: title: holds a lone surrogate (U+D800) at character 4 "
+        "(record skipped)",
+    ]
+    assert EvidenceIndex.open("cap-idx", persist_dir=db).count("abstract") == 8

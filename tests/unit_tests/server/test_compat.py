@@ -44,7 +44,9 @@ def scripted_client(
     settings: ServerSettings, evidence_index: EvidenceIndex, scripted: ScriptedJudge
 ) -> Iterator[TestClient]:
     services = Services(settings=settings, index=evidence_index, judge=scripted)
-    with TestClient(create_app(settings, services=services)) as test_client:
+    with TestClient(
+        create_app(settings, services=services), base_url="http://localhost"
+    ) as test_client:
         yield test_client
 
 

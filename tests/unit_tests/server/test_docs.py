@@ -119,7 +119,7 @@ def test_docs_stay_public_with_an_api_key(make_client: Callable[..., TestClient]
 
 
 def test_urls_follow_the_root_path(make_app: Callable[..., FastAPI]) -> None:
-    with TestClient(make_app(), root_path="/evidence") as client:
+    with TestClient(make_app(), root_path="/evidence", base_url="http://localhost") as client:
         html = client.get("/docs").text
     assert 'src="/evidence/static/docs/swagger-ui-bundle.js"' in html
     assert 'data-openapi-url="/evidence/openapi.json"' in html

@@ -33,7 +33,7 @@ def _client(services: Services, **changes: Any) -> TestClient:
         persist_dir=services.settings.persist_dir,
         **changes,
     )
-    return TestClient(create_app(settings, services=services))
+    return TestClient(create_app(settings, services=services), base_url="http://localhost")
 
 
 # ------------------------------------------------------------------ limits
@@ -207,7 +207,8 @@ def test_index_failure_is_a_503(services: Services) -> None:
     client = TestClient(
         create_app(
             settings, services=Services(settings=settings, index=broken, judge=services.judge)
-        )
+        ),
+        base_url="http://localhost",
     )
     response = client.post("/api/phrase/evidence", json={"claim": "x"})
     assert response.status_code == 503

@@ -1,0 +1,376 @@
+"""Hostile requests: CPU-bound work off the event loop and bounded, JSON errors, hosts, logs."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from fastapi import Request
+from fastapi.testclient import TestClient
+from langchain_core.runnables import RunnableConfig
+
+from langchain_references.judges import Judge, Judgement
+from langchain_references.server import article as article_module
+from langchain_references.server import compat
+from langchain_references.server.app import EscapingFormatter, create_app
+from langchain_references.server.article import split_with_offsets
+from langchain_references.server.guard import ClientDisconnectedError, guarded
+from langchain_references.server.services import Services
+from langchain_references.server.settings import LimitExceededError
+from tests.unit_tests.server._native_fixtures import (
+    make_app,
+    make_client,
+    native_index,
+    native_index_dir,
+    native_settings,
+)
+from tests.unit_tests.server.conftest import ScriptedJudge, free_port
+
+__all__ = ["make_app", "make_client", "native_index", "native_index_dir", "native_settings"]
+
+ClientFactory = Callable[..., TestClient]
+
+
+# --------------------------------------------------------------------------- /v1/article
+
+
+def test_splitting_stops_at_the_sentence_budget() -> None:
+    text = "First one here. Second one here.\nThird one here. " + "a. " * 100_000
+    with pytest.raises(LimitExceededError) as caught:
+        split_with_offsets(text, max_sentences=3)
+    assert (caught.value.limit, caught.value.maximum, caught.value.actual) == (
+        "max_sentences",
+        3,
+        4,
+    )
+    assert [s.text for s in split_with_offsets(text[:48], max_sentences=3)] == [
+        "First one here.",
+        "Second one here.",
+        "Third one here.",
+    ]
+
+
+def test_article_over_the_sentence_budget_is_a_413_naming_it(make_client: ClientFactory) -> None:
+    client = make_client(max_sentences=50)
+    response = client.post("/v1/article", json={"text": "a. " * 10_000})
+    assert response.status_code == 413
+    assert response.json() == {
+        "detail": "max_sentences is 50, the request has 51",
+        "limit": "max_sentences",
+        "maximum": 50,
+        "actual": 51,
+    }
+
+
+def on_event_loop() -> bool:
+    """Whether the calling thread is running an event loop (a handler, not a worker thread)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def test_article_splitting_runs_off_the_event_loop(
+    make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[bool] = []
+    split = article_module._sentences_and_claims
+
+    def recording(*args: Any) -> Any:
+        seen.append(on_event_loop())
+        return split(*args)
+
+    monkeypatch.setattr(article_module, "_sentences_and_claims", recording)
+    client = make_client()
+    response = client.post("/v1/article", json={"text": "The Eiffel Tower is 330 metres tall."})
+    assert response.status_code == 200
+    assert [c["text"] for c in response.json()["claims"]] == [
+        "The Eiffel Tower is 330 metres tall."
+    ]
+    assert seen == [False]
+
+
+# --------------------------------------------------------------------------- verify budgets
+
+
+class SlowJudge(ScriptedJudge):
+    """A scripted judge that takes ``delay`` seconds per pair and counts its calls."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    def _judge(self, statement: str, passage: str, *, config: RunnableConfig) -> Judgement:
+        time.sleep(self.delay)
+        return super()._judge(statement, passage, config=config)
+
+
+def _compat_client(services: Services, judge: Judge, **limits: Any) -> TestClient:
+    settings = replace(services.settings, **limits)
+    return TestClient(
+        create_app(
+            settings, services=Services(settings=settings, index=services.index, judge=judge)
+        ),
+        base_url="http://localhost",
+    )
+
+
+def test_abstract_verify_over_the_judging_budget_is_a_413_and_judges_nothing(
+    services: Services,
+) -> None:
+    judge = ScriptedJudge()
+    client = _compat_client(services, judge, max_judged=5)
+    claims = {"claims": ["sea level rise", "honey bees"], "top_k": 3}
+    response = client.post("/api/abstract/verify/batch", json=claims)
+    assert response.status_code == 413
+    body = response.json()
+    assert (body["limit"], body["maximum"]) == ("max_judged", 5)
+    assert body["actual"] > 5
+    assert judge.passages == []
+    within = client.post(
+        "/api/abstract/verify/batch?filter_nei=false",
+        json={**claims, "claims": ["ice"], "top_k": 1},
+    )
+    assert within.status_code == 200
+    assert len(judge.passages) == len(within.json()[0]) <= 5
+
+
+def test_a_request_past_its_time_budget_is_a_503_and_its_judging_stops(
+    services: Services,
+) -> None:
+    judge = SlowJudge(0.05)
+    client = _compat_client(services, judge, max_request_seconds=1)
+    claims = {"claims": [f"claim {i} about sea ice" for i in range(20)], "top_k": 10}
+    response = client.post("/api/abstract/verify/batch?filter_nei=false", json=claims)
+    assert response.status_code == 503
+    assert response.json() == {
+        "detail": response.json()["detail"],
+        "limit": "max_request_seconds",
+        "maximum": 1,
+        "actual": response.json()["actual"],
+    }
+    judged = len(judge.passages)
+    time.sleep(1.0)
+    assert len(judge.passages) - judged <= compat.JUDGE_SLICE  # the slice in flight at most
+    assert judged < 20 * 10  # stopped well before the end
+
+
+async def test_guard_cancels_the_work_when_the_client_leaves() -> None:
+    messages = iter([{"type": "http.request", "body": b""}, {"type": "http.disconnect"}])
+
+    async def receive() -> dict[str, Any]:
+        return next(messages)
+
+    request = Request({"type": "http", "method": "POST", "headers": []}, receive)
+    await request.body()
+    cancelled = asyncio.Event()
+
+    async def work() -> str:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "done"
+
+    with pytest.raises(ClientDisconnectedError):
+        await guarded(request, work(), seconds=60)
+    assert cancelled.is_set()
+
+
+# --------------------------------------------------------------------------- hosts, logs
+
+
+@pytest.mark.parametrize(
+    ("host", "status"),
+    [
+        ("localhost", 200),
+        ("127.0.0.1:8000", 200),
+        ("[::1]:8000", 200),
+        ("LOCALHOST", 200),
+        ("evil.example", 400),  # DNS rebinding: a page of evil.example resolved to 127.0.0.1
+        ("localhost.evil.example", 400),
+        ("", 400),
+    ],
+)
+def test_only_allowed_hosts_are_answered(services: Services, host: str, status: int) -> None:
+    client = _compat_client(services, services.judge)
+    response = client.get("/healthcheck", headers={"Host": host})
+    assert response.status_code == status
+    if status == 400:
+        assert response.json() == {
+            "detail": f"host {host!r} is not allowed",
+            "limit": "allowed_hosts",
+        }
+    else:
+        assert response.json() == "Seems to be running"
+
+
+def test_allowed_hosts_are_configurable(services: Services) -> None:
+    client = _compat_client(services, services.judge, allowed_hosts=("*.example.org", "api.test"))
+    assert client.get("/healthcheck", headers={"Host": "a.example.org"}).status_code == 200
+    assert client.get("/healthcheck", headers={"Host": "api.test:443"}).status_code == 200
+    assert client.get("/healthcheck", headers={"Host": "localhost"}).status_code == 400
+    assert client.get("/healthcheck", headers={"Host": "example.org.evil"}).status_code == 400
+
+
+def test_serve_allows_the_loopback_names_and_its_own_host() -> None:
+    from langchain_references.cli import build_parser
+    from langchain_references.cli.serve import settings_from_args
+
+    def hosts(*argv: str) -> tuple[str, ...]:
+        args = build_parser().parse_args(["serve", "--index", "abc", *argv])
+        return settings_from_args(args).allowed_hosts
+
+    assert hosts() == ("localhost", "127.0.0.1", "::1")
+    assert hosts("--host", "0.0.0.0") == ("localhost", "127.0.0.1", "::1")
+    assert hosts("--host", "10.0.0.5") == ("localhost", "127.0.0.1", "::1", "10.0.0.5")
+    assert hosts("--allowed-host", "api.test", "--host", "0.0.0.0") == ("api.test",)
+
+
+def test_a_line_feed_in_the_path_cannot_forge_a_log_line(
+    services: Services, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = _compat_client(services, services.judge, api_key="k")
+    with caplog.at_level(logging.INFO, logger="langchain_references.server.app"):
+        response = client.get("/x%0A2026-01-01 INFO forged%0D")
+    assert response.status_code == 401
+    (line,) = [r.getMessage() for r in caplog.records if "forged" in r.getMessage()]
+    assert "\n" not in line
+    assert "\r" not in line
+    assert "/x\\n2026-01-01 INFO forged\\r 401" in line
+
+
+def test_the_service_formatter_escapes_every_message() -> None:
+    from langchain_references.cli.serve import log_config
+
+    config = log_config("info")["formatters"]["service"]
+    formatter = EscapingFormatter(config["format"].replace("%(request_id)s", "-"))
+    record = logging.LogRecord("x", logging.INFO, "f", 1, "title %s", ("a\nb\x1b[31m",), None)
+    assert config["()"] == "langchain_references.server.app.EscapingFormatter"
+    assert formatter.format(record).endswith("x: title a\\nb\\x1b[31m")
+
+
+# --------------------------------------------------------------------------- shutdown
+
+
+def test_serve_gives_requests_in_flight_a_bounded_grace_on_sigterm(
+    native_index_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uvicorn
+
+    from langchain_references.cli import build_parser, serve
+
+    started: list[dict[str, Any]] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: started.append(kwargs))
+    argv = ["serve", "--index", "native-landmarks", "--persist-dir", str(native_index_dir)]
+    assert serve.run(build_parser().parse_args(argv), out=io.StringIO()) == 0
+    assert (
+        serve.run(build_parser().parse_args([*argv, "--graceful-timeout", "2"]), out=io.StringIO())
+        == 0
+    )
+    assert [kwargs["timeout_graceful_shutdown"] for kwargs in started] == [5, 2]
+
+
+def test_shutdown_cancels_a_long_request_within_the_grace(services: Services) -> None:
+    judge = SlowJudge(0.05)
+    settings = replace(services.settings, max_request_seconds=600)
+    app = create_app(
+        settings, services=Services(settings=settings, index=services.index, judge=judge)
+    )
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1
+        )
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    claims = {"claims": [f"claim {i} about sea ice" for i in range(20)], "top_k": 10}
+    failures: list[BaseException] = []
+
+    def long_request() -> None:
+        try:
+            httpx.post(
+                f"http://127.0.0.1:{port}/api/abstract/verify/batch", json=claims, timeout=60
+            )
+        except httpx.HTTPError as exc:
+            failures.append(exc)
+
+    client = threading.Thread(target=long_request, daemon=True)
+    client.start()
+    while not judge.passages:
+        assert time.monotonic() < deadline, "the request did not start judging"
+        time.sleep(0.05)
+    server.should_exit = True  # what uvicorn's SIGTERM handler does
+    thread.join(timeout=10)
+    assert not thread.is_alive(), "the server did not stop"
+    judged = len(judge.passages)
+    time.sleep(0.5)
+    assert len(judge.passages) - judged <= compat.JUDGE_SLICE
+    assert judged < 20 * 10
+    client.join(timeout=10)
+
+
+# --------------------------------------------------------------------------- JSON errors
+
+_SURROGATE = b'"bad \\ud800 text"'  # valid JSON; a lone surrogate once decoded
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "location"),
+    [
+        ("/api/split", b'{"text": %s}', ["body", "text"]),
+        ("/api/phrase/evidence", b'{"claim": %s}', ["body", "claim"]),
+        ("/api/abstract/verify/batch", b'{"claims": ["ok", %s]}', ["body", "claims", 1]),
+        ("/v1/factcheck", b'{"statement": %s}', ["body", "statement"]),
+        ("/v1/article", b'{"text": %s}', ["body", "text"]),
+        ("/v1/answer", b'{"question": %s}', ["body", "question"]),
+    ],
+)
+def test_a_lone_surrogate_is_a_422_naming_the_field(
+    make_client: ClientFactory, path: str, body: bytes, location: list[Any]
+) -> None:
+    client = make_client()
+    response = client.post(
+        path, content=body % _SURROGATE, headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 422
+    (error,) = response.json()["detail"]
+    assert error["loc"] == location
+    # ours, or pydantic's own when a pattern constraint reads the string first
+    assert error["msg"] in (
+        "Value error, holds a lone surrogate (U+D800) at character 4",
+        "Input should be a valid string, unable to parse raw data as a unicode string",
+    )
+
+
+def test_an_unexpected_failure_is_a_json_500(make_app: Callable[..., Any]) -> None:
+    app = make_app()
+
+    @app.get("/boom")
+    async def boom() -> None:
+        raise KeyError("secret internals")
+
+    client = TestClient(app, base_url="http://localhost", raise_server_exceptions=False)
+    response = client.get("/boom")
+    assert response.status_code == 500
+    assert response.json() == {
+        "detail": "the request failed on the server",
+        "code": "internal_error",
+    }
