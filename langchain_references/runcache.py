@@ -49,6 +49,7 @@ __all__ = [
     "RunCacheError",
     "content_key",
     "default_run_cache_path",
+    "object_settings",
 ]
 
 logger = logging.getLogger(__name__)
@@ -91,6 +92,29 @@ def content_key(*parts: Any) -> str:
     """
     text = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def object_settings(obj: object) -> dict[str, Any]:
+    """An object's settings, for cache keys: its class and public attributes.
+
+    Numbers, strings, booleans and ``None`` are kept by value, other attributes by class name
+    (e.g. the embeddings of a judge), so two objects of one class with equal simple settings
+    and parts of the same classes have equal settings.
+
+    Args:
+        obj: The object (a judge, an aggregator, a splitter...).
+
+    Returns:
+        ``{"class": "module.Class", "settings": {...}}`` (JSON-serialisable).
+    """
+    settings: dict[str, Any] = {}
+    for name, value in sorted(getattr(obj, "__dict__", {}).items()):
+        if name.startswith("_"):
+            continue
+        simple = value is None or isinstance(value, str | int | float | bool)
+        settings[name] = value if simple else type(value).__qualname__
+    cls = type(obj)
+    return {"class": f"{cls.__module__}.{cls.__qualname__}", "settings": settings}
 
 
 class RunCache:
