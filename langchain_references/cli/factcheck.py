@@ -624,8 +624,6 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             )
     except KeyboardInterrupt as exc:  # main says "interrupted" with this note
         note = f"{written} of {len(statements)} statement(s) reported"
-        if cache is not None:
-            note += "; the finished ones are in the run cache: rerun with --resume"
         exc.add_note(note)
         raise
     if not args.quiet:
