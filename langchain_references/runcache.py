@@ -90,7 +90,7 @@ def content_key(*parts: Any) -> str:
     Raises:
         TypeError: If a part is not JSON-serialisable.
     """
-    text = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"))  # ASCII: lone surrogates too
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -248,7 +248,7 @@ class RunCache:
         """
         if value is None:
             raise ValueError("cannot store None: it means 'not cached'")
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(value, separators=(",", ":"))  # ASCII: lone surrogates are stored too
         self._execute(
             "INSERT OR REPLACE INTO entries (namespace, key, value, stored_at) VALUES (?, ?, ?, ?)",
             (namespace, key, text, time.time()),

@@ -127,3 +127,10 @@ def test_sigkill_mid_run_leaves_a_usable_cache(tmp_path: Path) -> None:
     assert all(v == {"i": i, "payload": "x" * 5000} for i, v in enumerate(values))
     cache.put("item", "after", 1)  # still writable
     assert cache.get("item", "after") == 1
+
+
+def test_lone_surrogates_are_keyed_and_stored(tmp_path: Path) -> None:
+    cache = RunCache(tmp_path / "run.sqlite3")
+    key = content_key("bad \ud800 text")
+    cache.put("item", key, {"text": "bad \ud800 text"})
+    assert cache.get("item", key) == {"text": "bad \ud800 text"}
