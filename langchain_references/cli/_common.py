@@ -12,6 +12,14 @@ line naming the variable, not a traceback from the first call.
 Progress: :class:`ProgressLines` (``[i/n] ...`` lines on stderr, one live line on a terminal),
 turned off by ``--quiet`` (:func:`add_quiet_option`).
 
+Resuming and rate limits (:func:`add_run_options`): every run records the items it finishes in
+a run cache (``--cache FILE``, default
+:func:`~langchain_references.runcache.default_run_cache_path`; ``--no-cache`` turns it off);
+``--resume`` reads them back, so only what did not finish is run again
+(:func:`open_run_cache`). ``--rate KIND=RPS[/N]`` sets the limits of ``search``, ``fetch``
+(per host) and ``judge`` (an LLM judge's requests), shared by every worker of the run
+(:func:`build_limiter`, defaults :data:`~langchain_references.ratelimit.DEFAULT_LIMITS`).
+
 Files: :func:`read_records` reads an ``--input`` (each bad record reported once, no record at
 all is an error); :func:`check_output` refuses an ``--output`` that is an input or cannot be
 written, before any work; ``with writing(path), atomic_write(path) as handle:`` writes it all
@@ -35,6 +43,8 @@ from langchain_references._optional import MissingDependencyError, require
 from langchain_references.errors import LangchainReferencesError, RecordError
 from langchain_references.judges.heuristic import HeuristicJudge
 from langchain_references.judges.spec import JudgeSpecError, judge_from_spec
+from langchain_references.ratelimit import DEFAULT_LIMITS, RateLimit, RateLimiter
+from langchain_references.runcache import RunCache, RunCacheError, default_run_cache_path
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -51,19 +61,24 @@ __all__ = [
     "ProgressLines",
     "add_judge_options",
     "add_quiet_option",
+    "add_run_options",
     "add_subcommand",
     "atomic_write",
     "build_judge",
+    "build_limiter",
     "check_api_key",
     "check_output",
     "format_number",
     "format_table",
     "load_chat_model",
     "non_blank",
+    "open_run_cache",
     "positive_float",
     "positive_int",
+    "rate_option",
     "read_records",
     "reading",
+    "reuse_note",
     "streams",
     "writing",
 ]
@@ -456,7 +471,9 @@ def add_judge_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_judge(spec: str, *, err: TextIO | None = None) -> tuple[Judge, BaseChatModel | None]:
+def build_judge(
+    spec: str, *, err: TextIO | None = None, limiter: RateLimiter | None = None
+) -> tuple[Judge, BaseChatModel | None]:
     """Build the judge of ``--judge`` (every command that judges, and ``serve``).
 
     The spec is read by :func:`~langchain_references.judges.spec.judge_from_spec`; the chat
@@ -466,6 +483,8 @@ def build_judge(spec: str, *, err: TextIO | None = None) -> tuple[Judge, BaseCha
         spec: ``heuristic`` (offline, MiniLM embeddings), ``heuristic-lexical`` (offline, no
             embeddings) or ``llm:PROVIDER:MODEL``.
         err: Where to write :data:`HEURISTIC_NOTICE` for a heuristic judge (nowhere if None).
+        limiter: Rate limits; an LLM judge's model draws on its ``"judge"`` key (LangChain's
+            ``rate_limiter``).
 
     Returns:
         The judge and, for an LLM judge, its chat model.
@@ -473,10 +492,15 @@ def build_judge(spec: str, *, err: TextIO | None = None) -> tuple[Judge, BaseCha
     Raises:
         CLIError: On an unknown spec or an unavailable model.
     """
+    extra: dict[str, Any] = {}
+    if limiter is not None and limiter.limit_for("judge") is not None:
+        extra["rate_limiter"] = limiter.for_langchain("judge")
     try:
         judge, model = judge_from_spec(
             spec,
-            load_model=lambda name: load_chat_model(name, option="--judge llm:", temperature=0),
+            load_model=lambda name: load_chat_model(
+                name, option="--judge llm:", temperature=0, **extra
+            ),
         )
     except JudgeSpecError as exc:
         raise CLIError(f"--judge {exc}") from exc
@@ -484,6 +508,126 @@ def build_judge(spec: str, *, err: TextIO | None = None) -> tuple[Judge, BaseCha
         emb = " + MiniLM similarity" if judge.embeddings is not None else ""
         err.write(HEURISTIC_NOTICE.format(emb=emb) + "\n")
     return judge, model
+
+
+# ------------------------------------------------------------------------ resuming, rates
+
+
+def rate_option(value: str) -> tuple[str, RateLimit]:
+    """``argparse`` type of ``--rate``: ``KIND=RPS[/CONCURRENT]``.
+
+    Args:
+        value: E.g. ``search=0.5/1`` or ``fetch=4/4``.
+
+    Returns:
+        ``(kind, limit)``.
+
+    Raises:
+        argparse.ArgumentTypeError: If the kind is not one of ``search``, ``fetch``, ``judge``
+            or the limit is malformed.
+    """
+    kind, equals, limit = value.partition("=")
+    if not equals or kind.strip() not in DEFAULT_LIMITS:
+        raise argparse.ArgumentTypeError(
+            f"expected KIND=RPS[/CONCURRENT] with KIND one of {', '.join(DEFAULT_LIMITS)},"
+            f" got {value!r}"
+        )
+    try:
+        return kind.strip(), RateLimit.parse(limit)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--resume``, ``--cache FILE``, ``--no-cache`` and ``--rate KIND=RPS[/N]``.
+
+    Args:
+        parser: The parser of a command that runs a batch.
+    """
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="reuse what an earlier run with the same inputs, settings and judge finished",
+    )
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        metavar="FILE",
+        help=f"run cache (SQLite; default: {default_run_cache_path()})",
+    )
+    parser.add_argument(
+        "--no-cache", action="store_true", help="record nothing (a later --resume redoes all)"
+    )
+    defaults = ", ".join(
+        f"{kind}={limit.requests_per_second:g}/{limit.max_concurrent}"
+        for kind, limit in DEFAULT_LIMITS.items()
+    )
+    parser.add_argument(
+        "--rate",
+        type=rate_option,
+        action="append",
+        default=[],
+        metavar="KIND=RPS[/N]",
+        help=f"requests per second and in flight of search, fetch (per host) or judge "
+        f"(default: {defaults})",
+    )
+
+
+def open_run_cache(args: argparse.Namespace) -> RunCache | None:
+    """The run cache of ``--cache``/``--resume``/``--no-cache``.
+
+    Args:
+        args: Parsed arguments (:func:`add_run_options`).
+
+    Returns:
+        The cache (reusing with ``--resume``), or ``None`` with ``--no-cache``.
+
+    Raises:
+        CLIError: If ``--resume`` and ``--no-cache`` are both given, or the file cannot be
+            opened.
+    """
+    resume = bool(getattr(args, "resume", False))
+    if getattr(args, "no_cache", False):
+        if resume:
+            raise CLIError("--resume needs the run cache: drop --no-cache")
+        return None
+    path = getattr(args, "cache", None) or default_run_cache_path()
+    try:
+        return RunCache(path, reuse=resume)
+    except RunCacheError as exc:
+        raise CLIError(str(exc)) from exc
+
+
+def build_limiter(args: argparse.Namespace) -> RateLimiter:
+    """The rate limiter of ``--rate`` (over :data:`~langchain_references.ratelimit.DEFAULT_LIMITS`).
+
+    Args:
+        args: Parsed arguments (:func:`add_run_options`).
+
+    Returns:
+        The limiter, shared by every worker of the run.
+    """
+    limits = dict(DEFAULT_LIMITS)
+    for kind, limit in getattr(args, "rate", None) or []:
+        limits[kind] = limit
+    return RateLimiter(limits)
+
+
+def reuse_note(reused: int, total: int, what: str, cache: RunCache | None) -> str:
+    """The line that says how many items a run reused, e.g. ``reused 3 of 5 statement(s)...``.
+
+    Args:
+        reused: Items taken from the cache.
+        total: Items of the run.
+        what: The items' name, e.g. ``"statement(s)"``.
+        cache: The run cache (``None``: nothing said).
+
+    Returns:
+        The line (no newline), or ``""`` when not resuming.
+    """
+    if cache is None or not cache.reuse:
+        return ""
+    return f"resumed: reused {reused} of {total} {what} from {cache.path}"
 
 
 # ------------------------------------------------------------------------ progress

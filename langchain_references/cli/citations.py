@@ -19,6 +19,13 @@ an answer, or a run, whose judgements all failed shows ``-`` instead of recall a
 (off with ``--quiet``). Ctrl-C stops at once: the report of the answers already checked is
 printed, and :func:`langchain_references.cli.main` says so in one line (exit status 130).
 
+Resuming: every successful judgement is recorded in the run cache (``--cache FILE``, by
+default under the user cache directory; ``--no-cache`` records nothing), keyed by the judge's
+identity, the sentence and the documents; ``--resume`` takes the judgements an earlier run made
+from it, so the answers it finished are checked without calling the judge again (the report
+says how many answers were reused) and the others only judge what is missing. ``--rate
+judge=RPS/N`` limits an LLM judge's requests (LangChain's ``rate_limiter``).
+
 Exit status: 0 when every record was checked, 1 when some records were skipped (the others are
 still reported) or every judgement failed, 2 when the command cannot run (unreadable input, no
 valid record, unavailable judge or API key), 130 when interrupted.
@@ -45,13 +52,18 @@ from langchain_references.cli._common import (
     ProgressLines,
     add_judge_options,
     add_quiet_option,
+    add_run_options,
     build_judge,
+    build_limiter,
     format_number,
     format_table,
+    open_run_cache,
     positive_int,
     read_records,
+    reuse_note,
     streams,
 )
+from langchain_references.judges.cached import JUDGEMENT_NAMESPACE, CachedJudge
 
 __all__ = ["DESCRIPTION", "HELP", "configure_parser", "judgement_counts", "render_report", "run"]
 
@@ -72,6 +84,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="verification-worthy sentences have at least this many words (default: 4)",
     )
     add_quiet_option(parser)
+    add_run_options(parser)
 
 
 HELP: Final = "citation recall and precision of cited answers"
@@ -192,7 +205,10 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     """
     out, err = streams(out, err)
     records, errors = read_records(args.input, load_answer_records, err)
-    judge, _ = build_judge(args.judge, err=err)
+    cache = open_run_cache(args)
+    built, _ = build_judge(args.judge, err=err, limiter=build_limiter(args))
+    judge = CachedJudge(built, cache) if cache is not None else built
+    reused = 0
     min_words: int = args.min_words
 
     def worthy(sentence: CitedSentence) -> bool:
@@ -219,6 +235,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     try:
         for index, record in enumerate(records):  # one by one: progress, and Ctrl-C keeps them
             start = time.perf_counter()
+            before = cache.stats().get(JUDGEMENT_NAMESPACE, (0, 0)) if cache else (0, 0)
             display.step(index, "judging")
             (answer,) = evaluate_answers(
                 [record], judge, is_worthy=worthy, max_concurrency=args.max_concurrency
@@ -226,6 +243,10 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             answer = dataclasses.replace(answer, index=index)
             answers.append(answer)
             failed, total, _ = judgement_counts([answer])
+            after = cache.stats().get(JUDGEMENT_NAMESPACE, (0, 0)) if cache else (0, 0)
+            # every judgement of the answer came from the run cache: an answer finished before
+            from_cache = after[0] > before[0] and after[1] == before[1]
+            reused += from_cache
             outcome = (
                 f"recall {format_number(answer.citation_recall)}, "
                 f"precision {format_number(answer.citation_precision)}"
@@ -235,7 +256,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             display.done(
                 index,
                 f"answer {index}: {outcome} ({failed} of {total} judgements failed) "
-                f"in {time.perf_counter() - start:.2f}s",
+                f"in {time.perf_counter() - start:.2f}s"
+                + (", reused from the run cache" if from_cache else ""),
             )
     except KeyboardInterrupt as exc:  # keep what finished; main says "interrupted"
         if answers:
@@ -245,4 +267,6 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         raise
     report = CitationReport(tuple(answers), tuple(errors))
     write(report)
+    if not args.quiet and (note := reuse_note(reused, len(records), "answer(s)", cache)):
+        err.write(note + "\n")
     return 1 if errors or _unmeasured(report.answers) else 0

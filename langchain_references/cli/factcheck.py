@@ -30,6 +30,15 @@ check") with the reason, in the report and in the ``--json`` line alike, and the
 with status 1. Ctrl-C stops at once: the reports already written stay, and
 :func:`langchain_references.cli.main` says how many in one line (exit status 130).
 
+Resuming: each statement checked (with no failed judgement) is recorded in the run cache
+(``--cache FILE``, by default under the user cache directory; ``--no-cache`` records
+nothing), with its searches, pages and judgements; ``--resume`` reports the statements an
+earlier run with the same settings and judge finished without checking them again (a
+statement that was under way reuses the searches, pages and judgements it finds), and says
+how many were reused. Rate limits (``--rate search=RPS/N``, ``fetch=...`` per host) hold for
+the web search back-ends and fetches from the web, for every statement checked at once; a 429
+or 503 is retried after its ``Retry-After``.
+
 Run ``langchain-references factcheck --help`` (or ``python -m langchain_references.cli
 factcheck --help``): the single entry point, :func:`langchain_references.cli.main`, registers
 the command with :func:`add_parser` and runs it with :func:`run`.
@@ -47,7 +56,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO, cast
 from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackHandler
@@ -60,9 +69,13 @@ from langchain_references.cli._common import (
     ProgressLines,
     add_judge_options,
     add_quiet_option,
+    add_run_options,
     build_judge,
+    build_limiter,
+    open_run_cache,
     positive_float,
     positive_int,
+    reuse_note,
 )
 from langchain_references.factcheck.report import (
     REPORT_SEPARATORS,
@@ -82,6 +95,7 @@ if TYPE_CHECKING:
     from langchain_references.factcheck.chain import FactCheckChain
     from langchain_references.factcheck.search import SearchProvider
     from langchain_references.judges import JudgeInfo, JudgeInputLike, Judgement
+    from langchain_references.runcache import RunCache
 
 __all__ = [
     "DESCRIPTION",
@@ -167,6 +181,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="allow fetching private and loopback addresses (needed for local servers)",
     )
     add_quiet_option(parser)
+    add_run_options(parser)
 
 
 HELP: Final = "check statements against web evidence"
@@ -214,6 +229,7 @@ class _Setup:
     search: SearchProvider
     description: str
     local_origins: list[str] = field(default_factory=list)
+    web: bool = False  # a web search API: rate-limited
 
 
 def _optional(build: Any, what: str) -> Any:
@@ -268,7 +284,7 @@ def build_search(spec: str, stack: contextlib.ExitStack) -> _Setup:
             f"unknown --search {spec!r}: use demo, local:FOLDER, recorded:FILE, ddgs, tavily, "
             "bing or searx[:URL]"
         )
-    return _Setup(found, _WEB_SEARCH_NAMES[kind])
+    return _Setup(found, _WEB_SEARCH_NAMES[kind], web=True)
 
 
 #: How the report names each web search back-end of :func:`search_from_spec`.
@@ -321,9 +337,13 @@ def build_chain(
 ) -> FactCheckChain:
     """Build the chain for the parsed arguments.
 
+    The chain's run cache (``chain.cache``: finished checks, searches, pages, judgements) is
+    closed by ``stack``; its rate limits (``--rate``) hold for the web search, web fetches and
+    an LLM judge.
+
     Args:
         args: Parsed arguments.
-        stack: Exit stack owning the local servers.
+        stack: Exit stack owning the local servers and the run cache.
         err: Where to say which search and judge are used.
 
     Returns:
@@ -333,14 +353,19 @@ def build_chain(
         CLIError: If a component cannot be built.
     """
     from langchain_references.demo.site import LocalOriginGuard
+    from langchain_references.factcheck.cache import PageCache
     from langchain_references.factcheck.chain import create_fact_check_chain
     from langchain_references.factcheck.fetch import PageFetcher
     from langchain_references.judges import HeuristicJudge
 
     spec = judge_spec(args, err)
+    cache = open_run_cache(args)
+    if cache is not None:
+        stack.callback(cache.close)
+    limiter = build_limiter(args)
     judge: Runnable[JudgeInputLike, Judgement] | None = None
     if spec != "heuristic":  # first: a missing package or API key stops before any work
-        judge, _model = build_judge(spec)
+        judge, _model = build_judge(spec, limiter=limiter)
         judge_notice = (
             f"judge: LLMJudge with {spec.removeprefix('llm:')}"
             if spec.startswith("llm:")
@@ -351,12 +376,18 @@ def build_chain(
     if judge is None:  # the MiniLM embeddings of the chain, loaded once
         judge = HeuristicJudge(embeddings)
         judge_notice = HEURISTIC_NOTICE
+    pages = PageCache(store=cache) if cache is not None else None
+    fetch_limiter = None if setup.local_origins else limiter  # our own local server: no limit
     if args.allow_private:
-        fetcher = PageFetcher(allow_private=True, timeout_s=args.timeout)
+        fetcher = PageFetcher(
+            allow_private=True, timeout_s=args.timeout, cache=pages, limiter=fetch_limiter
+        )
     elif setup.local_origins:
-        fetcher = PageFetcher(guard=LocalOriginGuard(setup.local_origins), timeout_s=args.timeout)
+        fetcher = PageFetcher(
+            guard=LocalOriginGuard(setup.local_origins), timeout_s=args.timeout, cache=pages
+        )
     else:
-        fetcher = PageFetcher(timeout_s=args.timeout)
+        fetcher = PageFetcher(timeout_s=args.timeout, cache=pages, limiter=fetch_limiter)
     if not args.quiet:
         err.write(f"search: {setup.description}\n{judge_notice}\n")
         err.flush()
@@ -368,6 +399,10 @@ def build_chain(
         k=args.k,
         max_results=args.max_results,
         max_concurrency=args.max_concurrency,
+        cache=cache,
+        limiter=limiter if setup.web else None,
+        # a local server's port changes with every run: its results are its own
+        search_identity=" ".join([args.search, *setup.local_origins]),
     )
 
 
@@ -407,6 +442,16 @@ class ProgressDisplay(ProgressLines):
         else:
             outcome = f"error: could not check ({result.error})"
         self.done(index, f"{outcome} in {result.total_s:.2f}s: {result.statement}")
+
+    def reused(self, index: int, result: FactCheckResult) -> None:
+        """Show the verdict of statement ``index``, taken from the run cache.
+
+        Args:
+            index: 0-based statement index.
+            result: Its result, as an earlier run finished it.
+        """
+        outcome = f"{result.verdict.value} (confidence {result.confidence:.0%})"
+        self.done(index, f"{outcome}, reused from the run cache: {result.statement}")
 
     def failed(self, index: int, statement: str, exc: BaseException) -> None:
         """Report that statement ``index`` could not be checked.
@@ -463,6 +508,7 @@ async def check_statements(
     display: ProgressDisplay,
     emit: Any,
     judge: JudgeInfo | None = None,
+    reused: list[int] | None = None,
 ) -> int:
     """Check statements concurrently and emit each result in input order.
 
@@ -476,14 +522,24 @@ async def check_statements(
         display: Progress display.
         emit: ``emit(index, result)`` called in input order as results become available.
         judge: The chain's judge, named by the result of a check that raised.
+        reused: Gets the index of each statement whose finished check the chain's run cache
+            had (:meth:`~langchain_references.factcheck.chain.FactCheckChain.cached_result`).
 
     Returns:
         The number of statements that could not be checked (the check raised, or the
         verdict is ``error``).
     """
     semaphore = asyncio.Semaphore(concurrency)
+    cached_result = getattr(chain, "cached_result", None)  # any Runnable may stand in
 
     async def check(index: int, statement: str) -> FactCheckResult:
+        if cached_result is not None:
+            cached = await asyncio.to_thread(cached_result, statement)
+            if cached is not None:
+                display.reused(index, cached)
+                if reused is not None:
+                    reused.append(index)
+                return cast("FactCheckResult", cached)
         async with semaphore:
             handler = ProgressHandler(display, index)
             result = await chain.ainvoke(statement, {"callbacks": [handler]})
@@ -544,10 +600,13 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         written += 1
 
     started = time.perf_counter()
+    reused: list[int] = []
+    cache: RunCache | None = None
     try:
         with contextlib.ExitStack() as stack:
             try:
                 chain = build_chain(args, stack, err)
+                cache = getattr(chain, "cache", None)
             except CLIError as exc:
                 err.write(f"error: {exc}\n")
                 return 2
@@ -560,16 +619,20 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
                     display=display,
                     emit=emit,
                     judge=getattr(chain, "judge_info", None),  # any Runnable may stand in
+                    reused=reused,
                 )
             )
     except KeyboardInterrupt as exc:  # main says "interrupted" with this note
-        exc.add_note(f"{written} of {len(statements)} statement(s) reported")
+        note = f"{written} of {len(statements)} statement(s) reported"
+        exc.add_note(note)
         raise
     if not args.quiet:
         err.write(
             f"checked {len(statements) - failed} of {len(statements)} statement(s) "
             f"in {time.perf_counter() - started:.2f}s\n"
         )
+        if note := reuse_note(len(reused), len(statements), "statement(s)", cache):
+            err.write(note + "\n")
     if failed:
         err.write(f"error: {failed} of {len(statements)} statement(s) could not be checked\n")
     return 1 if failed else 0

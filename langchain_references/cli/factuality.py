@@ -27,6 +27,13 @@ says how many. Ctrl-C stops at once: the records already scored are printed and 
 ``--output``, the record under way is not, and
 :func:`langchain_references.cli.main` says so in one line (exit status 130).
 
+Resuming: each record scored with no failed judgement is recorded in the run cache
+(``--cache FILE``, by default under the user cache directory; ``--no-cache`` records nothing),
+keyed by the record, the options and the judge, with every judgement; ``--resume`` takes the
+records an earlier run finished from it (their table row and ``--output`` line, as they were)
+and says how many; the others are scored again, reusing the judgements they find. ``--rate
+judge=RPS/N`` limits an LLM judge's requests (LangChain's ``rate_limiter``).
+
 Exit status: 0 when every record was scored, 1 when some records failed (the others are
 still reported), 2 when the command cannot run (unreadable input, unavailable judge or API key),
 130 when interrupted.
@@ -50,18 +57,27 @@ from langchain_references.cli._common import (
     ProgressLines,
     add_judge_options,
     add_quiet_option,
+    add_run_options,
     atomic_write,
     build_judge,
+    build_limiter,
     check_output,
     format_number,
     format_table,
     load_chat_model,
+    open_run_cache,
     positive_int,
     read_records,
+    reuse_note,
     streams,
     writing,
 )
-from langchain_references.factuality.io import FactualityFormatError, FactualityInput, dump_jsonl
+from langchain_references.factuality.io import (
+    FactualityFormatError,
+    FactualityInput,
+    dump_jsonl,
+    input_to_dict,
+)
 from langchain_references.factuality.pipeline import (
     FactualityResult,
     coerce_factuality_input,
@@ -69,11 +85,14 @@ from langchain_references.factuality.pipeline import (
 )
 from langchain_references.factuality.retrieval import InputContexts
 from langchain_references.judges import judge_info
+from langchain_references.judges.cached import CachedJudge, judge_fingerprint
 from langchain_references.loading import LoadResult, load_records
+from langchain_references.runcache import RunCache, content_key
 
 __all__ = [
     "DESCRIPTION",
     "HELP",
+    "ITEM_NAMESPACE",
     "STAGES",
     "StageProgress",
     "configure_parser",
@@ -86,6 +105,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+#: Namespace of the finished records in a run cache.
+ITEM_NAMESPACE: Final = "factuality"
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -113,6 +135,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="inference method (default: auto)",
     )
     add_quiet_option(parser)
+    add_run_options(parser)
 
 
 HELP: Final = "FactReasoner-style long-form factuality of responses"
@@ -351,6 +374,34 @@ def _write_results(path: Path, results: list[dict[str, Any]]) -> int:
         return dump_jsonl(handle, results)
 
 
+class _Records:
+    """The finished records of a run in its cache: what the table and ``--output`` need."""
+
+    def __init__(self, cache: RunCache | None, settings: dict[str, Any]) -> None:
+        self.cache = cache
+        self.settings = settings
+        self.reused = 0
+
+    def _key(self, record: FactualityInput) -> str:
+        return content_key(ITEM_NAMESPACE, input_to_dict(record), self.settings)
+
+    def get(self, record: FactualityInput) -> dict[str, Any] | None:
+        """The stored ``{"row", "output", "outcome"}`` of ``record``, if reusing and finished."""
+        if self.cache is None:
+            return None
+        value = self.cache.get(ITEM_NAMESPACE, self._key(record))
+        ok = isinstance(value, dict) and {"row", "output", "outcome"} <= set(value)
+        if ok:
+            self.reused += 1
+        return value if ok else None
+
+    def put(self, record: FactualityInput, row: list[str], output: Any, outcome: str) -> None:
+        """Record a finished record (one transaction)."""
+        if self.cache is not None:
+            value = {"row": row, "output": output, "outcome": outcome}
+            self.cache.put(ITEM_NAMESPACE, self._key(record), value)
+
+
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run the ``factuality`` command.
 
@@ -373,11 +424,23 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     if args.output is not None:
         check_output(args.output, args.input)
     records, bad = read_records(args.input, _load, err)
-    judge, judge_model = build_judge(args.judge, err=err)
+    cache = open_run_cache(args)
+    judge, judge_model = build_judge(args.judge, err=err, limiter=build_limiter(args))
     llm = load_chat_model(args.llm, option="--llm", temperature=0) if args.llm else judge_model
+    finished = _Records(
+        cache,
+        {
+            "version": args.version,
+            "top_k": args.top_k,
+            "method": args.method,
+            "llm": args.llm,
+            "judge": judge_fingerprint(judge),
+        },
+    )
+    judging = CachedJudge(judge, cache) if cache is not None else judge
     evaluator = create_factuality_evaluator(
         llm,
-        judge=judge,
+        judge=judging,
         retriever=InputContexts(args.top_k),
         version=args.version,
         top_k=args.top_k,
@@ -401,6 +464,12 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     try:
         for index, (location, record) in enumerate(records):
             name = _record_name(location, record)
+            stored = finished.get(record)
+            if stored is not None:
+                rows.append([str(cell) for cell in stored["row"]])
+                results.append(stored["output"])
+                display.done(index, f"{name}: {stored['outcome']}, reused from the run cache")
+                continue
             start = time.perf_counter()
             try:
                 result = evaluator.invoke(record, {"callbacks": [StageProgress(display, index)]})
@@ -431,8 +500,11 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
                 )
             if result.scores is None:
                 failed += 1
-            rows.append(summary_row(name, result))
+            row = summary_row(name, result)
+            rows.append(row)
             results.append(output_record(result, model_name=model_name, elapsed_time=elapsed))
+            if not k and result.scores is not None:  # finished: a resumed run reuses it
+                finished.put(record, row, results[-1], _outcome(result))
             display.done(index, f"{name}: {_outcome(result)} in {elapsed:.2f}s")
     except KeyboardInterrupt as exc:  # keep what finished; main says "interrupted"
         table()
@@ -452,6 +524,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             f"scored {len(results)} of {len(records)} record(s) "
             f"in {time.perf_counter() - started:.2f}s\n"
         )
+        if note := reuse_note(finished.reused, len(records), "record(s)", cache):
+            err.write(note + "\n")
     table()
     if args.output is not None:
         if not results:

@@ -8,6 +8,11 @@ half entry; an entry whose body does not match its recorded hash is ignored.
 The default directory is ``$XDG_CACHE_HOME/langchain-references/pages`` (``~/.cache/...`` when
 ``XDG_CACHE_HOME`` is unset). Entries older than ``ttl_s`` seconds are ignored.
 
+``PageCache(store=run_cache)`` keeps the entries in a
+:class:`~langchain_references.runcache.RunCache` instead (namespace ``"page"``, one JSON value
+per entry, written in one transaction): the pages of a resumable run live in its cache file,
+and are read back only when the run cache reuses (``--resume``).
+
 An entry remembers whether any address on its redirect chain was non-public
 (``private=True``); a fetcher that does not allow private addresses skips such entries, so the
 cache cannot be used to bypass the network guard.
@@ -23,12 +28,17 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from langchain_references.runcache import RunCache, content_key
 
 __all__ = ["CachedPage", "PageCache", "default_cache_dir"]
 
 logger = logging.getLogger(__name__)
 
 _FORMAT_VERSION = 1
+#: Namespace of the pages in a run cache.
+PAGE_NAMESPACE = "page"
 
 
 def default_cache_dir() -> Path:
@@ -84,16 +94,26 @@ class PageCache:
         directory: Where to keep entries (created on first write). Defaults to
             :func:`default_cache_dir`.
         ttl_s: Maximum age of a usable entry in seconds; ``None`` keeps entries forever.
+        store: A run cache to keep the entries in instead of ``directory``.
 
     Raises:
-        ValueError: If ``ttl_s`` is not positive.
+        ValueError: If ``ttl_s`` is not positive, or both ``directory`` and ``store`` are given.
     """
 
-    def __init__(self, directory: str | Path | None = None, *, ttl_s: float | None = None) -> None:
+    def __init__(
+        self,
+        directory: str | Path | None = None,
+        *,
+        ttl_s: float | None = None,
+        store: RunCache | None = None,
+    ) -> None:
         if ttl_s is not None and ttl_s <= 0:
             raise ValueError(f"ttl_s must be positive or None, got {ttl_s}")
+        if directory is not None and store is not None:
+            raise ValueError("pass a directory or a store, not both")
         self.directory = Path(directory) if directory is not None else default_cache_dir()
         self.ttl_s = ttl_s
+        self.store = store
 
     @staticmethod
     def key(url: str) -> str:
@@ -104,15 +124,13 @@ class PageCache:
         key = self.key(url)
         return self.directory / f"{key}.json", self.directory / f"{key}.body"
 
-    def get(self, url: str) -> CachedPage | None:
-        """Return the entry for ``url``, or ``None`` if missing, expired or damaged.
-
-        Args:
-            url: The requested URL.
-
-        Returns:
-            The cached page or ``None``.
-        """
+    def _read(self, url: str) -> tuple[dict[str, Any], bytes] | None:
+        """The raw metadata and body of an entry, or ``None``."""
+        if self.store is not None:
+            value = self.store.get(PAGE_NAMESPACE, content_key("page", url))
+            if not isinstance(value, dict) or not isinstance(value.get("body"), str):
+                return None
+            return value, str(value["body"]).encode("utf-8")
         meta_path, body_path = self._paths(url)
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
@@ -122,6 +140,21 @@ class PageCache:
         except (OSError, ValueError) as exc:
             logger.warning("Ignoring unreadable cache entry for %s: %s", url, exc)
             return None
+        return meta, body_bytes
+
+    def get(self, url: str) -> CachedPage | None:
+        """Return the entry for ``url``, or ``None`` if missing, expired or damaged.
+
+        Args:
+            url: The requested URL.
+
+        Returns:
+            The cached page or ``None``.
+        """
+        raw = self._read(url)
+        if raw is None:
+            return None
+        meta, body_bytes = raw
         try:
             if meta["version"] != _FORMAT_VERSION or meta["url"] != url:
                 return None
@@ -165,10 +198,8 @@ class PageCache:
             body: Decoded body.
             private: Whether any hop went to a non-public address.
         """
-        self.directory.mkdir(parents=True, exist_ok=True)
-        meta_path, body_path = self._paths(url)
         body_bytes = body.encode("utf-8")
-        meta = {
+        meta: dict[str, Any] = {
             "version": _FORMAT_VERSION,
             "url": url,
             "final_url": final_url,
@@ -178,6 +209,11 @@ class PageCache:
             "private": private,
             "body_sha256": hashlib.sha256(body_bytes).hexdigest(),
         }
+        if self.store is not None:
+            self.store.put(PAGE_NAMESPACE, content_key("page", url), {**meta, "body": body})
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        meta_path, body_path = self._paths(url)
         _atomic_write(body_path, body_bytes)
         _atomic_write(meta_path, json.dumps(meta, ensure_ascii=False).encode("utf-8"))
 
@@ -187,6 +223,8 @@ class PageCache:
         Returns:
             The number of entries deleted.
         """
+        if self.store is not None:
+            return self.store.clear(PAGE_NAMESPACE)
         if not self.directory.is_dir():
             return 0
         count = 0

@@ -27,6 +27,17 @@ small runnables, one per stage (:mod:`~langchain_references.factcheck.stages`)::
 A source that fails at any stage is recorded in ``FactCheckResult.failed_sources`` and the run
 goes on with the others. The time spent in each stage is in ``FactCheckResult.timings``.
 
+Resuming and rate limits: with ``cache=RunCache(...)`` every finished check (a result with no
+failed judgement) is stored under the key of its statement, query and the chain's settings
+and judge (:meth:`FactCheckChain.item_key`), and the searches, pages (the default fetcher's)
+and judgements are stored under keys of their inputs (the judgements' include the judge's
+identity). When the cache reuses (``RunCache(path, reuse=True)``, the CLI's ``--resume``) a
+check already finished is returned from it without running the stages (no progress events),
+and a check that did not finish reuses the searches, pages and judgements it finds. With
+``limiter=RateLimiter(...)`` the searches (key ``"search"``) and the default fetcher's
+requests (``"fetch:HOST"``) wait for the limits shared by every worker holding the limiter,
+and a 429/503 is retried after its ``Retry-After``.
+
 Each stage has a sync and an async driver: ``invoke`` / ``batch`` / ``stream`` call the sync
 APIs of the search provider, fetcher, extractor, splitter, relevance selection and judge
 (``judge.batch``); ``ainvoke`` / ``abatch`` / ``astream`` call the async ones, with the
@@ -52,6 +63,8 @@ Examples:
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar
 
@@ -59,6 +72,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from langchain_references.factcheck.cache import PageCache
 from langchain_references.factcheck.fetch import PageFetcher
 from langchain_references.factcheck.passages import PassageSplitter
 from langchain_references.factcheck.relevance import DEFAULT_K
@@ -67,6 +81,8 @@ from langchain_references.factcheck.search.base import (
     DEFAULT_K as DEFAULT_MAX_RESULTS,
 )
 from langchain_references.factcheck.search.base import SearchProvider
+from langchain_references.factcheck.search.cached import CachedSearch, provider_name
+from langchain_references.factcheck.search.limited import RateLimitedSearch
 from langchain_references.factcheck.stages import (
     AggregateStage,
     ExtractStage,
@@ -81,6 +97,9 @@ from langchain_references.factcheck.stages import (
 )
 from langchain_references.factcheck.verdict import Aggregator, WeightedVoteAggregator
 from langchain_references.judges.base import JudgeInputLike, Judgement
+from langchain_references.judges.cached import CachedJudge, judge_fingerprint
+from langchain_references.ratelimit import RateLimiter
+from langchain_references.runcache import RunCache, content_key, object_settings
 
 if TYPE_CHECKING:
     from langchain_chroma import Chroma
@@ -88,6 +107,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_JUDGE_CONCURRENCY",
+    "ITEM_NAMESPACE",
     "PROGRESS_EVENT",
     "FactCheckChain",
     "FactCheckInput",
@@ -99,6 +119,10 @@ __all__ = [
 #: Default number of judge calls in flight (when the caller's config sets no
 #: ``max_concurrency``).
 DEFAULT_JUDGE_CONCURRENCY: Final = 4
+#: Namespace of the finished checks in a run cache.
+ITEM_NAMESPACE: Final = "factcheck"
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -212,6 +236,10 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
             relevance ranking (``"relevance"``, 0 = most similar) or its page's search rank
             (``"search"``).
         name: Name of the runnable in traces.
+        cache: Run cache of finished checks, searches, pages and judgements (module docs).
+        limiter: Rate limits of the searches and the default fetcher (module docs).
+        search_identity: What distinguishes this search back-end's results from another's
+            of the same name (e.g. a recording's path); part of the cache keys.
 
     Raises:
         TypeError: If a component has the wrong type.
@@ -239,6 +267,9 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
         max_concurrency: int = DEFAULT_JUDGE_CONCURRENCY,
         weight_by: Literal["relevance", "search"] = "relevance",
         name: str | None = "fact_check",
+        cache: RunCache | None = None,
+        limiter: RateLimiter | None = None,
+        search_identity: str = "",
     ) -> None:
         if not isinstance(search, SearchProvider):
             raise TypeError(
@@ -267,15 +298,33 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
                 raise ValueError(f"{label} must be an integer >= 1, got {value!r}")
         if weight_by not in ("relevance", "search"):
             raise ValueError(f"weight_by must be 'relevance' or 'search', got {weight_by!r}")
+        if cache is not None and not isinstance(cache, RunCache):
+            raise TypeError(f"cache must be a RunCache, not {type(cache).__name__}")
+        if limiter is not None and not isinstance(limiter, RateLimiter):
+            raise TypeError(f"limiter must be a RateLimiter, not {type(limiter).__name__}")
         if embeddings is None and vector_store is None:
             from langchain_references.embeddings import MiniLMEmbeddings
 
             embeddings = MiniLMEmbeddings()
+        self.cache = cache
+        self.limiter = limiter
+        self.search_identity = search_identity
+        self._fingerprint = self._settings(
+            search, judge, aggregator, splitter, embeddings, k, max_results, weight_by
+        )
+        if limiter is not None:
+            search = RateLimitedSearch(search, limiter)
+        if cache is not None:
+            search = CachedSearch(search, cache, identity=search_identity)
+            judge = CachedJudge(judge, cache)
         self.search = search
         self.judge = judge
         self.embeddings = embeddings
         self.vector_store = vector_store
-        self.fetcher = fetcher if fetcher is not None else PageFetcher()
+        if fetcher is None:
+            page_cache = PageCache(store=cache) if cache is not None else None
+            fetcher = PageFetcher(cache=page_cache, limiter=limiter)
+        self.fetcher = fetcher
         self.splitter = splitter if splitter is not None else PassageSplitter()
         self.aggregator: Aggregator = (
             aggregator if aggregator is not None else WeightedVoteAggregator()
@@ -296,6 +345,70 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
         )
         self.judge_info = next(s for s in self.stages if isinstance(s, JudgeStage)).info
         self.pipeline: Runnable[FactCheckInput, FactCheckResult] = self._compose()
+
+    def _settings(
+        self,
+        search: SearchProvider,
+        judge: Runnable[JudgeInputLike, Judgement],
+        aggregator: Aggregator | None,
+        splitter: PassageSplitter | None,
+        embeddings: Embeddings | None,
+        k: int,
+        max_results: int,
+        weight_by: str,
+    ) -> dict[str, Any]:
+        """What a finished check depends on besides its statement and query."""
+        return {
+            "search": [provider_name(search), self.search_identity],
+            "judge": judge_fingerprint(judge),
+            "aggregator": object_settings(aggregator or WeightedVoteAggregator()),
+            "splitter": object_settings(splitter or PassageSplitter()),
+            "embeddings": type(embeddings).__qualname__ if embeddings is not None else None,
+            "k": k,
+            "max_results": max_results,
+            "weight_by": weight_by,
+        }
+
+    def item_key(self, input: FactCheckInput) -> str:
+        """The run-cache key of a check: its statement, query, and the chain's settings.
+
+        Args:
+            input: A statement, or ``{"statement": ..., "query": ...}``.
+
+        Returns:
+            The key (:func:`~langchain_references.runcache.content_key`).
+
+        Raises:
+            TypeError: If the input has the wrong type.
+            ValueError: If the statement is missing or blank.
+        """
+        request = coerce_request(input)
+        return content_key("factcheck", request.statement, request.search_query, self._fingerprint)
+
+    def cached_result(self, input: FactCheckInput) -> FactCheckResult | None:
+        """The finished check of ``input`` in the run cache, if it reuses and has one.
+
+        Args:
+            input: A statement, or ``{"statement": ..., "query": ...}``.
+
+        Returns:
+            The stored result, or ``None`` (no cache, not reusing, not finished).
+        """
+        if self.cache is None:
+            return None
+        value = self.cache.get(ITEM_NAMESPACE, self.item_key(input))
+        if value is None:
+            return None
+        try:
+            return FactCheckResult.model_validate(value)
+        except ValueError as exc:
+            logger.warning("Ignoring a malformed cached fact-check result: %s", exc)
+            return None
+
+    def _record(self, input: FactCheckInput, result: FactCheckResult) -> None:
+        """Store a finished check: checked, and no judgement failed (else it is redone)."""
+        if self.cache is not None and result.checked and not result.counts.judge_errors:
+            self.cache.put(ITEM_NAMESPACE, self.item_key(input), result.model_dump(mode="json"))
 
     def _compose(self) -> Runnable[FactCheckInput, FactCheckResult]:
         steps: Runnable[Any, FactCheckState] = _step(_prepare, "prepare")
@@ -337,13 +450,18 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
             **kwargs: Ignored.
 
         Returns:
-            The result.
+            The result (from the run cache when it reuses and has it).
 
         Raises:
             TypeError: If the input has the wrong type.
             ValueError: If the statement is missing or blank.
         """
-        return self.pipeline.invoke(input, config)
+        cached = self.cached_result(input)
+        if cached is not None:
+            return cached
+        result = self.pipeline.invoke(input, config)
+        self._record(input, result)
+        return result
 
     async def ainvoke(
         self, input: FactCheckInput, config: RunnableConfig | None = None, **kwargs: Any
@@ -358,7 +476,12 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
         Returns:
             The result.
         """
-        return await self.pipeline.ainvoke(input, config)
+        cached = await asyncio.to_thread(self.cached_result, input)
+        if cached is not None:
+            return cached
+        result = await self.pipeline.ainvoke(input, config)
+        await asyncio.to_thread(self._record, input, result)
+        return result
 
     def stream(
         self, input: FactCheckInput, config: RunnableConfig | None = None, **kwargs: Any | None

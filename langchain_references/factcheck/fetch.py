@@ -62,6 +62,7 @@ from langchain_references.factcheck.types import (
     SearchHit,
 )
 from langchain_references.failures import Failure
+from langchain_references.ratelimit import RETRY_STATUSES, RateLimiter
 
 __all__ = [
     "ACCEPTED_CONTENT_TYPES",
@@ -271,6 +272,15 @@ class _FetchFailureError(LangchainReferencesError):
         self.reason = reason
 
 
+class _ThrottledFetchError(_FetchFailureError):
+    """The server answered 429 or 503: the rate limiter may retry (it reads these fields)."""
+
+    def __init__(self, status_code: int, retry_after: str | None) -> None:
+        super().__init__(f"HTTP {status_code}")
+        self.status_code = status_code
+        self.headers = {"retry-after": retry_after} if retry_after is not None else {}
+
+
 @dataclass(frozen=True)
 class _Downloaded:
     final_url: str
@@ -361,6 +371,10 @@ class PageFetcher:
         guard: A ready-made guard (e.g. a subclass with an allow-list) instead of
             ``allow_private``/``resolver``; it checks the URL before the cache and every hop.
         accepted_content_types: Media types that are read.
+        limiter: Rate limits per host (key ``"fetch:HOST"``), shared with every fetcher and
+            worker holding the same limiter; a 429 or 503 is then retried after its
+            ``Retry-After`` (each attempt gets ``timeout_s``). Without one, a URL gets one
+            attempt and a 429 is a failure.
 
     Raises:
         ValueError: If a bound is not positive (``max_redirects`` may be 0), or ``guard`` is
@@ -380,6 +394,7 @@ class PageFetcher:
         resolver: Resolver | None = None,
         guard: NetGuard | None = None,
         accepted_content_types: Iterable[str] = ACCEPTED_CONTENT_TYPES,
+        limiter: RateLimiter | None = None,
     ) -> None:
         check_concurrency(max_concurrency)
         if timeout_s <= 0:
@@ -399,6 +414,7 @@ class PageFetcher:
         self.allow_private = self._guard.allow_private
         self.cache = cache
         self.accepted_content_types = frozenset(t.lower() for t in accepted_content_types)
+        self.limiter = limiter
 
     # ------------------------------------------------------------------ public API
 
@@ -470,8 +486,7 @@ class PageFetcher:
         async with semaphore:
             start = time.perf_counter()
             try:
-                async with asyncio.timeout(self.timeout_s):
-                    downloaded = await self._download(client, job.url)
+                downloaded = await self._attempts(client, job.url)
             except Exception as exc:  # one bad source must not stop the run
                 return job.failure(_reason(exc, job.url, self.timeout_s))
             elapsed = time.perf_counter() - start
@@ -490,6 +505,17 @@ class PageFetcher:
             except OSError as exc:
                 logger.warning("Could not cache %s: %s", job.url, exc)
         return job.page(downloaded, from_cache=False, elapsed_s=elapsed)
+
+    async def _attempt(self, client: httpx.AsyncClient, url: str) -> _Downloaded:
+        async with asyncio.timeout(self.timeout_s):
+            return await self._download(client, url)
+
+    async def _attempts(self, client: httpx.AsyncClient, url: str) -> _Downloaded:
+        """One attempt, or as many as the rate limiter allows for the URL's host."""
+        if self.limiter is None:
+            return await self._attempt(client, url)
+        key = f"fetch:{httpx.URL(url).host}"
+        return await self.limiter.acall(key, lambda: self._attempt(client, url))
 
     def _build_request(self, client: httpx.AsyncClient, target: ResolvedURL) -> httpx.Request:
         # Connect to the address the guard checked; keep the name for Host, SNI and the
@@ -527,6 +553,8 @@ class PageFetcher:
         self, response: httpx.Response, target: ResolvedURL, private: bool
     ) -> _Downloaded:
         status = response.status_code
+        if status in RETRY_STATUSES:
+            raise _ThrottledFetchError(status, response.headers.get("retry-after"))
         if not 200 <= status < 300:
             raise _FetchFailureError(f"HTTP {status}")
         media_type = _media_type(response)

@@ -24,7 +24,6 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
-
 def _fresh_thread_pools_in_a_forked_child() -> None:
     """Drop thread pools a fork copied without their threads (``make mutation`` forks per mutant).
 
@@ -265,3 +264,11 @@ def _no_memo_from_other_tests() -> None:
     styles.safe_url.cache_clear()
     _parser._HELD.clear()
     _parser._grammar.cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def _user_cache_in_tmp(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Commands record their runs under the user cache directory: a temporary one in tests."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))

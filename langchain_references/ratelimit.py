@@ -1,0 +1,497 @@
+"""Rate limits per provider, shared by every worker of a run, with retries on 429 and 503.
+
+A provider is a key: ``"search"`` (the search back-end), ``"judge"`` (the LLM judge),
+``"fetch:HOST"`` (page fetches, one limit per host). :class:`RateLimiter` gives each key a
+:class:`RateLimit` (the key's own, else its prefix's — ``"fetch"`` for ``"fetch:example.org"``
+— else the default) and enforces it for every thread and asyncio task that uses the same
+limiter object:
+
+* **requests per second**: a token bucket (``burst`` requests may go at once, then one every
+  ``1 / requests_per_second`` seconds);
+* **concurrent requests**: at most ``max_concurrent`` in flight;
+* **retries**: a call that fails with HTTP 429 or 503 (:func:`throttle_info` reads the status
+  and ``Retry-After`` of the error, its response or its cause) pauses the whole key for the
+  ``Retry-After`` delay, or an exponential backoff without one, then is tried again, at most
+  ``max_retries`` times; any other error is raised at once.
+
+The state of the limits lives behind :class:`LimiterBackend`: three calls (:meth:`try_acquire`,
+:meth:`release`, :meth:`defer`) that decide, never sleep. :class:`LocalLimiterBackend` keeps it
+in the process (a lock: threads and asyncio tasks alike); a backend that forwards the calls to
+a Ray actor holding a :class:`LocalLimiterBackend` would share the limits across processes
+with no other change. The sync and async drivers (:meth:`RateLimiter.slot` /
+:meth:`RateLimiter.aslot`, :meth:`RateLimiter.call` / :meth:`RateLimiter.acall`) only sleep as
+the backend and :func:`retry_delay` say.
+
+LangChain chat models take a ``rate_limiter``
+(:class:`~langchain_core.rate_limiters.BaseRateLimiter`); :meth:`RateLimiter.for_langchain` is
+one that draws on a key's requests per second (the chat model's client retries 429s itself).
+
+Examples:
+    >>> limiter = RateLimiter({"search": RateLimit(requests_per_second=1.0, max_concurrent=2)})
+    >>> limiter.call("search", lambda: "hits")
+    'hits'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import math
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from typing import Final, Protocol, TypeVar, runtime_checkable
+
+from langchain_core.rate_limiters import BaseRateLimiter
+
+from langchain_references.errors import LangchainReferencesError
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "RETRY_STATUSES",
+    "LimiterBackend",
+    "LocalLimiterBackend",
+    "RateLimit",
+    "RateLimiter",
+    "ThrottledError",
+    "parse_retry_after",
+    "retry_delay",
+    "throttle_info",
+]
+
+T = TypeVar("T")
+
+#: HTTP statuses that mean "slow down and try again".
+RETRY_STATUSES: Final = frozenset({429, 503})
+#: Longest wait for a free concurrency slot before asking again (seconds).
+_POLL_S: Final = 0.02
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """The limits of one provider.
+
+    Attributes:
+        requests_per_second: Sustained request rate; ``None`` for no rate limit.
+        max_concurrent: Requests in flight at once; ``None`` for no limit.
+        burst: Requests that may start at once after a quiet spell (the bucket's size).
+        max_retries: Retries of a call answered 429 or 503 (0: no retry).
+        backoff_s: First wait after a 429/503 without ``Retry-After`` (doubled each time).
+        max_backoff_s: Longest wait, ``Retry-After`` included.
+
+    Raises:
+        ValueError: If a number is out of range.
+    """
+
+    requests_per_second: float | None = None
+    max_concurrent: int | None = None
+    burst: int = 1
+    max_retries: int = 5
+    backoff_s: float = 1.0
+    max_backoff_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        rps = self.requests_per_second
+        if rps is not None and not (math.isfinite(rps) and rps > 0):
+            raise ValueError(f"requests_per_second must be > 0 or None, got {rps!r}")
+        if self.max_concurrent is not None and self.max_concurrent < 1:
+            raise ValueError(f"max_concurrent must be >= 1 or None, got {self.max_concurrent}")
+        if self.burst < 1:
+            raise ValueError(f"burst must be >= 1, got {self.burst}")
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
+        if not (self.backoff_s > 0 and self.max_backoff_s >= self.backoff_s):
+            raise ValueError("backoff_s must be > 0 and max_backoff_s >= backoff_s")
+
+    @classmethod
+    def parse(cls, text: str) -> RateLimit:
+        """Read ``RPS[/CONCURRENT]``, e.g. ``"1"``, ``"0.5/2"``, ``"/4"`` (no rate limit).
+
+        Args:
+            text: The limit.
+
+        Returns:
+            The limit (other fields at their defaults).
+
+        Raises:
+            ValueError: If it is malformed or out of range.
+        """
+        rate, _, concurrent = text.strip().partition("/")
+        try:
+            rps = float(rate) if rate.strip() else None
+            most = int(concurrent) if concurrent.strip() else None
+        except ValueError:
+            raise ValueError(f"expected RPS[/CONCURRENT] (e.g. 1 or 0.5/2), got {text!r}") from None
+        return cls(requests_per_second=rps, max_concurrent=most)
+
+
+#: Defaults that keep free tiers alive: DuckDuckGo, Tavily's and Bing's free plans throttle
+#: around one request per second; sites are fetched politely; LLM APIs' low tiers allow a
+#: few requests per second.
+DEFAULT_LIMITS: Final[Mapping[str, RateLimit]] = {
+    "search": RateLimit(requests_per_second=1.0, max_concurrent=2),
+    "fetch": RateLimit(requests_per_second=4.0, max_concurrent=4, burst=4),
+    "judge": RateLimit(requests_per_second=4.0, max_concurrent=8, burst=4),
+}
+
+
+class ThrottledError(LangchainReferencesError, RuntimeError):
+    """A provider answered 429 or 503 (:func:`throttle_info` reads it).
+
+    Attributes:
+        status_code: The HTTP status.
+        retry_after: Seconds the provider asked to wait, if it said.
+    """
+
+    def __init__(self, status_code: int, retry_after: float | None = None, what: str = "") -> None:
+        wait = f" (Retry-After {retry_after:g}s)" if retry_after is not None else ""
+        super().__init__(f"HTTP {status_code}{wait}{': ' + what if what else ''}")
+        self.status_code = status_code
+        self.retry_after = retry_after
+
+
+def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (seconds or an HTTP date).
+
+    Args:
+        value: The header value.
+        now: Unix time for a date (default: the current time).
+
+    Returns:
+        The seconds (>= 0), or ``None`` if absent or unreadable.
+    """
+    if not value or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+def _status(obj: object) -> int | None:
+    for name in ("status_code", "status"):
+        value = getattr(obj, name, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def throttle_info(exc: BaseException) -> tuple[int, float | None] | None:
+    """Whether ``exc`` says "too many requests", and the ``Retry-After`` it carries.
+
+    Looks at the error, its ``response`` (``status_code`` and ``headers``, as httpx, requests
+    and the OpenAI/Anthropic clients have), then its cause and context; an error class named
+    like ``RateLimitError`` / ``RatelimitException`` (OpenAI, ddgs) counts as a 429.
+
+    Args:
+        exc: The error.
+
+    Returns:
+        ``(status, retry_after)`` for a 429/503, else ``None``.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ThrottledError):
+            return current.status_code, current.retry_after
+        response = getattr(current, "response", None)
+        status = _status(current) or _status(response)
+        if status in RETRY_STATUSES:
+            headers = getattr(response, "headers", None) or getattr(current, "headers", None)
+            getter = getattr(headers, "get", None)
+            raw = getter("retry-after") if callable(getter) else None
+            return status, parse_retry_after(raw if isinstance(raw, str) else None)
+        if "ratelimit" in type(current).__name__.lower():
+            return 429, None
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def retry_delay(limit: RateLimit, attempt: int, exc: BaseException) -> float | None:
+    """How long to pause before retry ``attempt`` (0-based) of a call that raised ``exc``.
+
+    Args:
+        limit: The key's limits.
+        attempt: How many retries were made already.
+        exc: The error.
+
+    Returns:
+        The ``Retry-After`` delay, else ``backoff_s * 2**attempt``, at most ``max_backoff_s``;
+        ``None`` when the error is not a 429/503 or the retries are used up.
+    """
+    info = throttle_info(exc)
+    if info is None or attempt >= limit.max_retries:
+        return None
+    _, retry_after = info
+    delay = retry_after if retry_after is not None else limit.backoff_s * 2**attempt
+    return min(delay, limit.max_backoff_s)
+
+
+@runtime_checkable
+class LimiterBackend(Protocol):
+    """Where the limits' state lives: decisions only, never a sleep (a Ray actor can be one)."""
+
+    def try_acquire(self, key: str, limit: RateLimit) -> float:
+        """Take a request slot for ``key`` if one is free now.
+
+        Returns:
+            0 if taken (call :meth:`release` when the request ends), else the seconds to wait
+            before asking again.
+        """
+        ...
+
+    def release(self, key: str) -> None:
+        """End a request that :meth:`try_acquire` let through."""
+        ...
+
+    def defer(self, key: str, seconds: float) -> None:
+        """Let no request of ``key`` start for ``seconds`` (a 429's ``Retry-After``)."""
+        ...
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    updated: float
+    in_flight: int = 0
+    paused_until: float = 0.0
+
+
+class LocalLimiterBackend:
+    """The limits' state in this process, under a lock (threads and asyncio tasks alike).
+
+    Args:
+        clock: Monotonic clock in seconds (a fake one in tests).
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._buckets: dict[str, _Bucket] = {}
+
+    def try_acquire(self, key: str, limit: RateLimit) -> float:
+        """See :meth:`LimiterBackend.try_acquire`."""
+        with self._lock:
+            now = self._clock()
+            bucket = self._buckets.get(key)
+            if bucket is None:
+                bucket = self._buckets[key] = _Bucket(tokens=float(limit.burst), updated=now)
+            rps = limit.requests_per_second
+            if rps is not None:
+                elapsed = max(0.0, now - bucket.updated)
+                bucket.tokens = min(float(limit.burst), bucket.tokens + elapsed * rps)
+            bucket.updated = now
+            if now < bucket.paused_until:
+                return bucket.paused_until - now
+            if limit.max_concurrent is not None and bucket.in_flight >= limit.max_concurrent:
+                return _POLL_S
+            if rps is not None:
+                if bucket.tokens < 1.0:
+                    return (1.0 - bucket.tokens) / rps
+                bucket.tokens -= 1.0
+            bucket.in_flight += 1
+            return 0.0
+
+    def release(self, key: str) -> None:
+        """See :meth:`LimiterBackend.release`."""
+        with self._lock:
+            bucket = self._buckets.get(key)
+            if bucket is not None and bucket.in_flight > 0:
+                bucket.in_flight -= 1
+
+    def defer(self, key: str, seconds: float) -> None:
+        """See :meth:`LimiterBackend.defer`; the pause also empties the bucket (no burst after)."""
+        with self._lock:
+            now = self._clock()
+            bucket = self._buckets.setdefault(key, _Bucket(tokens=0.0, updated=now))
+            bucket.paused_until = max(bucket.paused_until, now + max(0.0, seconds))
+            bucket.tokens = 0.0
+            bucket.updated = bucket.paused_until
+
+    def in_flight(self, key: str) -> int:
+        """Requests of ``key`` in flight now."""
+        with self._lock:
+            bucket = self._buckets.get(key)
+            return bucket.in_flight if bucket is not None else 0
+
+
+class RateLimiter:
+    """Per-provider limits shared by every thread and task using this object (module docs).
+
+    Args:
+        limits: Limits by key or key prefix (``"fetch"`` covers ``"fetch:HOST"``).
+        default: Limit of a key with none of its own; ``None``: such keys are not limited.
+        backend: Where the state lives (default: a :class:`LocalLimiterBackend`).
+        sleep: Sync sleep (a fake one in tests).
+        asleep: Async sleep.
+    """
+
+    def __init__(
+        self,
+        limits: Mapping[str, RateLimit] | None = None,
+        *,
+        default: RateLimit | None = None,
+        backend: LimiterBackend | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        asleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.limits = dict(limits or {})
+        self.default = default
+        self.backend: LimiterBackend = backend if backend is not None else LocalLimiterBackend()
+        self._sleep = sleep
+        self._asleep = asleep
+        self._lock = threading.Lock()
+        self.retries: dict[str, int] = {}
+
+    def limit_for(self, key: str) -> RateLimit | None:
+        """The limit of ``key``: its own, else its prefix's (before ``:``), else the default.
+
+        Args:
+            key: E.g. ``"search"`` or ``"fetch:example.org"``.
+
+        Returns:
+            The limit, or ``None`` when the key is not limited.
+        """
+        if key in self.limits:
+            return self.limits[key]
+        prefix = key.partition(":")[0]
+        return self.limits.get(prefix, self.default)
+
+    @contextmanager
+    def slot(self, key: str) -> Iterator[None]:
+        """Hold a request slot of ``key`` for the block (sleeping until one is free).
+
+        Args:
+            key: The provider.
+
+        Yields:
+            Nothing.
+        """
+        limit = self.limit_for(key)
+        if limit is None:
+            yield
+            return
+        while (wait := self.backend.try_acquire(key, limit)) > 0:
+            self._sleep(wait)
+        try:
+            yield
+        finally:
+            self.backend.release(key)
+
+    @asynccontextmanager
+    async def aslot(self, key: str) -> AsyncIterator[None]:
+        """Async :meth:`slot` (never blocks the event loop)."""
+        limit = self.limit_for(key)
+        if limit is None:
+            yield
+            return
+        while (wait := self.backend.try_acquire(key, limit)) > 0:
+            await self._asleep(wait)
+        try:
+            yield
+        finally:
+            self.backend.release(key)
+
+    def _retry(self, key: str, attempt: int, exc: Exception) -> bool:
+        """After a failed call: pause the key and say whether to try again."""
+        limit = self.limit_for(key)
+        delay = None if limit is None else retry_delay(limit, attempt, exc)
+        if delay is None:
+            return False
+        self.backend.defer(key, delay)
+        with self._lock:
+            self.retries[key] = self.retries.get(key, 0) + 1
+        return True
+
+    def call(self, key: str, func: Callable[[], T]) -> T:
+        """Call ``func`` in a slot of ``key``, retrying on 429/503 (:func:`retry_delay`).
+
+        Args:
+            key: The provider.
+            func: The request.
+
+        Returns:
+            Its result.
+
+        Raises:
+            Exception: The call's error when it is not a 429/503, or the retries ran out.
+        """
+        attempt = 0
+        while True:
+            try:
+                with self.slot(key):
+                    return func()
+            except Exception as exc:
+                if not self._retry(key, attempt, exc):
+                    raise
+                attempt += 1
+
+    async def acall(self, key: str, func: Callable[[], Awaitable[T]]) -> T:
+        """Async :meth:`call`: ``func`` makes the coroutine of one attempt."""
+        attempt = 0
+        while True:
+            try:
+                async with self.aslot(key):
+                    return await func()
+            except Exception as exc:
+                if not self._retry(key, attempt, exc):
+                    raise
+                attempt += 1
+
+    def for_langchain(self, key: str) -> BaseRateLimiter:
+        """A LangChain rate limiter drawing on ``key``'s requests per second.
+
+        Pass it as a chat model's ``rate_limiter``: each model request takes a token of the
+        key's bucket (shared with everything else using the key).
+
+        Args:
+            key: The provider, e.g. ``"judge"``.
+
+        Returns:
+            The adapter.
+        """
+        return _LangChainLimiter(self, key)
+
+
+class _LangChainLimiter(BaseRateLimiter):
+    """A :class:`BaseRateLimiter` that takes a slot of a key and gives it back at once."""
+
+    def __init__(self, limiter: RateLimiter, key: str) -> None:
+        self.limiter = limiter
+        self.key = key
+
+    def _once(self) -> float:
+        limit = self.limiter.limit_for(self.key)
+        if limit is None:
+            return 0.0
+        wait = self.limiter.backend.try_acquire(self.key, limit)
+        if wait == 0:
+            self.limiter.backend.release(self.key)
+        return wait
+
+    def acquire(self, *, blocking: bool = True) -> bool:
+        """Take a request token (waiting for one unless ``blocking`` is false)."""
+        while (wait := self._once()) > 0:
+            if not blocking:
+                return False
+            self.limiter._sleep(wait)
+        return True
+
+    async def aacquire(self, *, blocking: bool = True) -> bool:
+        """Async :meth:`acquire`."""
+        while (wait := self._once()) > 0:
+            if not blocking:
+                return False
+            await self.limiter._asleep(wait)
+        return True

@@ -1,0 +1,180 @@
+"""``--resume`` of the batch commands: what finished is reused, the rest is run, counts said."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from langchain_references.cli import citations as citations_cli
+from langchain_references.cli import factuality as factuality_cli
+from langchain_references.factuality.pipeline import create_factuality_evaluator
+from langchain_references.runcache import RunCache
+from tests.unit_tests.cli.test_interrupts import (
+    InterruptAt,
+    interrupt_factuality_at,
+    record,
+    run_main,
+    write_jsonl,
+)
+from tests.unit_tests.conftest import LocalSite
+
+# ------------------------------------------------------------------ factuality
+
+
+def count_factuality_records(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Replace the evaluator by one that notes the topic of every record it scores."""
+    scored: list[str] = []
+    build = create_factuality_evaluator
+
+    class Evaluator:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.inner = build(*args, **kwargs)
+
+        def invoke(self, value: Any, config: Any = None) -> Any:
+            scored.append(value.topic)
+            return self.inner.invoke(value, config)
+
+    monkeypatch.setattr(factuality_cli, "create_factuality_evaluator", Evaluator)
+    return scored
+
+
+def test_factuality_resume_after_ctrl_c_scores_only_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_jsonl(tmp_path / "in.jsonl", [record("Paris"), record("Lyon"), record("Nice")])
+    output = tmp_path / "out.jsonl"
+    cache = tmp_path / "run.sqlite3"
+    argv = ["--input", str(path), "--judge", "heuristic-lexical", "--output", str(output)]
+    argv += ["--cache", str(cache)]
+    interrupt_factuality_at(monkeypatch, 3)
+    assert run_main("factuality", *argv)[0] == 130
+    interrupted = [json.loads(line) for line in output.read_text().splitlines()]
+
+    scored = count_factuality_records(monkeypatch)
+    code, out, err = run_main("factuality", *argv, "--resume")
+    assert code == 0
+    assert scored == ["Nice"]  # Paris and Lyon were finished
+    assert f"resumed: reused 2 of 3 record(s) from {cache}" in err.splitlines()
+    reused = [line for line in err.splitlines() if line.endswith("reused from the run cache")]
+    assert [line.split()[1] for line in reused] == ["Paris:", "Lyon:"]
+    written = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [r["topic"] for r in written] == ["Paris", "Lyon", "Nice"]
+    assert written[:2] == interrupted  # the reused lines, exactly as first written
+    assert [line.split()[0] for line in out.splitlines()[4:7]] == ["Paris", "Lyon", "Nice"]
+
+
+def test_factuality_without_resume_recomputes_and_another_judge_reuses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_jsonl(tmp_path / "in.jsonl", [record("Paris"), record("Lyon")])
+    cache = ["--cache", str(tmp_path / "run.sqlite3")]
+    scored = count_factuality_records(monkeypatch)
+    run_main("factuality", "--input", str(path), "--judge", "heuristic-lexical", *cache)
+    run_main("factuality", "--input", str(path), "--judge", "heuristic-lexical", *cache)
+    assert scored == ["Paris", "Lyon"] * 2  # no --resume: everything again
+    code, _, err = run_main(
+        "factuality", "--input", str(path), "--judge", "heuristic", *cache, "--resume"
+    )
+    assert code == 0
+    assert scored == ["Paris", "Lyon"] * 3  # another judge: nothing reused
+    assert "resumed: reused 0 of 2 record(s)" in err
+
+
+def test_resume_needs_the_cache(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "in.jsonl", [record("Paris")])
+    code, _, err = run_main("factuality", "--input", str(path), "--no-cache", "--resume")
+    assert code == 2
+    assert err == "error: --resume needs the run cache: drop --no-cache\n"
+
+
+def test_no_cache_records_nothing(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "in.jsonl", [record("Paris")])
+    cache = tmp_path / "run.sqlite3"
+    argv = ["--input", str(path), "--judge", "heuristic-lexical", "--cache", str(cache)]
+    assert run_main("factuality", *argv, "--no-cache")[0] == 0
+    assert not cache.exists()
+    assert run_main("factuality", *argv)[0] == 0
+    assert RunCache(cache).count("factuality") == 1
+
+
+# ------------------------------------------------------------------ citations
+
+ANSWERS = [
+    {
+        "answer": f"{city} gets a lot of rain every single year [1](id=1).",
+        "documents": [{"page_content": f"{city} gets a lot of rain every single year."}],
+    }
+    for city in ("Seattle", "Bergen", "Galway")
+]
+
+
+def test_citations_resume_after_ctrl_c_judges_only_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_jsonl(tmp_path / "answers.jsonl", ANSWERS)
+    argv = ["--input", str(path), "--judge", "heuristic-lexical", "--json"]
+    argv += ["--cache", str(tmp_path / "run.sqlite3")]
+    _, fresh, _ = run_main("citations", *argv, "--no-cache")
+
+    from langchain_references.citations import evaluate_answers
+
+    monkeypatch.setattr(citations_cli, "evaluate_answers", InterruptAt(evaluate_answers, 2))
+    assert run_main("citations", *argv)[0] == 130
+    monkeypatch.undo()
+
+    code, out, err = run_main("citations", *argv, "--resume")
+    assert code == 0
+    assert "resumed: reused 1 of 3 answer(s)" in err
+    assert "answer 0: recall 1.000, precision 1.000" in err
+    assert err.count("reused from the run cache") == 1
+    assert json.loads(out) == json.loads(fresh)  # the same report as a run from scratch
+
+
+# ------------------------------------------------------------------ factcheck --file
+
+STATEMENTS = [f"The {name} page is about {name}" for name in ("alpha", "beta", "gamma")]
+
+
+def test_factcheck_file_resume_checks_only_the_new_statements(
+    tmp_path: Path, local_site: LocalSite
+) -> None:
+    recording = tmp_path / "recording.json"
+    results = {
+        s: [{"title": s, "snippet": "", "link": local_site.url(f"/page/{s.split()[1]}")}]
+        for s in STATEMENTS
+    }
+    recording.write_text(json.dumps(results), encoding="utf-8")
+    argv = ["--search", f"recorded:{recording}", "--allow-private", "--json", "--k", "2"]
+    argv += ["--judge", "heuristic-lexical", "--cache", str(tmp_path / "run.sqlite3")]
+    first_two = tmp_path / "two.txt"
+    first_two.write_text("\n".join(STATEMENTS[:2]) + "\n", encoding="utf-8")
+    code, out_two, _ = run_main("factcheck", "--file", str(first_two), *argv)
+    assert code == 0
+    assert sum(local_site.requests.values()) == 2
+
+    all_three = tmp_path / "three.txt"
+    all_three.write_text("\n".join(STATEMENTS) + "\n", encoding="utf-8")
+    code, out, err = run_main("factcheck", "--file", str(all_three), *argv, "--resume")
+    assert code == 0
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [d["statement"] for d in lines] == STATEMENTS
+    assert lines[:2] == [json.loads(line) for line in out_two.splitlines()]
+    assert dict(local_site.requests) == {"/page/alpha": 1, "/page/beta": 1, "/page/gamma": 1}
+    assert "resumed: reused 2 of 3 statement(s)" in err
+    assert err.count("reused from the run cache") == 2
+
+
+def test_rate_option_is_checked(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "in.jsonl", [record("Paris")])
+    code, _, err = run_main("factuality", "--input", str(path), "--rate", "llm=1")
+    assert code == 2
+    assert err.splitlines()[-1].endswith(
+        "argument --rate: expected KIND=RPS[/CONCURRENT] with KIND one of search, fetch, judge,"
+        " got 'llm=1'"
+    )
+    code, _, err = run_main("factuality", "--input", str(path), "--rate", "judge=fast")
+    assert code == 2
+    assert "expected RPS[/CONCURRENT] (e.g. 1 or 0.5/2), got 'fast'" in err
