@@ -41,9 +41,10 @@ from langchain_references.server.article import STYLES, StyleName
 from langchain_references.server.events import RESULT_EVENT, Event, openapi_responses, respond
 from langchain_references.server.factcheck_api import evidence_link
 from langchain_references.server.index import EvidenceHit, Granularity
+from langchain_references.server.links import link, safe_reference
 from langchain_references.server.services import ServicesDep
 from langchain_references.server.settings import Text
-from langchain_references.styles import clean_text, safe_url
+from langchain_references.styles import clean_text
 
 __all__ = [
     "DOCUMENTS_EVENT",
@@ -155,7 +156,7 @@ def _documents_json(documents: Sequence[Document]) -> list[dict[str, Any]]:
         {
             "position": position,
             "title": clean_text(str(doc.metadata.get("title") or "")),
-            "url": safe_url(str(doc.metadata["source"])) if doc.metadata.get("source") else None,
+            "url": link(doc.metadata.get("source")),
             "record_id": doc.metadata.get("record_id"),
             "similarity": doc.metadata.get("similarity"),
             "text": doc.page_content,
@@ -192,7 +193,7 @@ async def answer_events(
                 yield Event(TOKEN_EVENT, {"text": text})
         elif kind == "on_custom_event" and event["name"] == REFERENCES_EVENT:
             data: dict[str, Any] = dict(event["data"])
-            references = list(data.get("references") or [])
+            references = [safe_reference(ref) for ref in data.get("references") or []]
             check = data.get(CITATION_CHECK_KEY)
     cited = {"references": references, "citation_check": check}
     yield Event(REFERENCES_SSE_EVENT, cited)

@@ -73,6 +73,7 @@ from langchain_references.server.factcheck_api import (
     check_stream,
 )
 from langchain_references.server.index import Granularity
+from langchain_references.server.links import link, safe_reference, safe_result
 from langchain_references.server.services import ServicesDep
 from langchain_references.server.settings import LimitExceededError, Text
 from langchain_references.styles import (
@@ -82,7 +83,6 @@ from langchain_references.styles import (
     ReferenceStyle,
     TextReferenceStyle,
     clean_text,
-    safe_url,
 )
 
 sentence_segmenter()  # without pysbd, importing the module fails here
@@ -237,14 +237,14 @@ def cite_evidence(
             "stance": "supports" if position <= len(result.supporting) else "contradicts",
             "text": e.text,
             "title": clean_text(e.title),
-            "url": safe_url(e.url) if e.url else None,
+            "url": link(e.url),
             "confidence": e.confidence,
             "similarity": e.similarity,
             "rationale": e.rationale,
         }
         for position, e in enumerate(evidence, start=1)
     ]
-    references = [ref.to_dict() for ref in numbering.references]
+    references = [safe_reference(ref.to_dict()) for ref in numbering.references]
     return passages, references, listing
 
 
@@ -295,6 +295,7 @@ async def _read_url(url: str, fetcher: PageFetcher) -> tuple[str, str]:
 def _claim_json(
     claim_id: int, sentence: Sentence, result: FactCheckResult, style: ReferenceStyle
 ) -> dict[str, Any]:
+    result = safe_result(result)
     passages, references, listing = cite_evidence(result, style)
     return {
         "id": claim_id,

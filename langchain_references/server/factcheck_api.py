@@ -84,6 +84,7 @@ from langchain_references.server.events import (
     respond,
 )
 from langchain_references.server.index import EvidenceHit, EvidenceIndex, Granularity
+from langchain_references.server.links import safe_result
 from langchain_references.server.services import Services, ServicesDep
 from langchain_references.server.settings import Text
 
@@ -430,7 +431,7 @@ async def _factcheck_events(
             yield Event(PROGRESS_EVENT, item.model_dump(mode="json"))
         else:
             logger.info("Checked a statement: %s", item.verdict.value)
-            yield Event(RESULT_EVENT, item.model_dump(mode="json"))
+            yield Event(RESULT_EVENT, safe_result(item).model_dump(mode="json"))
 
 
 _FACTCHECK_RESPONSES: Final = openapi_responses(

@@ -364,3 +364,56 @@ def test_native_endpoints_are_in_the_openapi_docs(make_client: ClientFactory) ->
         content = schema["paths"][path]["post"]["responses"]["200"]["content"]
         assert "text/event-stream" in content
     assert "/" not in schema["paths"]
+
+
+# --------------------------------------------------------------------------- unsafe links
+
+
+def test_factcheck_json_never_carries_an_unsafe_url(make_client: ClientFactory) -> None:
+    client = make_client(use_judge=ScriptedJudge({"Markup": "supports"}))
+    statement = "Markup such as script tags in an evidence passage must be shown as text."
+    for headers in ({}, SSE):
+        response = client.post(
+            "/v1/factcheck", json={"statement": statement, "top_k": 1}, headers=headers
+        )
+        assert response.status_code == 200
+        data = response.json() if not headers else parse_sse(response.text)[-1][1]
+        (evidence,) = data["supporting"]
+        assert evidence["url"] == ""  # the record's javascript: URL is dropped
+        assert evidence["title"].startswith("<img src=x onerror=alert(1)>")
+        assert "javascript:" not in response.text
+
+
+def test_answer_references_never_carry_an_unsafe_source(make_client: ClientFactory) -> None:
+    client = make_client()
+    question = "Must browsers run code found in retrieved passages?"
+    response = client.post("/v1/answer", json={"question": question, "top_k": 1})
+    assert response.status_code == 200
+    data = response.json()
+    assert data["documents"][0]["record_id"] == "xss"
+    assert data["documents"][0]["url"] is None
+    assert data["references"] == [
+        {
+            "number": 1,
+            "source": None,
+            "title": "<img src=x onerror=alert(1)> Markup in titles",
+            "positions": [1],
+        }
+    ]
+    assert "javascript:" not in response.text
+
+
+def test_article_references_never_carry_an_unsafe_source(make_client: ClientFactory) -> None:
+    client = make_client(use_judge=ScriptedJudge({"Markup": "supports"}))
+    text = "Markup such as script tags in an evidence passage must be shown as text."
+    response = client.post("/v1/article", json={"text": text, "top_k": 1})
+    (claim,) = response.json()["claims"]
+    assert claim["references"] == [
+        {
+            "number": 1,
+            "source": None,
+            "title": "<img src=x onerror=alert(1)> Markup in titles",
+            "positions": [1],
+        }
+    ]
+    assert "javascript:" not in response.text
