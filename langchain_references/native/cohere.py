@@ -35,7 +35,7 @@ from langchain_references.native.base import (
     Piece,
     normalize_url,
 )
-from langchain_references.native.v1 import field_of, span_end
+from langchain_references.native.v1 import SpanLocator, field_of
 
 __all__ = ["CohereAdapter"]
 
@@ -81,12 +81,13 @@ class CohereAdapter(BaseNativeAdapter):
 
     provider: str = "cohere"
 
-    __slots__ = ("_citations", "_documents", "_text")
+    __slots__ = ("_citations", "_documents", "_ids", "_parts")
 
     def __init__(self) -> None:
-        self._text = ""
+        self._parts: list[str] = []
         self._citations: list[Any] = []
         self._documents: list[Any] = []
+        self._ids: dict[Any, int] | None = None
 
     @classmethod
     @override
@@ -104,7 +105,7 @@ class CohereAdapter(BaseNativeAdapter):
     @override
     def _read(self, message: BaseMessage) -> list[Piece]:
         """Keep the text and citations; return everything once a last chunk comes."""
-        self._text += message.text
+        self._parts.append(message.text)
         kwargs = message.additional_kwargs
         citations = kwargs.get("citations")
         if isinstance(citations, list):
@@ -112,6 +113,7 @@ class CohereAdapter(BaseNativeAdapter):
         documents = kwargs.get("documents")
         if isinstance(documents, list) and documents:
             self._documents = list(documents)
+            self._ids = None
         if is_final_chunk(message):
             return self.finish()
         return []
@@ -119,8 +121,9 @@ class CohereAdapter(BaseNativeAdapter):
     @override
     def finish(self) -> list[Piece]:
         """End the answer; return it with citations after the cited spans."""
-        text, self._text = self._text, ""
+        text, self._parts = "".join(self._parts), []
         citations, self._citations = self._citations, []
+        locator = SpanLocator(text)
         cuts: list[Cut] = []
         for citation in citations:
             kind = field_of(citation, "type")
@@ -130,8 +133,7 @@ class CohereAdapter(BaseNativeAdapter):
             if not records:
                 continue
             quoted = field_of(citation, "text")
-            position = span_end(
-                text,
+            position = locator.span_end(
                 field_of(citation, "start"),
                 field_of(citation, "end"),
                 quoted if isinstance(quoted, str) else None,
@@ -141,18 +143,24 @@ class CohereAdapter(BaseNativeAdapter):
 
     def _records(self, citation: Any) -> list[NativeCitation]:
         sources = field_of(citation, "sources")
-        if isinstance(sources, Sequence):
+        if isinstance(sources, Sequence) and not isinstance(sources, str):
             out = [self._from_source(source) for source in sources]
             return [record for record in out if record is not None]
-        ids = field_of(citation, "document_ids") or ()
+        ids = field_of(citation, "document_ids")
+        if not isinstance(ids, list | tuple):
+            ids = ()
         out = [self._from_id(document_id) for document_id in ids if isinstance(document_id, str)]
         return [record for record in out if record is not None]
 
     def _index_of(self, document_id: str) -> int | None:
-        for index, document in enumerate(self._documents):
-            if field_of(document, "id") == document_id:
-                return index
-        return None
+        """The first request document with this id (its index built once per documents)."""
+        if self._ids is None:
+            self._ids = {}
+            for index, document in enumerate(self._documents):
+                key = field_of(document, "id")
+                if isinstance(key, str):
+                    self._ids.setdefault(key, index)
+        return self._ids.get(document_id)
 
     def _from_id(self, document_id: str) -> NativeCitation | None:
         index = self._index_of(document_id)

@@ -30,7 +30,7 @@ from langchain_references.native.base import (
     Piece,
     normalize_url,
 )
-from langchain_references.native.v1 import field_of, span_end
+from langchain_references.native.v1 import SpanLocator, field_of
 
 __all__ = ["GeminiAdapter", "grounding_cuts"]
 
@@ -70,20 +70,39 @@ def _citation(chunk: Any) -> NativeCitation | None:
     return None
 
 
-def _support_key(support: Any) -> tuple[Any, ...]:
+def _optional(value: Any, kind: type) -> bool:
+    return value is None or (isinstance(value, kind) and not isinstance(value, bool))
+
+
+def _read_support(support: Any) -> tuple[tuple[Any, ...], list[Any]] | None:
+    """A support's key (its segment and chunk indices) and indices; None when malformed.
+
+    A segment field of the wrong type (a list where a number or text belongs...) makes the
+    support unusable: it is dropped with a warning, and the answer keeps its text.
+    """
     segment = field_of(support, "segment")
-    indices = field_of(support, "grounding_chunk_indices") or ()
-    return (
-        field_of(segment, "part_index"),
-        field_of(segment, "start_index"),
-        field_of(segment, "end_index"),
-        field_of(segment, "text"),
-        tuple(indices),
+    part, start, end, quoted = (
+        field_of(segment, name) for name in ("part_index", "start_index", "end_index", "text")
     )
+    indices = field_of(support, "grounding_chunk_indices")
+    if indices is None:
+        indices = []
+    if not (
+        all(_optional(value, int) for value in (part, start, end))
+        and _optional(quoted, str)
+        and isinstance(indices, list | tuple)
+        and all(isinstance(index, int) and not isinstance(index, bool) for index in indices)
+    ):
+        logger.warning("malformed Gemini grounding support dropped: %.200r", support)
+        return None
+    return (part, start, end, quoted, tuple(indices)), list(indices)
 
 
 def grounding_cuts(text: str, metadata: Any) -> list[Cut]:
     """Return a citation insertion after each supported segment of ``text``.
+
+    A malformed support (a segment field or chunk index of the wrong type) is dropped with a
+    warning. Time is linear in the text and the metadata (one :class:`SpanLocator` per text).
 
     Args:
         text: The whole answer text.
@@ -92,34 +111,36 @@ def grounding_cuts(text: str, metadata: Any) -> list[Cut]:
     Returns:
         The insertions, in the metadata's support order.
     """
-    chunks = field_of(metadata, "grounding_chunks") or []
-    supports = field_of(metadata, "grounding_supports") or []
+    chunks = field_of(metadata, "grounding_chunks")
+    supports = field_of(metadata, "grounding_supports")
+    chunks = chunks if isinstance(chunks, list | tuple) else []
+    supports = supports if isinstance(supports, list | tuple) else []
+    locator = SpanLocator(text)
     cuts: list[Cut] = []
     seen: set[tuple[Any, ...]] = set()
+    read_chunks: dict[int, NativeCitation | None] = {}  # a chunk is read once
     for support in supports:
-        key = _support_key(support)
+        read = _read_support(support)
+        if read is None:
+            continue
+        key, indices = read
         if key in seen:
             continue  # merged chunks repeat each support
         seen.add(key)
         citations = []
-        for index in field_of(support, "grounding_chunk_indices") or ():
-            if isinstance(index, int) and 0 <= index < len(chunks):
-                citation = _citation(chunks[index])
+        for index in indices:
+            if 0 <= index < len(chunks):
+                if index not in read_chunks:
+                    read_chunks[index] = _citation(chunks[index])
+                citation = read_chunks[index]
                 if citation is not None:
                     citations.append(citation)
             else:
                 logger.debug("grounding chunk index %r out of range", index)
         if not citations:
             continue
-        segment = field_of(support, "segment")
-        quoted = field_of(segment, "text")
-        position = span_end(
-            text,
-            field_of(segment, "start_index") or 0,
-            field_of(segment, "end_index"),
-            quoted if isinstance(quoted, str) else None,
-            utf8=True,
-        )
+        _, start, end, quoted, _ = key
+        position = locator.span_end(start or 0, end, quoted, utf8=True)
         cuts.append(Cut(position, position, citations))
     return cuts
 
@@ -148,10 +169,10 @@ class GeminiAdapter(BaseNativeAdapter):
 
     provider: str = "gemini"
 
-    __slots__ = ("_metadata", "_text")
+    __slots__ = ("_metadata", "_parts")
 
     def __init__(self) -> None:
-        self._text = ""
+        self._parts: list[str] = []
         self._metadata: Any = None
 
     @classmethod
@@ -167,7 +188,7 @@ class GeminiAdapter(BaseNativeAdapter):
     @override
     def _read(self, message: BaseMessage) -> list[Piece]:
         """Keep the text and the last grounding metadata; return nothing (it comes last)."""
-        self._text += message.text
+        self._parts.append(message.text)
         metadata = message.response_metadata.get("grounding_metadata")
         if metadata:
             self._metadata = metadata
@@ -176,7 +197,7 @@ class GeminiAdapter(BaseNativeAdapter):
     @override
     def finish(self) -> list[Piece]:
         """End the answer; return it with citations after the supported segments."""
-        text, self._text = self._text, ""
+        text, self._parts = "".join(self._parts), []
         metadata, self._metadata = self._metadata, None
         if metadata is None:
             return [text] if text else []

@@ -199,3 +199,46 @@ def test_matches() -> None:
 def test_rejects_non_messages() -> None:
     with pytest.raises(UnsupportedMessageError):
         GeminiAdapter().feed({"content": "x"})
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"segment": {"start_index": 0, "end_index": 3, "text": ["Zoë"]}},
+        {"segment": {"start_index": [0], "end_index": 3}},
+        {"segment": {"start_index": 0, "end_index": {"x": 1}}},
+        {"segment": {"part_index": [0], "end_index": 3}},
+        {"segment": {"end_index": 3}, "grounding_chunk_indices": 0},
+        {"segment": {"end_index": 3}, "grounding_chunk_indices": [[0]]},
+    ],
+)
+def test_a_malformed_support_is_dropped_and_the_answer_kept(
+    bad: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    bad.setdefault("grounding_chunk_indices", [0])
+    metadata = {
+        "grounding_chunks": [{"web": {"uri": "https://a.org/", "title": "a.org"}}],
+        "grounding_supports": [
+            bad,
+            {"segment": {"start_index": 0, "end_index": 9}, "grounding_chunk_indices": [0]},
+        ],
+    }
+    message = AIMessage("Zoë ran. Then?", response_metadata={"grounding_metadata": metadata})
+    with caplog.at_level("WARNING", logger="langchain_references.native.gemini"):
+        pieces = run([message])
+    assert pieces == [
+        "Zoë ran.",
+        NativeCitation(
+            provider="gemini", source="https://a.org/", url="https://a.org/", title="a.org"
+        ),
+        " Then?",
+    ]
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == [
+        "malformed Gemini grounding support dropped"
+    ]
+
+
+def test_malformed_metadata_lists_keep_the_answer() -> None:
+    metadata = {"grounding_chunks": "x", "grounding_supports": 7}
+    message = AIMessage("Zoë ran.", response_metadata={"grounding_metadata": metadata})
+    assert run([message]) == ["Zoë ran."]
