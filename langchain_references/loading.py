@@ -1,4 +1,4 @@
-"""One convention for every JSON / JSON list / JSONL reader of the package.
+r"""One convention for every JSON / JSON list / JSONL reader of the package.
 
 Each reader (:func:`~langchain_references.factuality.io.load_inputs`,
 :func:`~langchain_references.citations.evaluation.load_answer_records`) is
@@ -9,6 +9,9 @@ not. A record parser that validates with a pydantic model turns its ``Validation
 :class:`~langchain_references.errors.RecordError` with :func:`validation_error`.
 
 JSON nested deeper than :data:`MAX_DEPTH` levels is a bad record, never a ``RecursionError``.
+So is a line that is not UTF-8 (the error names the line and the first bad byte; the other
+records are read) and a string holding a lone surrogate (a ``\ud800`` escape: valid JSON,
+but not text that can be written out again; the error names the field).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import json
 import logging
 import os
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +38,7 @@ __all__ = [
     "RecordParser",
     "iter_json_objects",
     "load_records",
+    "read_text",
     "validate_record",
     "validation_error",
 ]
@@ -93,6 +98,87 @@ def _too_deep(value: Any) -> bool:
     return False
 
 
+def _is_text(value: str) -> bool:
+    """Whether ``value`` has no lone surrogate (it can be encoded as UTF-8)."""
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _surrogate_error(value: Any, location: str, error: type[RecordError]) -> RecordError | None:
+    """The error for the first string (key or value) of ``value`` holding a lone surrogate.
+
+    Called on values no deeper than :data:`MAX_DEPTH` (iteratively, in document order).
+    """
+    stack: list[tuple[Any, tuple[int | str, ...]]] = [(value, ())]
+    while stack:
+        item, path = stack.pop()
+        children: list[tuple[Any, tuple[int | str, ...]]] = []
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if not _is_text(key):
+                    return _lone_surrogate(key, (*path, ascii(key)), location, error)
+                children.append((child, (*path, key)))
+        elif isinstance(item, list):
+            children = [(child, (*path, index)) for index, child in enumerate(item)]
+        elif isinstance(item, str) and not _is_text(item):
+            return _lone_surrogate(item, path, location, error)
+        stack.extend(reversed(children))
+    return None
+
+
+def _lone_surrogate(
+    text: str, path: tuple[int | str, ...], location: str, error: type[RecordError]
+) -> RecordError:
+    at = next(i for i, char in enumerate(text) if "\ud800" <= char <= "\udfff")
+    where = _field_path(path)
+    message = f"holds a lone surrogate (U+{ord(text[at]):04X}) at character {at}"
+    return error(f"{where}: {message}" if where else message, location, field=where or None)
+
+
+def _checked(value: Any, location: str, error: type[RecordError]) -> Any:
+    """``value``, or the error for a string of it holding a lone surrogate."""
+    if isinstance(value, RecordError):
+        return value
+    return _surrogate_error(value, location, error) or value
+
+
+@dataclass(frozen=True)
+class _Source:
+    """A file's text, and the lines that are not UTF-8 (line number -> why)."""
+
+    text: str
+    bad: dict[int, str]
+    bad_lines: list[int] = field(default_factory=list)  # the keys of ``bad``, in order
+
+    @classmethod
+    def read(cls, path: str | os.PathLike[str]) -> _Source:
+        raw = Path(path).read_bytes()
+        try:
+            return cls(raw.decode("utf-8"), {})
+        except UnicodeDecodeError:
+            pass
+        bad: dict[int, str] = {}
+        for number, line in enumerate(raw.split(b"\n"), start=1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                byte = line[exc.start]
+                bad[number] = f"not UTF-8: byte 0x{byte:02X} at column {exc.start + 1}"
+        logger.debug("%s: %d lines are not UTF-8", os.fspath(path), len(bad))
+        return cls(raw.decode("utf-8", errors="surrogateescape"), bad, sorted(bad))
+
+    def bad_line(self, first: int, last: int) -> int | None:
+        """The first line in ``first..last`` that is not UTF-8, if any."""
+        lines = self.bad_lines
+        found = bisect_left(lines, first)
+        return lines[found] if found < len(lines) and lines[found] <= last else None
+
+
 def _decode(text: str, name: str, line: int, error: type[RecordError]) -> Any:
     """Decode one JSON value (``text`` starts at ``line``); a bad one is returned as ``error``.
 
@@ -135,8 +221,9 @@ def _skip_value(text: str, start: int) -> int:
     return len(text)
 
 
-def _iter_list(text: str, name: str, error: type[RecordError]) -> Iterator[tuple[str, Any]]:
+def _iter_list(source: _Source, name: str, error: type[RecordError]) -> Iterator[tuple[str, Any]]:
     """Yield the elements of a JSON list file one by one, each with its ``file:line``."""
+    text = source.text
     index = _skip_whitespace(text, text.index("[") + 1)
     line, counted = 1, 0  # the line of ``counted``: lines are counted once, as ``index`` moves
     if text.startswith("]", index):
@@ -148,13 +235,17 @@ def _iter_list(text: str, name: str, error: type[RecordError]) -> Iterator[tuple
             try:
                 value, end = _DECODER.raw_decode(text, index)
             except json.JSONDecodeError as exc:
-                raise error(f"invalid JSON: {exc.msg}", f"{name}:{exc.lineno}") from exc
+                reason = source.bad.get(exc.lineno, f"invalid JSON: {exc.msg}")
+                raise error(reason, f"{name}:{exc.lineno}") from exc
             except RecursionError:
                 value, end = error(_TOO_DEEP, location), _skip_value(text, index)
             else:
-                if _too_deep(value):
+                bad = source.bad_line(line, line + text.count("\n", index, end))
+                if bad is not None:
+                    value = error(source.bad[bad], f"{name}:{bad}")
+                elif _too_deep(value):
                     value = error(_TOO_DEEP, location)
-            yield location, value
+            yield location, _checked(value, location, error)
             index = _skip_whitespace(text, end)
             if text.startswith(",", index):
                 index = _skip_whitespace(text, index + 1)
@@ -168,14 +259,38 @@ def _iter_list(text: str, name: str, error: type[RecordError]) -> Iterator[tuple
         raise error("invalid JSON: extra data after the list", f"{name}:{_line_of(text, index)}")
 
 
+def read_text(path: str | os.PathLike[str], *, error: type[RecordError] = RecordError) -> str:
+    """Read a UTF-8 text file (for line-oriented inputs that are not JSON).
+
+    Args:
+        path: The file.
+        error: The :class:`RecordError` subclass to report bytes that are not UTF-8 with.
+
+    Returns:
+        The text.
+
+    Raises:
+        RecordError: (as ``error``) If a line is not UTF-8, located at the first such line
+            (``file:line``) and naming its first bad byte and column.
+        OSError: If the file cannot be read.
+    """
+    source = _Source.read(path)
+    if source.bad_lines:
+        first = source.bad_lines[0]
+        raise error(source.bad[first], f"{os.fspath(path)}:{first}")
+    return source.text
+
+
 def iter_json_objects(
     path: str | os.PathLike[str], *, error: type[RecordError] = RecordError
 ) -> Iterator[tuple[str, Any]]:
-    """Yield ``(location, decoded value)`` for a JSON object, JSON list or JSONL file.
+    r"""Yield ``(location, decoded value)`` for a JSON object, JSON list or JSONL file.
 
-    A record that is not valid JSON (a line of a JSONL file) or that nests deeper than
-    :data:`MAX_DEPTH` levels is yielded as an ``error`` instance instead of stopping the
-    iteration.
+    A record that is not valid JSON (a line of a JSONL file), that nests deeper than
+    :data:`MAX_DEPTH` levels, that is not UTF-8 (located at its first bad line) or that holds
+    a lone surrogate in a string (naming the field) is yielded as an ``error`` instance
+    instead of stopping the iteration. JSON Lines are separated by ``\n`` (a ``\r`` before
+    it is blank space).
 
     Args:
         path: The file.
@@ -186,28 +301,44 @@ def iter_json_objects(
         elements or a single object).
 
     Raises:
-        RecordError: (as ``error``) If a whole-file JSON document is malformed, or a single
-            JSON object is nested too deeply.
+        RecordError: (as ``error``) If a whole-file JSON document is malformed, not UTF-8 or
+            holds a lone surrogate, or a single JSON object is nested too deeply.
     """
     name = os.fspath(path)
-    text = Path(path).read_text(encoding="utf-8")
+    source = _Source.read(path)
+    text = source.text
     stripped = text.lstrip()
     if not stripped:
         return
     if stripped.startswith("["):
-        yield from _iter_list(text, name, error)
+        yield from _iter_list(source, name, error)
         return
     document = _decode(text, name, 1, error)
     if not isinstance(document, RecordError):
-        yield f"{name}:{_line_of(text, len(text) - len(stripped))}", document
+        location = f"{name}:{_line_of(text, len(text) - len(stripped))}"
+        bad = source.bad_line(1, text.count("\n") + 1)
+        if bad is not None:
+            raise error(source.bad[bad], f"{name}:{bad}")
+        checked = _checked(document, location, error)
+        if isinstance(checked, RecordError):
+            raise checked
+        yield location, checked
         return
     values = [
-        (f"{name}:{number}", _decode(line, name, number, error))
-        for number, line in enumerate(text.splitlines(), start=1)
+        (
+            f"{name}:{number}",
+            error(source.bad[number], f"{name}:{number}")
+            if number in source.bad
+            else _checked(_decode(line, name, number, error), f"{name}:{number}", error),
+        )
+        for number, line in enumerate(text.split("\n"), start=1)
         if line.strip()
     ]
     if len(values) < 2 or not any(isinstance(value, dict) for _, value in values):
-        raise document  # not JSON Lines either: the whole file is malformed
+        if source.bad:  # not JSON Lines either: the whole file is malformed
+            first = min(source.bad)
+            raise error(source.bad[first], f"{name}:{first}")
+        raise document
     yield from values
 
 

@@ -77,6 +77,7 @@ from langchain_references.cli._common import (
     positive_int,
     reuse_note,
 )
+from langchain_references.errors import RecordError
 from langchain_references.factcheck.report import (
     REPORT_SEPARATORS,
     ReportFormat,
@@ -87,6 +88,7 @@ from langchain_references.factcheck.result import (
     FactCheckProgress,
     FactCheckResult,
 )
+from langchain_references.loading import read_text
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -207,8 +209,8 @@ def read_statements(statements: Sequence[str], file: Path | None) -> list[str]:
     collected = [" ".join(s.split()) for s in statements]
     if file is not None:
         try:
-            text = sys.stdin.read() if str(file) == "-" else file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            text = sys.stdin.read() if str(file) == "-" else read_text(file)
+        except (OSError, UnicodeDecodeError, RecordError) as exc:
             raise CLIError(f"cannot read {file}: {exc}") from exc
         collected.extend(
             " ".join(line.split())

@@ -158,8 +158,9 @@ class SpanLocator:
         self._search_left = _SEARCH_FACTOR * len(text) + _SEARCH_ALLOWANCE
 
     def char_offset(self, byte_offset: int) -> int:
-        """Convert a UTF-8 byte offset into the text to a character offset (see
-        :func:`char_offset`).
+        """Convert a UTF-8 byte offset into the text to a character offset.
+
+        See :func:`char_offset`.
 
         Args:
             byte_offset: Offset in the UTF-8 encoding of the text.
@@ -196,8 +197,9 @@ class SpanLocator:
     def span_end(
         self, start: Any, end: Any, quoted: str | None = None, *, utf8: bool = False
     ) -> int:
-        """Return where a marker goes for a claim spanning ``text[start:end]`` (see
-        :func:`span_end`).
+        """Return where a marker goes for a claim spanning ``text[start:end]``.
+
+        See :func:`span_end`.
 
         Args:
             start: Start offset (int) or None.
@@ -226,8 +228,11 @@ class SpanLocator:
         return self.clear_of_model_citations(size if last is None else last)
 
     def _nearest_occurrence(self, quoted: str, near: int | None) -> int | None:
-        """End of the occurrence of ``quoted`` whose end is nearest to ``near`` (first if None;
-        the earlier of two as near). None when there is none, or the search budget is spent."""
+        """End of the occurrence of ``quoted`` whose end is nearest to ``near``.
+
+        The first when ``near`` is None, the earlier of two as near; None when there is none,
+        or the search budget is spent.
+        """
         ends = self._occurrences.get(quoted)
         if ends is None:
             cost = len(self.text) + len(quoted)

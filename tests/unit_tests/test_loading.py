@@ -208,3 +208,76 @@ def test_validation_error_lists_at_most_three_problems() -> None:
     error = validation_error(info.value, None, error=RecordError)
     assert str(error).endswith("; and 2 more")
     assert error.location is None
+
+
+# ------------------------------------------------------- bytes that are not UTF-8, surrogates
+
+
+def test_a_jsonl_line_that_is_not_utf8_is_one_bad_record(tmp_path: Path) -> None:
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"a": "caf\xe9"}\n{"a": 3}\r\n\n{"a": "\xff\xfe"}\n')
+    loaded = load_records(path, keep, strict=False)
+    assert loaded.records == [(f"{path}:1", {"a": 1}), (f"{path}:3", {"a": 3})]
+    assert [(e.location, e.message) for e in loaded.errors] == [
+        (f"{path}:2", "not UTF-8: byte 0xE9 at column 11"),
+        (f"{path}:5", "not UTF-8: byte 0xFF at column 8"),
+    ]
+    with pytest.raises(RecordError, match="not UTF-8: byte 0xE9") as info:
+        load_records(path, keep)
+    assert info.value.location == f"{path}:2"
+
+
+def test_a_list_element_that_is_not_utf8_is_one_bad_record(tmp_path: Path) -> None:
+    path = tmp_path / "in.json"
+    path.write_bytes(b'[\n  {"a": 1},\n  {\n    "a": "\x80"\n  },\n  {"a": 3}\n]\n')
+    loaded = load_records(path, keep, strict=False)
+    assert loaded.records == [(f"{path}:2", {"a": 1}), (f"{path}:6", {"a": 3})]
+    assert [(e.location, e.message) for e in loaded.errors] == [
+        (f"{path}:4", "not UTF-8: byte 0x80 at column 11")
+    ]
+
+
+def test_a_single_document_that_is_not_utf8_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "one.json"
+    path.write_bytes(b'{\n  "a": 1,\n  "b": "\xc3("\n}\n')
+    with pytest.raises(RecordError, match="not UTF-8: byte 0xC3 at column 9") as info:
+        list(iter_json_objects(path))
+    assert info.value.location == f"{path}:3"
+
+
+def test_a_lone_surrogate_is_a_bad_record_naming_its_field(tmp_path: Path) -> None:
+    path = tmp_path / "in.jsonl"
+    path.write_text(
+        '{"a": "ok \\ud83d\\ude00"}\n'
+        '{"a": {"b": ["x", "bad \\ud800 y"]}}\n'
+        '{"\\udfff": 1}\n'
+        '{"a": 4}\n',
+        encoding="utf-8",
+    )
+    loaded = load_records(path, keep, strict=False)
+    assert loaded.records == [(f"{path}:1", {"a": "ok 😀"}), (f"{path}:4", {"a": 4})]
+    assert [(e.location, e.field, e.message) for e in loaded.errors] == [
+        (
+            f"{path}:2",
+            "a.b[1]",
+            "a.b[1]: holds a lone surrogate (U+D800) at character 4",
+        ),
+        (
+            f"{path}:3",
+            "'\\udfff'",
+            "'\\udfff': holds a lone surrogate (U+DFFF) at character 0",
+        ),
+    ]
+    single = tmp_path / "one.json"
+    single.write_text('[{"a": "\\udc00"}]', encoding="utf-8")
+    (error,) = load_records(single, keep, strict=False).errors
+    assert (error.location, error.field) == (f"{single}:1", "a")
+
+
+def test_a_raw_line_separator_inside_a_jsonl_string_is_not_a_line_break(tmp_path: Path) -> None:
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"a": "x\u2028y"}\n{"a": 2}\n', encoding="utf-8")
+    assert load_records(path, keep).records == [
+        (f"{path}:1", {"a": "x\u2028y"}),
+        (f"{path}:2", {"a": 2}),
+    ]

@@ -15,8 +15,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from langchain_references.errors import RecordError
 from langchain_references.factcheck.search.base import BaseSearchProvider, hits_from_records
 from langchain_references.factcheck.types import SearchHit
+from langchain_references.loading import iter_json_objects, read_text
 
 __all__ = ["RecordedSearch", "normalize_query"]
 
@@ -121,17 +123,15 @@ class RecordedSearch(BaseSearchProvider):
             The provider.
 
         Raises:
-            ValueError: If a line is not valid JSON or lacks the field.
+            ValueError: If a line is not valid JSON (or not UTF-8, or holds a lone surrogate:
+                a :class:`~langchain_references.errors.RecordError` naming ``file:line``) or
+                lacks the field.
         """
         records: list[Any] = []
-        with Path(path).open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{path}:{number}: invalid JSON: {exc}") from exc
+        for _, value in iter_json_objects(path):
+            if isinstance(value, RecordError):
+                raise value
+            records.append(value)
         return cls.from_records(records, field=field)
 
     @classmethod
@@ -146,10 +146,12 @@ class RecordedSearch(BaseSearchProvider):
             The provider.
 
         Raises:
-            ValueError: If the file is not valid JSON or has none of the accepted shapes.
+            ValueError: If the file is not valid JSON (or not UTF-8: a
+                :class:`~langchain_references.errors.RecordError` naming ``file:line``) or has
+                none of the accepted shapes.
         """
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            data = json.loads(read_text(path))
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path}: invalid JSON: {exc}") from exc
         if isinstance(data, list):

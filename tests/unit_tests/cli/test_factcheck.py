@@ -208,6 +208,17 @@ def test_statements_from_a_file_are_checked_concurrently_in_order(
     assert "checked 2 of 2 statement(s)" in err
 
 
+def test_a_statement_file_that_is_not_utf8_names_the_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    file = tmp_path / "statements.txt"
+    file.write_bytes(b"# a comment\nEuropa has an ocean\nCaf\xe9 au lait is sweet\n")
+    code, out, err = run_cli(capsys, "--file", str(file), "--search", "demo")
+    assert code == 2
+    assert out == ""
+    assert err == f"error: cannot read {file}: {file}:3: not UTF-8: byte 0xE9 at column 4\n"
+
+
 def keyword_judge_reply(keyword: str) -> Callable[[list[BaseMessage]], AIMessage]:
     """A scripted judge reply: entails if the passage mentions ``keyword``, else unknown."""
 

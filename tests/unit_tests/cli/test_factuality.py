@@ -222,12 +222,10 @@ def test_only_bad_records_write_nothing(tmp_path: Path) -> None:
     assert not output.exists()
 
 
-def test_a_failed_write_leaves_no_partial_file(tmp_path: Path) -> None:
-    """Problem 8: a write failing midway used to leave a truncated file (and a traceback).
-
-    The second record's topic holds a lone surrogate (valid JSON: ``"\\ud800"``), which
-    cannot be encoded as UTF-8: the write fails after the first result line.
-    """
+def test_a_lone_surrogate_is_a_skipped_record_not_a_failed_write(tmp_path: Path) -> None:
+    """Problem 8: a record whose topic held a lone surrogate (valid JSON: ``"\\ud800"``)
+    used to fail the write after the first result line; it is now a bad record, named at its
+    line when the file is read (the midway write failure: the next test)."""
     path = tmp_path / "in.jsonl"
     second = json.dumps(dict(SMALL, topic="\ud800"), ensure_ascii=True)
     path.write_text(json.dumps(SMALL) + "\n" + second + "\n", encoding="utf-8")
@@ -236,11 +234,14 @@ def test_a_failed_write_leaves_no_partial_file(tmp_path: Path) -> None:
     code, _out, err = run(
         "--input", str(path), "--judge", "heuristic-lexical", "--output", str(output)
     )
-    assert code == 2
+    assert code == 1
     assert "Traceback" not in err
-    assert err.splitlines()[-1].startswith(f"error: cannot write {output}: ")
-    assert "surrogate" in err
-    assert output.read_text(encoding="utf-8") == "previous results\n"
+    assert (
+        f"error: {path}:2: topic: holds a lone surrogate (U+D800) at character 0 "
+        "(record skipped)" in err.splitlines()
+    )
+    results = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    assert [r["topic"] for r in results] == [SMALL["topic"]]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]
 
 

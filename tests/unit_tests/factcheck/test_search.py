@@ -311,3 +311,9 @@ def test_recorded_search_rejects_malformed_recordings(tmp_path: Path) -> None:
         ValueError, match="record 1: expected an object with a 'claim_search_results'"
     ):
         RecordedSearch.from_jsonl(no_field)
+    latin1 = tmp_path / "latin1.jsonl"
+    latin1.write_bytes(b'{"claim_search_results": {}}\n{"claim_search_results": {"caf\xe9": []}}\n')
+    with pytest.raises(ValueError, match=r"latin1.jsonl:2: not UTF-8: byte 0xE9 at column 31"):
+        RecordedSearch.from_jsonl(latin1)
+    with pytest.raises(ValueError, match=r"latin1.jsonl:2: not UTF-8: byte 0xE9 at column 31"):
+        RecordedSearch.from_json(latin1)

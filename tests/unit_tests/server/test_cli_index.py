@@ -385,3 +385,19 @@ def test_build_skips_oversized_and_surrogate_records_naming_their_lines(tmp_path
         "(record skipped)",
     ]
     assert EvidenceIndex.open("cap-idx", persist_dir=db).count("abstract") == 8
+
+
+def test_build_skips_a_line_that_is_not_utf8_naming_it(tmp_path: Path) -> None:
+    lines = CORPUS.read_bytes().splitlines()
+    lines.insert(2, b'{"id": "latin1", "title": "Caf\xe9", "text": "A text in Latin-1."}')
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_bytes(b"\n".join(lines) + b"\n")
+    db = tmp_path / "db"
+    argv = ["index", "build", "--input", str(corpus), "--name", "utf-idx"]
+    status, out, err = _run(*argv, "--persist-dir", str(db), "--quiet")
+    assert status == 1
+    assert err.splitlines() == [
+        f"error: {corpus}:3: not UTF-8: byte 0xE9 at column 31 (record skipped)"
+    ]
+    assert "1 line(s) skipped" in out
+    assert EvidenceIndex.open("utf-idx", persist_dir=db).count("abstract") == 8
