@@ -4,7 +4,10 @@ Plain HTML, CSS and JavaScript files shipped in ``server/static`` (no build step
 this router: ``/`` is ``index.html``, ``/static/app.js`` and ``/static/style.css`` the rest;
 any other name under ``/static/`` is a 404 (no file-system lookup from the URL). The script
 calls the native endpoints with ``Accept: text/event-stream`` and inserts every piece of
-untrusted text (the article, passages, titles, answers) as text, never as HTML.
+untrusted text (the article, passages, titles, answers) as text, never as HTML, and clips
+the fields a record or a judge controls for display (titles and judge names at 300
+characters, passages at 3,000, messages at 1,000, each with the count of characters left
+out): a 100 KB title no longer stalls the page's layout.
 
 Every response of this router carries :data:`SECURITY_HEADERS`: a Content-Security-Policy
 that allows scripts, styles and requests from the page's own origin only (no inline script,

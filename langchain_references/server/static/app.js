@@ -17,6 +17,22 @@ const HOW_TO_SET_A_JUDGE =
   "The service's operator sets an LLM judge with: langchain-references serve --judge " +
   "llm:PROVIDER:MODEL";
 
+// Longest shown title, passage and message (characters): a 100 KB title used to freeze the
+// page for seconds while the browser laid it out. What is left out is counted, not shown.
+const MAX_TITLE = 300;
+const MAX_PASSAGE = 3000;
+const MAX_MESSAGE = 1000;
+
+// The text clipped to max characters (code points, never half a pair), with how many it left.
+function clip(text, max) {
+  const value = String(text);
+  if (value.length <= max) return value; // UTF-16 units: never fewer than code points
+  const chars = Array.from(value);
+  if (chars.length <= max) return value;
+  const left = (chars.length - max).toLocaleString("en");
+  return chars.slice(0, max).join("") + "… (" + left + " more characters)";
+}
+
 function byId(id) {
   return document.getElementById(id);
 }
@@ -44,8 +60,9 @@ function safeHref(url) {
 
 function link(url, text) {
   const href = safeHref(url);
-  if (href === null) return el("span", "source", text);
-  const a = el("a", "source", text);
+  const shown = clip(text, MAX_TITLE);
+  if (href === null) return el("span", "source", shown);
+  const a = el("a", "source", shown);
   a.href = href;
   a.target = "_blank";
   a.rel = "noopener noreferrer";
@@ -55,8 +72,10 @@ function link(url, text) {
 // "Judge: KIND (MODEL) — DESCRIPTION" of a judge as the service names it, or null.
 function judgeText(judge) {
   if (!judge || typeof judge.kind !== "string") return null;
-  const model = typeof judge.model === "string" && judge.model ? judge.model : "no model";
-  const description = typeof judge.description === "string" ? judge.description : "";
+  const model =
+    typeof judge.model === "string" && judge.model ? clip(judge.model, MAX_TITLE) : "no model";
+  const description =
+    typeof judge.description === "string" ? clip(judge.description, MAX_MESSAGE) : "";
   return "Judge: " + judge.kind + " (" + model + ")" + (description ? " — " + description : "");
 }
 
@@ -111,9 +130,10 @@ async function readEvents(response, onEvent) {
 }
 
 function errorMessage(body, status) {
-  if (body && typeof body.detail === "string") return body.detail;
+  if (body && typeof body.detail === "string") return clip(body.detail, MAX_MESSAGE);
   if (body && Array.isArray(body.detail) && body.detail.length) {
-    return body.detail.map((d) => (d && d.msg) || "invalid input").join("; ");
+    const messages = body.detail.map((d) => (d && d.msg) || "invalid input").join("; ");
+    return clip(messages, MAX_MESSAGE);
   }
   return "request failed (HTTP " + status + ")";
 }
@@ -243,7 +263,7 @@ function showEvidence(id) {
   aside.appendChild(badge);
   const judge = judgeText(claim.judge);
   if (judge !== null) aside.appendChild(el("p", "judge", judge));
-  if (claim.error) aside.appendChild(el("p", "reason", claim.error));
+  if (claim.error) aside.appendChild(el("p", "reason", clip(claim.error, MAX_MESSAGE)));
   if (!claim.passages.length) {
     aside.appendChild(el("p", "hint", "No passage supports or contradicts this claim."));
   }
@@ -254,7 +274,7 @@ function showEvidence(id) {
     head.appendChild(el("span", "number", "[" + passage.number + "]"));
     head.appendChild(el("span", "stance", passage.stance));
     item.appendChild(head);
-    item.appendChild(el("blockquote", "passage-text", passage.text));
+    item.appendChild(el("blockquote", "passage-text", clip(passage.text, MAX_PASSAGE)));
     item.appendChild(link(passage.url, passage.title || passage.url || "source"));
     list.appendChild(item);
   }

@@ -7,9 +7,11 @@ command, when Chromium is missing.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator
 from importlib import resources
+from typing import Any
 
 import pytest
 from fastapi import FastAPI
@@ -267,3 +269,74 @@ def test_a_limit_error_is_shown(page_at: Callable[..., object]) -> None:
     status = page.locator("#article-status.failed")  # type: ignore[attr-defined]
     status.wait_for(timeout=30_000)
     assert status.inner_text() == "max_claims is 1, the request has 3"
+
+
+LONG = "x" * 100_000 + "<b>end</b>"
+
+
+def _sse(*events: tuple[str, object]) -> str:
+    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
+
+
+def _fulfil(body: str) -> Callable[[Any], None]:
+    def handle(route: Any) -> None:
+        route.fulfill(status=200, content_type="text/event-stream", body=body)
+
+    return handle
+
+
+@pytest.mark.slow
+def test_long_fields_are_shown_clipped_as_text(page_at: Callable[..., object]) -> None:
+    """A 100 KB title used to freeze the page for seconds: titles, passages and messages are
+    clipped for display (the count of characters left out shown), and still inserted as text."""
+    page = page_at()
+    reference = {"number": 1, "source": "https://a.example.org/", "title": LONG, "positions": [1]}
+    answer = _sse(
+        ("documents", {"documents": []}),
+        ("token", {"text": "An answer [1]."}),
+        ("references", {"references": [reference], "citation_check": None}),
+        ("result", {"answer": "An answer [1]."}),
+    )
+    claim = {
+        "id": 0,
+        "verdict": "supported",
+        "confidence": 0.9,
+        "text": "A claim.",
+        "error": None,
+        "judge": {"kind": "custom", "model": LONG, "description": ""},
+        "passages": [{"number": 1, "stance": "supports", "text": LONG, "title": LONG, "url": None}],
+        "references": [reference],
+    }
+    article = _sse(
+        (
+            "article",
+            {
+                "text": "A claim.",
+                "sentences": [{"start": 0, "end": 8, "claim": 0}],
+                "claims": [claim],
+                "judge": None,
+            },
+        ),
+        ("claim", claim),
+        ("result", {"counts": {"claims": 1, "sentences": 1}}),
+    )
+    for path, body in (("/v1/answer", answer), ("/v1/article", article)):
+        page.route("**" + path, _fulfil(body))  # type: ignore[attr-defined]
+    page.fill("#question", "Anything?")  # type: ignore[attr-defined]
+    page.click("#answer-submit")  # type: ignore[attr-defined]
+    page.wait_for_selector("#answer[data-done='true']", timeout=60_000)  # type: ignore[attr-defined]
+    clipped = "x" * 300 + "… (99,710 more characters)"
+    assert page.inner_text("#references li a") == clipped  # type: ignore[attr-defined]
+
+    page.fill("#article-text", "A claim.")  # type: ignore[attr-defined]
+    page.click("#article-submit")  # type: ignore[attr-defined]
+    page.wait_for_selector("#article-view[data-done='true']", timeout=60_000)  # type: ignore[attr-defined]
+    page.locator("#article-view span.claim").first.click()  # type: ignore[attr-defined]
+    evidence = page.locator("#evidence")  # type: ignore[attr-defined]
+    assert evidence.locator("li.passage .source").inner_text() == clipped
+    assert evidence.locator("ol.sources li .source").inner_text() == clipped
+    assert evidence.locator("blockquote").inner_text() == "x" * 3_000 + "… (97,010 more characters)"
+    assert evidence.locator("p.judge").inner_text() == (
+        "Judge: custom (" + "x" * 300 + "… (99,710 more characters))"
+    )
+    assert page.locator("b").count() == 0  # type: ignore[attr-defined]
