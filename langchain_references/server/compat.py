@@ -28,6 +28,7 @@ The decisions live in pure functions (:func:`select_evidence`, :func:`verificati
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal, Required, TypeAlias, TypedDict, Unpack
@@ -39,7 +40,12 @@ from starlette.concurrency import run_in_threadpool
 from langchain_references.judges import Judgement, Label
 from langchain_references.judges.base import JudgeInfo, JudgeInputLike
 from langchain_references.server.guard import guarded
-from langchain_references.server.index import EvidenceHit, Granularity, split_sentences
+from langchain_references.server.index import (
+    EvidenceHit,
+    EvidenceIndex,
+    Granularity,
+    split_sentences,
+)
 from langchain_references.server.services import Services, ServicesDep
 from langchain_references.server.settings import LimitExceededError, Text
 
@@ -407,6 +413,42 @@ def _assemble(
     return out
 
 
+#: Entries of each granularity, per index object (an index is read-only while it serves).
+_ENTRIES: weakref.WeakKeyDictionary[EvidenceIndex, dict[str, int]] = weakref.WeakKeyDictionary()
+
+
+async def _entries(index: EvidenceIndex, granularity: Granularity) -> int:
+    """How many entries of ``granularity`` the index holds (counted once per index)."""
+    counts = _ENTRIES.setdefault(index, {})
+    if granularity not in counts:
+        counts[granularity] = await run_in_threadpool(index.count, granularity)
+    return counts[granularity]
+
+
+async def _check_judged_before_search(
+    services: Services, claims: Sequence[str], options: EvidenceOptions
+) -> None:
+    """Refuse (413 ``max_judged``) a verify request sure to exceed it, before any search.
+
+    Without a threshold every searched claim gets ``min(top_k, entries)`` evidence entries,
+    each judged at least once (an abstract once per sentence): that many pairs at least. A
+    request over the limit by that count is refused before its queries are embedded, so that
+    it does not hold the embedding threads that other requests' searches wait for. (With a
+    threshold the count is only known after the search; it is checked again there.)
+    """
+    if options.get("threshold") is not None:
+        return
+    settings = services.settings
+    settings.check_claims(claims)
+    top_k = settings.check_top_k(options.get("top_k"))
+    searched = sum(1 for claim in claims if claim.strip())
+    if searched * top_k <= settings.max_judged:
+        return  # cannot exceed it with one pair per entry: no need to count the index
+    least = searched * min(top_k, await _entries(services.index, options["granularity"]))
+    if least > settings.max_judged:
+        raise LimitExceededError("max_judged", settings.max_judged, least, status_code=413)
+
+
 async def averify_claims(
     services: Services,
     claims: Sequence[str],
@@ -435,6 +477,7 @@ async def averify_claims(
             pairs to judge exceed ``max_judged`` (413).
         EvidenceIndexError: If the index fails.
     """
+    await _check_judged_before_search(services, claims, options)
     plan, selected = await _aselected(services, claims, options)
     granularity = options["granularity"]
 

@@ -146,6 +146,41 @@ def test_abstract_verify_over_the_judging_budget_is_a_413_and_judges_nothing(
     assert len(judge.passages) == len(within.json()[0]) <= 5
 
 
+def test_a_verify_request_sure_to_exceed_the_budget_embeds_nothing(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """100 claims x top_k 10 is at least 1,000 pairs: refused before its 100 queries are
+    embedded (their embedding used to hold the threads that other searches wait for)."""
+    embedded: list[str] = []
+    embeddings = services.index.embeddings
+    embed_query = embeddings.embed_query
+
+    def counting(text: str) -> list[float]:
+        embedded.append(text)
+        return embed_query(text)
+
+    monkeypatch.setattr(embeddings, "embed_query", counting)
+    judge = ScriptedJudge()
+    client = _compat_client(services, judge, max_judged=100)
+    claims = [f"claim {i} on sea ice" for i in range(100)]
+    response = client.post("/api/abstract/verify/batch", json={"claims": claims, "top_k": 10})
+    assert response.status_code == 413
+    assert response.json()["limit"] == "max_judged"
+    assert response.json()["actual"] == 100 * min(10, services.index.count("abstract"))
+    assert embedded == []
+    # with a threshold the count is only known after the search: checked there
+    thresholded = client.post(
+        "/api/abstract/verify/batch", json={"claims": claims, "top_k": 10, "threshold": -1.0}
+    )
+    assert thresholded.status_code == 413
+    assert len(embedded) == 100
+    # within the budget by the count before the search: searched and judged
+    within = client.post("/api/phrase/verify/batch", json={"claims": claims[:10], "top_k": 10})
+    assert within.status_code == 200
+    assert len(embedded) == 110
+    assert judge.passages != []
+
+
 def test_a_request_past_its_time_budget_is_a_503_and_its_judging_stops(
     services: Services,
 ) -> None:
