@@ -12,8 +12,8 @@ from langchain_references.loading import load_records
 from langchain_references.retrieval import BM25Index, Retrieval, reciprocal_rank_fusion
 from langchain_references.server import bm25_store
 from langchain_references.server.index import (
-    BuildResult,
     FUSION_DEPTH,
+    BuildResult,
     EvidenceIndex,
     EvidenceRecord,
     IndexBuildError,
