@@ -81,6 +81,7 @@ from langchain_references.factcheck.stages import (
 )
 from langchain_references.factcheck.verdict import Aggregator, WeightedVoteAggregator
 from langchain_references.judges.base import JudgeInputLike, Judgement
+from langchain_references.retrieval import DEFAULT_RETRIEVAL, Retrieval
 
 if TYPE_CHECKING:
     from langchain_chroma import Chroma
@@ -211,6 +212,10 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
         weight_by: Rank given to the aggregator for each passage: its position in the
             relevance ranking (``"relevance"``, 0 = most similar) or its page's search rank
             (``"search"``).
+        retrieval: How the relevance stage ranks the passages: ``"dense"`` (cosine),
+            ``"bm25"``, or ``"hybrid"`` (the default: both, fused by reciprocal rank). A
+            :class:`~langchain_references.judges.HeuristicJudge` given the same ``embeddings``
+            object reuses the passages' vectors (each passage is embedded once per run).
         name: Name of the runnable in traces.
 
     Raises:
@@ -238,6 +243,7 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
         vector_store: Chroma | None = None,
         max_concurrency: int = DEFAULT_JUDGE_CONCURRENCY,
         weight_by: Literal["relevance", "search"] = "relevance",
+        retrieval: Retrieval = DEFAULT_RETRIEVAL,
         name: str | None = "fact_check",
     ) -> None:
         if not isinstance(search, SearchProvider):
@@ -290,7 +296,9 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
             FetchStage(self.fetcher),
             ExtractStage(),
             PassagesStage(self.splitter),
-            RelevanceStage(embeddings=embeddings, vector_store=vector_store, k=k),
+            RelevanceStage(
+                embeddings=embeddings, vector_store=vector_store, k=k, retrieval=retrieval
+            ),
             JudgeStage(judge, max_concurrency),
             AggregateStage(self.aggregator, weight_by),
         )
