@@ -33,6 +33,7 @@ from langchain_references._optional import MissingDependencyError, require
 from langchain_references.errors import LangchainReferencesError, RecordError
 from langchain_references.judges.heuristic import HeuristicJudge
 from langchain_references.judges.spec import JudgeSpecError, judge_from_spec
+from langchain_references.retrieval import DEFAULT_RETRIEVAL, RETRIEVAL_MODES
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -460,6 +461,26 @@ def build_judge(spec: str, *, err: TextIO | None = None) -> tuple[Judge, BaseCha
         emb = " + MiniLM similarity" if judge.embeddings is not None else ""
         err.write(HEURISTIC_NOTICE.format(emb=emb) + "\n")
     return judge, model
+
+
+# ------------------------------------------------------------------------ retrieval
+
+
+def add_retrieval_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """Add ``--retrieval dense|bm25|hybrid`` (default ``hybrid``).
+
+    Args:
+        parser: The parser of a command that ranks evidence (``index build``, ``serve``,
+            ``factcheck``).
+        what: What the mode ranks, for the help text.
+    """
+    parser.add_argument(
+        "--retrieval",
+        choices=RETRIEVAL_MODES,
+        default=DEFAULT_RETRIEVAL,
+        help=f"how {what}: by embeddings (dense), by BM25 (bm25), or both fused by "
+        f"reciprocal rank (hybrid; the default)",
+    )
 
 
 # ------------------------------------------------------------------------ progress

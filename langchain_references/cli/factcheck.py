@@ -60,6 +60,7 @@ from langchain_references.cli._common import (
     ProgressLines,
     add_judge_options,
     add_quiet_option,
+    add_retrieval_option,
     add_subcommand,
     build_judge,
     positive_float,
@@ -141,6 +142,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-k", "--k", type=positive_int, default=20, help="passages judged (default: 20)"
     )
+    add_retrieval_option(parser, "the passages judged are chosen")
     parser.add_argument(
         "--max-results", type=positive_int, default=10, help="search results (default: 10)"
     )
@@ -383,6 +385,7 @@ def build_chain(
         k=args.k,
         max_results=args.max_results,
         max_concurrency=args.max_concurrency,
+        retrieval=args.retrieval,
     )
 
 
