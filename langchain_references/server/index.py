@@ -827,6 +827,7 @@ class EvidenceIndex:
             retrieval=retrieval,
             bm25_root=root,
         )
+        index._granularity_sizes()  # read now what the first search would wait for
         if retrieval != "dense":
             index._lexical()  # load (or build) the BM25 indexes now, not on the first search
         return index
