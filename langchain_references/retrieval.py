@@ -145,8 +145,13 @@ def reciprocal_rank_fusion(
             if item in seen:
                 continue
             seen.add(item)
-            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
-            first_met[item] = min(first_met.get(item, (rank, which)), (rank, which))
+            if item in scores:
+                scores[item] += 1.0 / (k + rank)
+                if rank < first_met[item][0]:  # an earlier ranking wins at equal rank
+                    first_met[item] = (rank, which)
+            else:
+                scores[item] = 1.0 / (k + rank)
+                first_met[item] = (rank, which)
     return sorted(scores.items(), key=lambda pair: (-pair[1], first_met[pair[0]]))
 
 

@@ -78,7 +78,6 @@ from langchain_references.server import bm25_store
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
-    from chromadb.api.types import QueryResult
     from langchain_core.embeddings import Embeddings
 
 __all__ = [
@@ -124,7 +123,7 @@ FUSION_DEPTH: Final = 50
 # The unfiltered dense query asks for this many more entries than the share of the wanted
 # granularity predicts (and at least 10 more), doubling while it comes back short, up to
 # _OVERSAMPLE_CAP entries; then a filtered query answers.
-_OVERSAMPLE: Final = 1.5
+_OVERSAMPLE: Final = 1.25
 _OVERSAMPLE_CAP: Final = 2048
 _CLIENT_LOCK: Final = threading.Lock()
 
@@ -435,21 +434,9 @@ def _hit(
     )
 
 
-def _hits(result: QueryResult) -> list[list[EvidenceHit]]:
-    """Turn a Chroma query result (cosine distances) into hits, one list per query."""
-    ids_per_query = result["ids"]
-    documents = result.get("documents") or [[] for _ in ids_per_query]
-    metadatas = result.get("metadatas") or [[] for _ in ids_per_query]
-    distances = result.get("distances") or [[] for _ in ids_per_query]
-    return [
-        [
-            _hit(entry_id, doc, meta, distance)
-            for entry_id, doc, meta, distance in zip(ids, docs, metas, dists, strict=True)
-        ]
-        for ids, docs, metas, dists in zip(
-            ids_per_query, documents, metadatas, distances, strict=True
-        )
-    ]
+def _granularity_of(entry_id: str) -> Granularity:
+    """An entry's granularity, from its id (``"{record}:abstract"``, ``"{record}:phrase:{i}"``)."""
+    return "abstract" if entry_id.endswith(":abstract") else "phrase"
 
 
 def _cosine_distance(query: Sequence[float], vector: Sequence[float]) -> float:
@@ -1183,21 +1170,30 @@ class EvidenceIndex:
 
     def _chroma_query(
         self, vectors: Sequence[Sequence[float]], n: int, where: dict[str, Any] | None
-    ) -> list[list[EvidenceHit]]:
+    ) -> list[list[tuple[str, float]]]:
+        """The ``n`` nearest entries of each vector: ``(id, cosine distance)``, nearest first.
+
+        Only the ids and distances: reading the documents and metadata of every candidate
+        costs more than the search itself; the hits kept are read afterwards.
+        """
         try:
             result = self._collection.query(
                 query_embeddings=cast("Any", list(vectors)),
                 n_results=n,
                 where=cast("Any", where),
-                include=["documents", "metadatas", "distances"],
+                include=["distances"],
             )
         except Exception as exc:  # chromadb's errors share no base class
             raise EvidenceIndexError(f"search failed in index {self.name!r}: {exc}") from exc
-        return _hits(result)
+        distances = result.get("distances") or [[] for _ in result["ids"]]
+        return [
+            list(zip(ids, map(float, dists), strict=True))
+            for ids, dists in zip(result["ids"], distances, strict=True)
+        ]
 
     def _dense(
         self, vectors: Sequence[Sequence[float]], granularity: Granularity, n: int
-    ) -> list[list[EvidenceHit]]:
+    ) -> list[list[tuple[str, float]]]:
         """The ``n`` nearest entries of ``granularity`` for each vector, nearest first.
 
         Unfiltered queries, oversampled by the granularity's share and doubled while short;
@@ -1209,13 +1205,13 @@ class EvidenceIndex:
         if n == 0:
             return [[] for _ in vectors]
         ask = min(total, max(n + 10, math.ceil(n * total / wanted * _OVERSAMPLE)))
-        found: dict[int, list[EvidenceHit]] = {}
+        found: dict[int, list[tuple[str, float]]] = {}
         todo = list(range(len(vectors)))
         while todo and ask <= max(_OVERSAMPLE_CAP, n):
-            hits_per_query = self._chroma_query([vectors[i] for i in todo], ask, None)
+            nearest_per_query = self._chroma_query([vectors[i] for i in todo], ask, None)
             short = []
-            for i, hits in zip(todo, hits_per_query, strict=True):
-                mine = [hit for hit in hits if hit.granularity == granularity]
+            for i, nearest in zip(todo, nearest_per_query, strict=True):
+                mine = [pair for pair in nearest if _granularity_of(pair[0]) == granularity]
                 if len(mine) >= n or ask >= total:
                     found[i] = mine[:n]
                 else:
@@ -1228,16 +1224,24 @@ class EvidenceIndex:
             found.update(zip(todo, filtered, strict=True))
         return [found[i] for i in range(len(vectors))]
 
-    def _entries_by_id(
-        self, ids: Sequence[str], vectors: Mapping[str, Sequence[float]]
-    ) -> dict[str, EvidenceHit]:
-        """Hits for entries found by BM25 alone, with their cosine to each one's query."""
-        if not ids:
-            return {}
+    def _read_hits(
+        self,
+        ranked: Sequence[Sequence[str]],
+        vectors: Sequence[Sequence[float]],
+        distances: Sequence[Mapping[str, float]],
+    ) -> list[list[EvidenceHit]]:
+        """The hits of ranked entry ids, read in one ``get``.
+
+        An entry whose distance to its query is not known (found by BM25 alone) gets it
+        from its stored vector.
+        """
+        wanted = list(dict.fromkeys(entry_id for ids in ranked for entry_id in ids))
+        if not wanted:
+            return [[] for _ in ranked]
+        unknown = any(e not in d for ids, d in zip(ranked, distances, strict=True) for e in ids)
+        include = ["documents", "metadatas", *(["embeddings"] if unknown else [])]
         try:
-            got = self._collection.get(
-                ids=list(ids), include=["documents", "metadatas", "embeddings"]
-            )
+            got = self._collection.get(ids=wanted, include=cast("Any", include))
         except Exception as exc:  # chromadb's errors share no base class
             raise EvidenceIndexError(f"search failed in index {self.name!r}: {exc}") from exc
         nothing: list[Any] = [None] * len(got["ids"])
@@ -1245,15 +1249,25 @@ class EvidenceIndex:
         metas: list[Any] = got.get("metadatas") or nothing
         stored = got.get("embeddings")
         embedded: list[Any] = nothing if stored is None else list(stored)
-        return {
-            entry_id: _hit(
-                entry_id,
-                doc,
-                meta,
-                1.0 if vector is None else _cosine_distance(vectors[entry_id], vector),
-            )
+        entries = {
+            entry_id: (doc, meta, vector)
             for entry_id, doc, meta, vector in zip(got["ids"], docs, metas, embedded, strict=True)
         }
+        out: list[list[EvidenceHit]] = []
+        for ids, vector, known in zip(ranked, vectors, distances, strict=True):
+            hits = []
+            for entry_id in ids:
+                if entry_id not in entries:  # deleted since the search: left out
+                    continue
+                doc, meta, stored_vector = entries[entry_id]
+                distance = known.get(entry_id)
+                if distance is None:
+                    distance = (
+                        1.0 if stored_vector is None else _cosine_distance(vector, stored_vector)
+                    )
+                hits.append(_hit(entry_id, doc, meta, distance))
+            out.append(hits)
+        return out
 
     def _rank(
         self,
@@ -1263,32 +1277,25 @@ class EvidenceIndex:
         k: int,
     ) -> list[list[EvidenceHit]]:
         """The hits of each query in the index's retrieval mode (blocking)."""
-        if self.retrieval == "dense":
-            return self._dense(vectors, granularity, k)
-        depth = k if self.retrieval == "bm25" else max(k, FUSION_DEPTH)
-        lexical = self._lexical()[granularity]
-        lexical_ids = [[i for i, _ in lexical.top(query, depth)] for query in queries]
         if self.retrieval == "bm25":
-            dense: list[list[EvidenceHit]] = [[] for _ in queries]
-            ranked = lexical_ids
+            dense: list[list[tuple[str, float]]] = [[] for _ in queries]
         else:
+            depth = k if self.retrieval == "dense" else max(k, FUSION_DEPTH)
             dense = self._dense(vectors, granularity, depth)
-            ranked = [
-                [entry_id for entry_id, _ in reciprocal_rank_fusion([[h.id for h in d], b])][:k]
-                for d, b in zip(dense, lexical_ids, strict=True)
-            ]
-        known = [{hit.id: hit for hit in hits} for hits in dense]
-        missing = {
-            entry_id: vectors[i]
-            for i, ids in enumerate(ranked)
-            for entry_id in ids
-            if entry_id not in known[i]
-        }
-        fetched = self._entries_by_id(list(missing), missing)
-        return [
-            [hit for hit in (known[i].get(e) or fetched.get(e) for e in ids) if hit is not None]
-            for i, ids in enumerate(ranked)
-        ]
+        if self.retrieval == "dense":
+            ranked = [[entry_id for entry_id, _ in nearest] for nearest in dense]
+        else:
+            lexical = self._lexical()[granularity]
+            depth = k if self.retrieval == "bm25" else max(k, FUSION_DEPTH)
+            best = [[entry_id for entry_id, _ in lexical.top(query, depth)] for query in queries]
+            if self.retrieval == "bm25":
+                ranked = best
+            else:
+                ranked = [
+                    [e for e, _ in reciprocal_rank_fusion([[e for e, _ in d], b])][:k]
+                    for d, b in zip(dense, best, strict=True)
+                ]
+        return self._read_hits(ranked, vectors, [dict(nearest) for nearest in dense])
 
     def search(self, query: str, *, granularity: Granularity, k: int) -> list[EvidenceHit]:
         """The ``k`` entries of one granularity that best match ``query``, best first.

@@ -147,6 +147,11 @@ def test_add_records_refreshes_the_saved_bm25(
 # ------------------------------------------------------------------ the modes
 
 
+def _as_hits(nearest: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """Chroma's ``(id, cosine distance)`` as ``(id, similarity)``."""
+    return [(i, min(1.0, max(0.0, 1.0 - d / 2.0))) for i, d in nearest]
+
+
 def test_dense_search_matches_chromas_filtered_query(tmp_path: Path) -> None:
     index = _build(tmp_path).index
     index.retrieval = "dense"
@@ -157,9 +162,7 @@ def test_dense_search_matches_chromas_filtered_query(tmp_path: Path) -> None:
             for k in (1, 3, 30):
                 filtered = index._chroma_query([vector], k, {"granularity": granularity})[0]
                 hits = index.search(query, granularity=granularity, k=k)
-                assert [(h.id, h.similarity) for h in hits] == [
-                    (h.id, h.similarity) for h in filtered
-                ]
+                assert [(h.id, h.similarity) for h in hits] == _as_hits(filtered)
                 assert {h.granularity for h in hits} == {granularity}
 
 
@@ -218,7 +221,7 @@ def test_dense_search_refills_then_falls_back_to_a_filtered_query(
 
     monkeypatch.setattr(EvidenceIndex, "_chroma_query", spy)
     hits = index.search("ice melting", granularity="abstract", k=5)
-    assert [(h.id, h.similarity) for h in hits] == [(h.id, h.similarity) for h in expected]
+    assert [(h.id, h.similarity) for h in hits] == _as_hits(expected)
     if cap == 0:  # nothing unfiltered: straight to the filtered query
         assert calls == [(5, {"granularity": "abstract"})]
     else:  # 15 entries first (k + 10), then doubled until 5 abstracts are among them
