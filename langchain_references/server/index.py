@@ -119,7 +119,7 @@ _RECORDS_KEY: Final = "lr_records"
 _BUILT_AT_KEY: Final = "lr_built_at"
 _COSINE: Final[dict[str, Any]] = {"hnsw": {"space": "cosine"}}
 #: Hybrid search fuses the first this-many entries of the dense and of the BM25 ranking.
-FUSION_DEPTH: Final = 50
+FUSION_DEPTH: Final = 20
 # The unfiltered dense query asks for this many more entries than the share of the wanted
 # granularity predicts (and at least 10 more), doubling while it comes back short, up to
 # _OVERSAMPLE_CAP entries; then a filtered query answers.
