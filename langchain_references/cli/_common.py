@@ -44,6 +44,7 @@ from langchain_references.errors import LangchainReferencesError, RecordError
 from langchain_references.judges.heuristic import HeuristicJudge
 from langchain_references.judges.spec import JudgeSpecError, judge_from_spec
 from langchain_references.ratelimit import DEFAULT_LIMITS, RateLimit, RateLimiter
+from langchain_references.retrieval import DEFAULT_RETRIEVAL, RETRIEVAL_MODES
 from langchain_references.runcache import RunCache, RunCacheError, default_run_cache_path
 
 if TYPE_CHECKING:
@@ -628,6 +629,26 @@ def reuse_note(reused: int, total: int, what: str, cache: RunCache | None) -> st
     if cache is None or not cache.reuse:
         return ""
     return f"resumed: reused {reused} of {total} {what} from {cache.path}"
+
+
+# ------------------------------------------------------------------------ retrieval
+
+
+def add_retrieval_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """Add ``--retrieval dense|bm25|hybrid`` (default ``hybrid``).
+
+    Args:
+        parser: The parser of a command that ranks evidence (``index build``, ``serve``,
+            ``factcheck``).
+        what: What the mode ranks, for the help text.
+    """
+    parser.add_argument(
+        "--retrieval",
+        choices=RETRIEVAL_MODES,
+        default=DEFAULT_RETRIEVAL,
+        help=f"how {what}: by embeddings (dense), by BM25 (bm25), or both fused by "
+        f"reciprocal rank (hybrid; the default)",
+    )
 
 
 # ------------------------------------------------------------------------ progress

@@ -69,6 +69,7 @@ from langchain_references.cli._common import (
     ProgressLines,
     add_judge_options,
     add_quiet_option,
+    add_retrieval_option,
     add_run_options,
     build_judge,
     build_limiter,
@@ -157,6 +158,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-k", "--k", type=positive_int, default=20, help="passages judged (default: 20)"
     )
+    add_retrieval_option(parser, "the passages judged are chosen")
     parser.add_argument(
         "--max-results", type=positive_int, default=10, help="search results (default: 10)"
     )
@@ -405,6 +407,7 @@ def build_chain(
         limiter=limiter if setup.web else None,
         # a local server's port changes with every run: its results are its own
         search_identity=" ".join([args.search, *setup.local_origins]),
+        retrieval=args.retrieval,
     )
 
 

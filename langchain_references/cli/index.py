@@ -12,7 +12,9 @@ every entry is written, so re-running it rebuilds the index from the corpus. A b
 or is interrupted (Ctrl-C) is undone and says so: the previous generation still serves, or
 there is still no index; a build killed outright leaves an unfinished generation that nothing
 serves and the next build deletes. The generation replaced is kept until the next build, for a
-``serve`` still running on it (restart ``serve`` to serve the new one). A bad line is reported
+``serve`` still running on it (restart ``serve`` to serve the new one). Unless ``--retrieval
+dense``, the generation's BM25 indexes are saved with it (embedded Chroma), so that ``serve
+--retrieval hybrid`` (the default) or ``bm25`` loads them. A bad line is reported
 as ``error: FILE:LINE: FIELD: problem (record skipped)`` and the other records are indexed.
 
 Exit status: 0 when every record was indexed, 1 when some lines were skipped, 2 when the
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from langchain_references.cli._common import (
     CLIError,
+    add_retrieval_option,
     add_subcommand,
     non_blank,
     positive_int,
@@ -37,6 +40,7 @@ from langchain_references.cli._common import (
     streams,
 )
 from langchain_references.loading import LoadResult, load_records
+from langchain_references.retrieval import DEFAULT_RETRIEVAL
 from langchain_references.server.index import (
     MAX_RECORD_CHARS,
     EvidenceIndex,
@@ -118,6 +122,11 @@ def configure_build_parser(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"longest record text; a longer record is skipped (default: {MAX_RECORD_CHARS})",
     )
+    add_retrieval_option(
+        parser,
+        "the index will be searched; unless dense, its BM25 index is saved with the new "
+        "generation (embedded Chroma only)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -175,6 +184,7 @@ def open_index(args: argparse.Namespace, *, create: bool) -> EvidenceIndex:
             chroma_url=args.chroma_url,
             embeddings=embeddings,
             create=create,
+            retrieval=getattr(args, "retrieval", DEFAULT_RETRIEVAL),
         )
     except (ValueError, EvidenceIndexError) as exc:
         raise CLIError(str(exc)) from exc
@@ -215,6 +225,7 @@ def run_build(
                 embeddings=embeddings,
                 batch_size=args.batch_size,
                 progress=bar.update,
+                retrieval=args.retrieval,
             )
     except (ValueError, EvidenceIndexError) as exc:
         raise CLIError(str(exc)) from exc

@@ -34,6 +34,7 @@ from typing import Any, Final, TextIO
 
 from langchain_references.cli._common import (
     CLIError,
+    add_retrieval_option,
     build_judge,
     non_blank,
     positive_int,
@@ -139,6 +140,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="the judge of the verdicts: heuristic (offline, rough), heuristic-lexical or "
         "llm:PROVIDER:MODEL (default: heuristic)",
     )
+    add_retrieval_option(parser, "the evidence endpoints and the fact-check relevance stage rank")
     parser.add_argument(
         "--log-level",
         default="info",
@@ -185,6 +187,7 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
             allowed_hosts=_allowed_hosts(args),
             search_backend=args.search,
             judge=args.judge,
+            retrieval=args.retrieval,
             **{name: getattr(args, name) for name, _ in _LIMITS},
         )
     except SettingsError as exc:
@@ -257,7 +260,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         f"serving index {args.name!r} (generation {index.generation!r}, {index.count()} "
         f"entries) from {index.location} at "
         f"http://{args.host}:{args.port} with {args.workers} worker(s); docs at /docs\n"
-        f"judge: {judge_info(judge)}\n"
+        f"judge: {judge_info(judge)}\nretrieval: {index.retrieval}\n"
     )
     out.flush()
     common: dict[str, Any] = {

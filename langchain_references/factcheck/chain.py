@@ -99,6 +99,7 @@ from langchain_references.factcheck.verdict import Aggregator, WeightedVoteAggre
 from langchain_references.judges.base import JudgeInputLike, Judgement
 from langchain_references.judges.cached import CachedJudge, judge_fingerprint
 from langchain_references.ratelimit import RateLimiter
+from langchain_references.retrieval import DEFAULT_RETRIEVAL, Retrieval
 from langchain_references.runcache import RunCache, content_key, object_settings
 
 if TYPE_CHECKING:
@@ -235,6 +236,10 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
         weight_by: Rank given to the aggregator for each passage: its position in the
             relevance ranking (``"relevance"``, 0 = most similar) or its page's search rank
             (``"search"``).
+        retrieval: How the relevance stage ranks the passages: ``"dense"`` (cosine),
+            ``"bm25"``, or ``"hybrid"`` (the default: both, fused by reciprocal rank). A
+            :class:`~langchain_references.judges.HeuristicJudge` given the same ``embeddings``
+            object reuses the passages' vectors (each passage is embedded once per run).
         name: Name of the runnable in traces.
         cache: Run cache of finished checks, searches, pages and judgements (module docs).
         limiter: Rate limits of the searches and the default fetcher (module docs).
@@ -266,6 +271,7 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
         vector_store: Chroma | None = None,
         max_concurrency: int = DEFAULT_JUDGE_CONCURRENCY,
         weight_by: Literal["relevance", "search"] = "relevance",
+        retrieval: Retrieval = DEFAULT_RETRIEVAL,
         name: str | None = "fact_check",
         cache: RunCache | None = None,
         limiter: RateLimiter | None = None,
@@ -311,7 +317,7 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
         self.search_identity = search_identity
         self._fingerprint = self._settings(
             search, judge, aggregator, splitter, embeddings, k, max_results, weight_by
-        )
+        ) | {"retrieval": retrieval}
         if limiter is not None:
             search = RateLimitedSearch(search, limiter)
         if cache is not None:
@@ -339,7 +345,9 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
             FetchStage(self.fetcher),
             ExtractStage(),
             PassagesStage(self.splitter),
-            RelevanceStage(embeddings=embeddings, vector_store=vector_store, k=k),
+            RelevanceStage(
+                embeddings=embeddings, vector_store=vector_store, k=k, retrieval=retrieval
+            ),
             JudgeStage(judge, max_concurrency),
             AggregateStage(self.aggregator, weight_by),
         )

@@ -1,8 +1,21 @@
-"""Select the passages closest to a statement, with Chroma and any LangChain embeddings.
+"""Select the passages most relevant to a statement: dense (Chroma), BM25, or both fused.
 
-By default the passages go into a fresh, uniquely named, in-memory Chroma collection that uses
-cosine distance; the ``k`` nearest to the statement are returned with their cosine similarity
-(``1 - cosine distance``, in ``[-1, 1]``, higher is closer), and the collection is deleted.
+The :data:`~langchain_references.retrieval.Retrieval` mode decides the ranking: ``"dense"``
+ranks by the cosine of the embeddings (below), ``"bm25"`` by Okapi BM25 over the passages
+(:class:`~langchain_references.retrieval.BM25Index`), and ``"hybrid"`` (the default) fuses the
+two full rankings with :func:`~langchain_references.retrieval.reciprocal_rank_fusion`, the same
+function as the evidence index's. Whatever the mode, each selected passage comes with its
+cosine similarity to the statement.
+
+The embeddings go through :func:`~langchain_references.embedding_cache.shared_cache`: a judge
+that holds the same embeddings object (the offline
+:class:`~langchain_references.judges.HeuristicJudge`) reuses the passages' vectors instead of
+embedding them again.
+
+For the dense ranking, by default the passages go into a fresh, uniquely named, in-memory
+Chroma collection that uses cosine distance; the ``k`` nearest to the statement are returned
+with their cosine similarity (``1 - cosine distance``, in ``[-1, 1]``, higher is closer), and
+the collection is deleted.
 
 An existing :class:`langchain_chroma.Chroma` store can be used instead (e.g. a persistent or
 remote one): the passages are added under a unique run tag, the search is filtered on that
@@ -35,7 +48,15 @@ from langchain_core.runnables.config import run_in_executor
 
 from langchain_references._optional import importing
 from langchain_references._vectors import cosine
+from langchain_references.embedding_cache import shared_cache
 from langchain_references.factcheck.types import Passage
+from langchain_references.retrieval import (
+    DEFAULT_RETRIEVAL,
+    BM25Index,
+    Retrieval,
+    check_retrieval,
+    reciprocal_rank_fusion,
+)
 
 with importing("chromadb", "chroma", feature="Passage selection"):
     import chromadb
@@ -168,12 +189,14 @@ class RelevanceOptions(TypedDict, total=False):
         k: Number of passages to return (default :data:`DEFAULT_K`).
         store: An existing Chroma store to use instead of a temporary collection.
         client: Chroma client for the temporary collection.
+        retrieval: ``"dense"``, ``"bm25"`` or ``"hybrid"`` (the default).
     """
 
     embeddings: Embeddings | None
     k: int
     store: Chroma | None
     client: ClientAPI | None
+    retrieval: Retrieval
 
 
 def select_relevant(
@@ -184,8 +207,9 @@ def select_relevant(
     k: int = DEFAULT_K,
     store: Chroma | None = None,
     client: ClientAPI | None = None,
+    retrieval: Retrieval = DEFAULT_RETRIEVAL,
 ) -> list[tuple[Passage, float]]:
-    """Return the ``k`` passages closest to ``statement`` with their cosine similarity.
+    """Return the ``k`` passages most relevant to ``statement`` with their cosine similarity.
 
     Args:
         statement: The statement to find evidence for.
@@ -196,27 +220,63 @@ def select_relevant(
             ``embeddings`` must be omitted: the store embeds with its own function).
         client: Chroma client for the temporary collection (default: in-memory, telemetry
             off).
+        retrieval: How to rank: ``"dense"`` (cosine), ``"bm25"`` or ``"hybrid"`` (both,
+            fused by reciprocal rank).
 
     Returns:
-        ``(passage, similarity)`` pairs, most similar first.
+        ``(passage, similarity)`` pairs, most relevant first (in ``dense`` mode, most similar
+        first).
 
     Raises:
         ValueError: If ``k`` < 1, or neither or both of ``embeddings`` and ``store`` are given,
-            or the store has no embedding function.
+            or the store has no embedding function, or ``retrieval`` is not a mode.
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
-    run = uuid.uuid4().hex
+    retrieval = check_retrieval(retrieval)
     if store is not None:
         if embeddings is not None:
             raise ValueError("pass either embeddings or store, not both: the store embeds itself")
-        return _select_in_store(statement, passages, store, k, run)
-    if embeddings is None:
+        source = store.embeddings
+        if source is None:
+            raise ValueError("the Chroma store needs an embedding function")
+    elif embeddings is None:
         raise ValueError("pass embeddings (for a fresh collection) or an existing Chroma store")
+    else:
+        source = embeddings
     if not passages:
         return []
+    if retrieval == "bm25":
+        chosen = _lexical_ranking(statement, passages)[:k]
+        embedder = shared_cache(source)
+        query = embedder.embed_query(statement)
+        vectors = embedder.embed_documents([passages[i].text for i in chosen])
+        return [(passages[i], cosine(query, v)) for i, v in zip(chosen, vectors, strict=True)]
+    depth = k if retrieval == "dense" else len(passages)
+    if store is not None:
+        dense = _select_in_store(statement, passages, store, depth, uuid.uuid4().hex)
+    else:
+        dense = _select_in_collection(
+            statement, passages, shared_cache(source), depth, client or chroma_client()
+        )
+    if retrieval == "dense":
+        return [(passages[i], similarity) for i, similarity in dense]
+    similarity = dict(dense)
+    fused = reciprocal_rank_fusion([[i for i, _ in dense], _lexical_ranking(statement, passages)])
+    return [(passages[i], similarity[i]) for i, _ in fused[:k]]
 
-    client = client or chroma_client()
+
+def _lexical_ranking(statement: str, passages: Sequence[Passage]) -> list[int]:
+    """The passages (positions) that share words with the statement, best BM25 score first."""
+    index = BM25Index.build([str(i) for i in range(len(passages))], (p.text for p in passages))
+    return [int(i) for i, _ in index.top(statement, len(passages))]
+
+
+def _select_in_collection(
+    statement: str, passages: Sequence[Passage], embeddings: Embeddings, k: int, client: ClientAPI
+) -> list[tuple[int, float]]:
+    """The ``k`` nearest passages (positions) in a temporary collection, with their cosine."""
+    run = uuid.uuid4().hex
     vectorstore = Chroma(
         collection_name=f"lcr-passages-{run}",
         embedding_function=embeddings,
@@ -231,17 +291,15 @@ def select_relevant(
         )
     finally:
         vectorstore.delete_collection()
-    return [(passages[_index_of(doc.metadata)], 1.0 - distance) for doc, distance in results]
+    return [(_index_of(doc.metadata), 1.0 - distance) for doc, distance in results]
 
 
 def _select_in_store(
     statement: str, passages: Sequence[Passage], store: Chroma, k: int, run: str
-) -> list[tuple[Passage, float]]:
+) -> list[tuple[int, float]]:
+    """The ``k`` nearest passages (positions), added to ``store`` for the run, with their cosine."""
     embedder = store.embeddings
-    if embedder is None:
-        raise ValueError("the Chroma store needs an embedding function")
-    if not passages:
-        return []
+    assert embedder is not None
     batch_size = _max_batch_size(getattr(store, "_client", None))
     try:
         _add(store, passages, run, batch_size)
@@ -253,10 +311,10 @@ def _select_in_store(
     finally:
         _delete(store, _ids(run, len(passages)), batch_size)
     scored = [
-        (passages[_index_of(dict(metadata))], cosine(query, [float(x) for x in vector]))
+        (_index_of(dict(metadata)), cosine(query, [float(x) for x in vector]))
         for metadata, vector in zip(stored["metadatas"], stored["embeddings"], strict=True)
     ]
-    scored.sort(key=lambda pair: pair[1], reverse=True)
+    scored.sort(key=lambda pair: (-pair[1], pair[0]))
     return scored[:k]
 
 

@@ -83,6 +83,7 @@ from langchain_references.judges.base import (
     judge_info,
     raise_interrupts,
 )
+from langchain_references.retrieval import DEFAULT_RETRIEVAL, Retrieval, check_retrieval
 
 if TYPE_CHECKING:
     from langchain_chroma import Chroma
@@ -476,20 +477,32 @@ class PassagesStage(FactCheckStage[list[Passage]]):
 
 
 class RelevanceStage(FactCheckStage[list[tuple[Passage, float]]]):
-    """Keep the ``k`` passages closest to the statement (Chroma, cosine).
+    """Keep the ``k`` passages most relevant to the statement (dense, BM25 or both fused).
 
     Args:
         embeddings: Embeddings for a temporary collection (``None`` with ``vector_store``).
         vector_store: An existing Chroma store to use instead.
         k: Number of passages kept.
+        retrieval: ``"dense"``, ``"bm25"`` or ``"hybrid"`` (see
+            :func:`~langchain_references.factcheck.relevance.select_relevant`).
     """
 
     stage = "relevance"
 
     def __init__(
-        self, *, embeddings: Embeddings | None, vector_store: Chroma | None, k: int
+        self,
+        *,
+        embeddings: Embeddings | None,
+        vector_store: Chroma | None,
+        k: int,
+        retrieval: Retrieval = DEFAULT_RETRIEVAL,
     ) -> None:
-        self.options: dict[str, Any] = {"embeddings": embeddings, "store": vector_store, "k": k}
+        self.options: dict[str, Any] = {
+            "embeddings": embeddings,
+            "store": vector_store,
+            "k": k,
+            "retrieval": check_retrieval(retrieval),
+        }
 
     @override
     def describe(self, state: FactCheckState) -> str:

@@ -73,6 +73,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableConfig
 
 from langchain_references._vectors import cosine
+from langchain_references.embedding_cache import shared_cache
 from langchain_references.judges._polarity import analyse, compare, is_polarity_word
 from langchain_references.judges._words import STOPWORDS, is_negation, stem
 from langchain_references.judges.base import Judge, JudgeInput, Judgement, Label
@@ -535,7 +536,10 @@ class HeuristicJudge(Judge):
     def similarities(self, pairs: Sequence[tuple[str, str]]) -> list[float | None]:
         """Embedding cosine similarity of each (statement, passage) pair.
 
-        Texts are embedded once each, in one ``embed_documents`` call.
+        Texts are embedded once each, in one ``embed_documents`` call, through the embeddings'
+        :func:`~langchain_references.embedding_cache.shared_cache`: texts that another
+        component embedded with the same embeddings object (the fact-check relevance stage)
+        are not embedded again.
 
         Args:
             pairs: ``(statement, passage)`` tuples.
@@ -549,7 +553,8 @@ class HeuristicJudge(Judge):
         if self.embeddings is None or self.embedding_weight == 0.0:
             return [None] * len(pairs)
         texts = list(dict.fromkeys(t for pair in pairs for t in pair))
-        vectors = self.embeddings.embed_documents(texts)
+        # the relevance stage embedded the passages with the same model: reuse its vectors
+        vectors = shared_cache(self.embeddings).embed_documents(texts)
         if len(vectors) != len(texts):
             raise ValueError(f"embeddings returned {len(vectors)} vectors for {len(texts)} texts")
         index = dict(zip(texts, vectors, strict=True))

@@ -385,6 +385,7 @@ def build_services(
             persist_dir=settings.resolved_persist_dir,
             chroma_url=settings.chroma_url,
             embeddings=load_embeddings(settings.embeddings),
+            retrieval=settings.retrieval,
         )
     index.embeddings.embed_query("warm-up")  # load the model now, not on the first request
     return Services(

@@ -349,6 +349,7 @@ def build_checker(
             embeddings=services.index.embeddings,
             fetcher=fetcher,
             k=k,
+            retrieval=services.settings.retrieval,
         )
         judge = next(s for s in chain.stages if isinstance(s, JudgeStage))
         aggregate = next(s for s in chain.stages if isinstance(s, AggregateStage))

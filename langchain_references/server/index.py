@@ -27,6 +27,20 @@ The collection uses cosine distance ``d = 1 - c``; a hit's ``similarity`` is ``(
 in ``[0, 1]``. Vectors come from any LangChain :class:`~langchain_core.embeddings.Embeddings`
 (the offline MiniLM by default); the index never asks Chroma to embed.
 
+**Retrieval.** A search ranks the entries of one granularity in the index's
+:data:`~langchain_references.retrieval.Retrieval` mode: ``dense`` (the cosine), ``bm25``
+(:class:`~langchain_references.retrieval.BM25Index`, one per granularity) or ``hybrid`` (the
+default: the first :data:`FUSION_DEPTH` of each, fused by
+:func:`~langchain_references.retrieval.reciprocal_rank_fusion`). Every hit carries its cosine
+``similarity`` whichever mode found it. The dense ranking asks Chroma for the nearest entries of
+*both* granularities, as many as needed to hold the ``k`` nearest of the wanted one (from the
+share of each granularity), rather than a query filtered on the granularity: Chroma's filtered
+query scans the filter's matches (about 80 times slower at 100k entries); a filtered query is
+the fallback when the unfiltered ones come back short. An embedded index keeps its BM25 indexes
+per generation, written before the switch (:mod:`~langchain_references.server.bm25_store`);
+an index on a Chroma server, or one built without them (``index build --retrieval dense``, older
+versions), gets them built in memory from its entries when opened.
+
 **Threads and processes.** One Chroma client per index, created under a process-wide lock;
 Chroma's clients are thread-safe, so searches run concurrently. Several worker processes may
 open the same embedded directory to read it, or share a Chroma server (``chroma run``).
@@ -51,14 +65,23 @@ from urllib.parse import urlsplit
 from langchain_references._optional import require
 from langchain_references.citations.sentences import split_cited_sentences
 from langchain_references.errors import LangchainReferencesError, RecordError
+from langchain_references.retrieval import (
+    DEFAULT_RETRIEVAL,
+    BM25Index,
+    LexicalIndexError,
+    Retrieval,
+    check_retrieval,
+    reciprocal_rank_fusion,
+)
+from langchain_references.server import bm25_store
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
-    from chromadb.api.types import QueryResult
     from langchain_core.embeddings import Embeddings
 
 __all__ = [
+    "FUSION_DEPTH",
     "GENERATION_SEPARATOR",
     "MAX_RECORD_CHARS",
     "Bibliography",
@@ -99,6 +122,13 @@ _ENTRIES_KEY: Final = "lr_entries"
 _RECORDS_KEY: Final = "lr_records"
 _BUILT_AT_KEY: Final = "lr_built_at"
 _COSINE: Final[dict[str, Any]] = {"hnsw": {"space": "cosine"}}
+#: Hybrid search fuses the first this-many entries of the dense and of the BM25 ranking.
+FUSION_DEPTH: Final = 20
+# The unfiltered dense query asks for this many more entries than the share of the wanted
+# granularity predicts (and at least 10 more), doubling while it comes back short, up to
+# _OVERSAMPLE_CAP entries; then a filtered query answers.
+_OVERSAMPLE: Final = 1.25
+_OVERSAMPLE_CAP: Final = 2048
 _CLIENT_LOCK: Final = threading.Lock()
 
 Scalar: TypeAlias = str | int | float | bool
@@ -345,6 +375,18 @@ def _entries(record: EvidenceRecord) -> list[_Entry]:
     return entries
 
 
+def _bm25_of_records(records: Iterable[EvidenceRecord]) -> dict[Granularity, BM25Index]:
+    """The BM25 index of each granularity of the records' entries."""
+    ids: dict[Granularity, list[str]] = {g: [] for g in GRANULARITIES}
+    texts: dict[Granularity, list[str]] = {g: [] for g in GRANULARITIES}
+    for record in records:
+        for entry in _entries(record):
+            granularity = cast("Granularity", entry.metadata["granularity"])
+            ids[granularity].append(entry.id)
+            texts[granularity].append(entry.text)
+    return {g: BM25Index.build(ids[g], texts[g]) for g in GRANULARITIES}
+
+
 def load_embeddings(spec: str | None = None) -> Embeddings:
     """The embeddings named by ``spec``.
 
@@ -405,32 +447,36 @@ def _int_or_none(meta: Mapping[str, Any], key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _hits(result: QueryResult, granularity: Granularity) -> list[list[EvidenceHit]]:
-    """Turn a Chroma query result (cosine distances) into hits, one list per query."""
-    ids_per_query = result["ids"]
-    documents = result.get("documents") or [[] for _ in ids_per_query]
-    metadatas = result.get("metadatas") or [[] for _ in ids_per_query]
-    distances = result.get("distances") or [[] for _ in ids_per_query]
-    out: list[list[EvidenceHit]] = []
-    for ids, docs, metas, dists in zip(ids_per_query, documents, metadatas, distances, strict=True):
-        hits: list[EvidenceHit] = []
-        for entry_id, doc, meta, distance in zip(ids, docs, metas, dists, strict=True):
-            meta = dict(meta or {})
-            similarity = min(1.0, max(0.0, 1.0 - float(distance) / 2.0))
-            hits.append(
-                EvidenceHit(
-                    id=entry_id,
-                    record_id=str(meta.get("record_id", entry_id.rsplit(":", 2)[0])),
-                    title=str(meta.get("title", "")),
-                    text=doc or "",
-                    similarity=similarity,
-                    granularity=granularity,
-                    **_bibliography(meta, _str_or_none, _int_or_none),
-                    metadata=cast("dict[str, Scalar]", meta),
-                )
-            )
-        out.append(hits)
-    return out
+def _hit(
+    entry_id: str, doc: str | None, meta: Mapping[str, Any] | None, distance: float
+) -> EvidenceHit:
+    """One hit from a Chroma entry and its cosine distance to the query."""
+    meta = dict(meta or {})
+    similarity = min(1.0, max(0.0, 1.0 - float(distance) / 2.0))
+    granularity = meta.get("granularity")
+    return EvidenceHit(
+        id=entry_id,
+        record_id=str(meta.get("record_id", entry_id.rsplit(":", 2)[0])),
+        title=str(meta.get("title", "")),
+        text=doc or "",
+        similarity=similarity,
+        granularity=granularity if granularity in GRANULARITIES else "phrase",
+        **_bibliography(meta, _str_or_none, _int_or_none),
+        metadata=cast("dict[str, Scalar]", meta),
+    )
+
+
+def _granularity_of(entry_id: str) -> Granularity:
+    """An entry's granularity, from its id (``"{record}:abstract"``, ``"{record}:phrase:{i}"``)."""
+    return "abstract" if entry_id.endswith(":abstract") else "phrase"
+
+
+def _cosine_distance(query: Sequence[float], vector: Sequence[float]) -> float:
+    """``1 - cosine`` of two vectors (1 when one is zero)."""
+    numpy: Any = require("numpy", "server", feature="The evidence index")
+    a, b = numpy.asarray(query, dtype=float), numpy.asarray(vector, dtype=float)
+    norm = float(numpy.linalg.norm(a) * numpy.linalg.norm(b))
+    return 1.0 - (float(a @ b) / norm if norm > 0 else 0.0)
 
 
 def _check_query(granularity: str, k: int) -> None:
@@ -591,8 +637,10 @@ def _drop(client: ClientAPI, collection_name: str) -> bool:
     return True
 
 
-def _drop_unless_current(client: ClientAPI, name: str, generation_name: str) -> None:
-    """Undo a build: delete its generation, unless the pointer already names it."""
+def _drop_unless_current(
+    client: ClientAPI, name: str, generation_name: str, bm25_root: Path | None = None
+) -> None:
+    """Undo a build: delete its generation (and BM25 indexes) unless the pointer names it."""
     try:
         pointer = _collection(client, name)
         if pointer is not None and (pointer.metadata or {}).get(_GENERATION_KEY) == (
@@ -602,6 +650,8 @@ def _drop_unless_current(client: ClientAPI, name: str, generation_name: str) -> 
     except Exception as exc:  # Chroma unreachable: nothing names it then, as far as we know
         logger.warning("could not read the pointer of index %r: %s", name, exc)
     _drop(client, generation_name)
+    if bm25_root is not None:
+        bm25_store.drop(bm25_root, generation_name)
 
 
 def _switch(client: ClientAPI, state: _State, name: str, meta: dict[str, Any]) -> Collection:
@@ -678,6 +728,14 @@ class EvidenceIndex:
         max_batch_size: The most entries Chroma accepts in one write.
         pointer: The index's pointer collection, kept up to date by :meth:`add_records`
             (``None``: the collection is written as is).
+        retrieval: How searches rank: ``"dense"``, ``"bm25"`` or ``"hybrid"``.
+        bm25: The BM25 index of each granularity (built from the entries when a search needs
+            them and they are not given).
+        bm25_root: Where the BM25 indexes of an embedded index are saved
+            (:func:`~langchain_references.server.bm25_store.bm25_root`); ``None`` on a server.
+
+    Raises:
+        ValueError: If ``retrieval`` is not a mode.
     """
 
     def __init__(
@@ -689,6 +747,9 @@ class EvidenceIndex:
         location: str,
         max_batch_size: int = 1000,
         pointer: Collection | None = None,
+        retrieval: Retrieval = DEFAULT_RETRIEVAL,
+        bm25: Mapping[Granularity, BM25Index] | None = None,
+        bm25_root: Path | None = None,
     ) -> None:
         self._collection = collection
         self._pointer = pointer
@@ -696,7 +757,12 @@ class EvidenceIndex:
         self.embeddings = embeddings
         self.name = name
         self.location = location
+        self.retrieval: Retrieval = check_retrieval(retrieval)
+        self._bm25: dict[Granularity, BM25Index] | None = dict(bm25) if bm25 else None
+        self._bm25_root = bm25_root
+        self._sizes: dict[Granularity, int] | None = None
         self._write_lock = threading.Lock()
+        self._read_lock = threading.Lock()
 
     @property
     def generation(self) -> str:
@@ -712,6 +778,7 @@ class EvidenceIndex:
         chroma_url: str | None = None,
         embeddings: Embeddings | None = None,
         create: bool = False,
+        retrieval: Retrieval = DEFAULT_RETRIEVAL,
     ) -> EvidenceIndex:
         """Open the current generation of an index (or create an empty one).
 
@@ -725,17 +792,23 @@ class EvidenceIndex:
             create: For writing with :meth:`add_records`: create an empty generation if the
                 index is missing or has no complete one, and open an incomplete generation
                 as it is (a re-run of :meth:`add_records` completes it).
+            retrieval: How searches rank (``"hybrid"`` by default); ``"bm25"`` and
+                ``"hybrid"`` load the generation's BM25 indexes now (or build them from the
+                entries, with a warning, when it has none).
 
         Returns:
             The index.
 
         Raises:
-            ValueError: If the name is invalid, or both or neither locations are given.
+            ValueError: If the name is invalid, both or neither locations are given, or
+                ``retrieval`` is not a mode.
             IndexNotFoundError: If the index does not exist and ``create`` is false.
             IncompleteIndexError: If it has no complete generation and ``create`` is false.
             EvidenceIndexError: If Chroma cannot be reached or opened.
         """
+        retrieval = check_retrieval(retrieval)
         client, location = _connect(name, persist_dir, chroma_url, create=create)
+        root = None if persist_dir is None else bm25_store.bm25_root(persist_dir)
         if embeddings is None:
             embeddings = load_embeddings()
         try:
@@ -754,21 +827,29 @@ class EvidenceIndex:
                 logger.warning("%s; opening it for writing", state.problem)
             collection, pointer = state.generation, state.pointer
         else:
-            return cls._build(client, name, location, embeddings, [], batch_size=1).index
+            built = cls._build(client, name, location, embeddings, [], batch_size=1, bm25_root=root)
+            built.index.retrieval = retrieval
+            return built.index
         built_with = (collection.metadata or {}).get("embeddings")
         kind = type(embeddings).__name__
         if built_with is not None and built_with != kind:
             logger.warning(
                 "index %r was built with %s embeddings, searching with %s", name, built_with, kind
             )
-        return cls(
+        index = cls(
             collection,
             embeddings,
             name=name,
             location=location,
             max_batch_size=_max_batch(client),
             pointer=pointer,
+            retrieval=retrieval,
+            bm25_root=root,
         )
+        index._granularity_sizes()  # read now what the first search would wait for
+        if retrieval != "dense":
+            index._lexical()  # load (or build) the BM25 indexes now, not on the first search
+        return index
 
     @classmethod
     def build(
@@ -781,6 +862,7 @@ class EvidenceIndex:
         embeddings: Embeddings | None = None,
         batch_size: int = 256,
         progress: Callable[[int], None] | None = None,
+        retrieval: Retrieval = DEFAULT_RETRIEVAL,
     ) -> BuildResult:
         """Build a new generation of an index from records and switch to it when complete.
 
@@ -798,6 +880,9 @@ class EvidenceIndex:
             embeddings: Embeddings of the entries (default: the offline MiniLM).
             batch_size: Entries embedded and written per batch (capped by Chroma's limit).
             progress: Called with the number of records done after each batch.
+            retrieval: The mode the returned index searches in. Unless ``"dense"``, an
+                embedded index saves the generation's BM25 indexes with it, before the switch
+                (``"dense"`` saves none: opening it for BM25 later builds them in memory).
 
         Returns:
             The new index and what was replaced.
@@ -811,12 +896,24 @@ class EvidenceIndex:
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
+        retrieval = check_retrieval(retrieval)
         client, location = _connect(name, persist_dir, chroma_url, create=True)
         if embeddings is None:
             embeddings = load_embeddings()
-        return cls._build(
-            client, name, location, embeddings, records, batch_size=batch_size, progress=progress
+        root = None if persist_dir is None else bm25_store.bm25_root(persist_dir)
+        result = cls._build(
+            client,
+            name,
+            location,
+            embeddings,
+            records,
+            batch_size=batch_size,
+            progress=progress,
+            bm25_root=root if retrieval != "dense" else None,
         )
+        result.index.retrieval = retrieval
+        result.index._bm25_root = root
+        return result
 
     @classmethod
     def _build(
@@ -829,6 +926,7 @@ class EvidenceIndex:
         *,
         batch_size: int,
         progress: Callable[[int], None] | None = None,
+        bm25_root: Path | None = None,
     ) -> BuildResult:
         unique = _last_of_each_id(records)
         try:
@@ -845,7 +943,12 @@ class EvidenceIndex:
             raise EvidenceIndexError(f"cannot build index {name!r} in {location}: {exc}") from exc
         left = _left_as(state, name)
         index = cls(
-            collection, embeddings, name=name, location=location, max_batch_size=_max_batch(client)
+            collection,
+            embeddings,
+            name=name,
+            location=location,
+            max_batch_size=_max_batch(client),
+            bm25_root=bm25_root,
         )
         try:
             written = index._write(unique, min(batch_size, index.max_batch_size), progress)
@@ -854,6 +957,9 @@ class EvidenceIndex:
                 raise EvidenceIndexError(
                     f"generation {generation_name!r} holds {entries} entries, {written} written"
                 )
+            if bm25_root is not None:  # saved with the generation, before the switch
+                index._bm25 = _bm25_of_records(unique)
+                bm25_store.save_generation(bm25_root, generation_name, index._bm25)
             meta = {
                 _GENERATION_KEY: generation_name,
                 _COMPLETE_KEY: True,
@@ -864,13 +970,13 @@ class EvidenceIndex:
             }
             index._pointer = _switch(client, state, name, meta)
         except Exception as exc:
-            _drop_unless_current(client, name, generation_name)
+            _drop_unless_current(client, name, generation_name, bm25_root)
             cause = (
                 str(exc) if isinstance(exc, EvidenceIndexError) else f"{type(exc).__name__}: {exc}"
             )
             raise IndexBuildError(f"build of index {name!r} failed: {cause}; {left}") from exc
         except BaseException as exc:  # KeyboardInterrupt, SystemExit: undo, then let it go on
-            _drop_unless_current(client, name, generation_name)
+            _drop_unless_current(client, name, generation_name, bm25_root)
             exc.add_note(left)
             raise
         previous = state.generation.name if state.complete and state.generation else None
@@ -879,6 +985,8 @@ class EvidenceIndex:
             for _, old in sorted(_generations(client, name).items())  # oldest first
             if old not in (generation_name, previous) and _drop(client, old)
         )
+        if bm25_root is not None:
+            bm25_store.prune(bm25_root, name, keep=set(_generations(client, name).values()))
         logger.info(
             "index %r in %s: generation %r is current (%d entries)%s",
             name,
@@ -946,8 +1054,25 @@ class EvidenceIndex:
             written = self._write(
                 unique, min(batch_size, self.max_batch_size), progress, prune=True
             )
+            self._refresh_lexical()
             self._mark(complete=True)
         return written
+
+    def _refresh_lexical(self) -> None:
+        """After an update: rebuild the BM25 indexes that exist (saved, or in memory)."""
+        with self._read_lock:
+            self._sizes = None
+            root = self._bm25_root
+            saved = root is not None and (root / self.generation).is_dir()
+            if not saved and self._bm25 is None:
+                return
+            self._bm25 = self._bm25_from_entries()
+            if saved:
+                assert root is not None
+                try:
+                    bm25_store.save_generation(root, self.generation, self._bm25)
+                except LexicalIndexError as exc:
+                    raise EvidenceIndexError(f"cannot update index {self.name!r}: {exc}") from exc
 
     def _mark(self, *, complete: bool) -> None:
         """Record in the pointer whether this generation is complete, and its size."""
@@ -1016,22 +1141,199 @@ class EvidenceIndex:
             raise EvidenceIndexError(f"cannot write to index {self.name!r}: {exc}") from exc
         return len(entries)
 
-    def _query(
-        self, vectors: list[list[float]], granularity: Granularity, k: int
-    ) -> list[list[EvidenceHit]]:
+    # ------------------------------------------------------------------ searching
+
+    def _granularity_sizes(self) -> dict[Granularity, int]:
+        """How many entries of each granularity the generation holds (read once)."""
+        with self._read_lock:
+            if self._sizes is None:
+                try:
+                    total = self.count()
+                    abstracts = self.count("abstract")
+                except Exception as exc:  # chromadb's errors share no base class
+                    raise EvidenceIndexError(f"cannot read index {self.name!r}: {exc}") from exc
+                self._sizes = {"abstract": abstracts, "phrase": total - abstracts}
+            return self._sizes
+
+    def _lexical(self) -> dict[Granularity, BM25Index]:
+        """The BM25 index of each granularity: loaded with the generation, else built."""
+        with self._read_lock:
+            if self._bm25 is None:
+                self._bm25 = self._load_or_build_bm25()
+            return self._bm25
+
+    def _load_or_build_bm25(self) -> dict[Granularity, BM25Index]:
+        if self._bm25_root is not None:
+            try:
+                loaded = bm25_store.load_generation(self._bm25_root, self.generation, GRANULARITIES)
+                return cast("dict[Granularity, BM25Index]", loaded)
+            except LexicalIndexError as exc:
+                logger.warning(
+                    "index %r: %s; building the BM25 index in memory (run `index build` to "
+                    "save it with the index)",
+                    self.name,
+                    exc,
+                )
+        return self._bm25_from_entries()
+
+    def _bm25_from_entries(self) -> dict[Granularity, BM25Index]:
+        """Build the BM25 indexes from the generation's stored entries."""
+        ids: dict[Granularity, list[str]] = {g: [] for g in GRANULARITIES}
+        texts: dict[Granularity, list[str]] = {g: [] for g in GRANULARITIES}
+        try:
+            offset = 0
+            while True:
+                page = self._collection.get(
+                    include=["documents", "metadatas"], limit=self.max_batch_size, offset=offset
+                )
+                docs = page.get("documents") or []
+                metas = page.get("metadatas") or []
+                for entry_id, doc, meta in zip(page["ids"], docs, metas, strict=True):
+                    granularity = (meta or {}).get("granularity")
+                    if granularity in GRANULARITIES:
+                        ids[granularity].append(entry_id)
+                        texts[granularity].append(doc or "")
+                if len(page["ids"]) < self.max_batch_size:
+                    break
+                offset += len(page["ids"])
+        except Exception as exc:  # chromadb's errors share no base class
+            raise EvidenceIndexError(f"cannot read index {self.name!r}: {exc}") from exc
+        return {g: BM25Index.build(ids[g], texts[g]) for g in GRANULARITIES}
+
+    def _chroma_query(
+        self, vectors: Sequence[Sequence[float]], n: int, where: dict[str, Any] | None
+    ) -> list[list[tuple[str, float]]]:
+        """The ``n`` nearest entries of each vector: ``(id, cosine distance)``, nearest first.
+
+        Only the ids and distances: reading the documents and metadata of every candidate
+        costs more than the search itself; the hits kept are read afterwards.
+        """
         try:
             result = self._collection.query(
-                query_embeddings=cast("Any", vectors),
-                n_results=k,
-                where={"granularity": granularity},
-                include=["documents", "metadatas", "distances"],
+                query_embeddings=cast("Any", list(vectors)),
+                n_results=n,
+                where=cast("Any", where),
+                include=["distances"],
             )
         except Exception as exc:  # chromadb's errors share no base class
             raise EvidenceIndexError(f"search failed in index {self.name!r}: {exc}") from exc
-        return _hits(result, granularity)
+        distances = result.get("distances") or [[] for _ in result["ids"]]
+        return [
+            list(zip(ids, map(float, dists), strict=True))
+            for ids, dists in zip(result["ids"], distances, strict=True)
+        ]
+
+    def _dense(
+        self, vectors: Sequence[Sequence[float]], granularity: Granularity, n: int
+    ) -> list[list[tuple[str, float]]]:
+        """The ``n`` nearest entries of ``granularity`` for each vector, nearest first.
+
+        Unfiltered queries, oversampled by the granularity's share and doubled while short;
+        a filtered query for the vectors still short at :data:`_OVERSAMPLE_CAP`.
+        """
+        sizes = self._granularity_sizes()
+        total, wanted = sum(sizes.values()), sizes[granularity]
+        n = min(n, wanted)
+        if n == 0:
+            return [[] for _ in vectors]
+        ask = min(total, max(n + 10, math.ceil(n * total / wanted * _OVERSAMPLE)))
+        found: dict[int, list[tuple[str, float]]] = {}
+        todo = list(range(len(vectors)))
+        while todo and ask <= max(_OVERSAMPLE_CAP, n):
+            nearest_per_query = self._chroma_query([vectors[i] for i in todo], ask, None)
+            short = []
+            for i, nearest in zip(todo, nearest_per_query, strict=True):
+                mine = [pair for pair in nearest if _granularity_of(pair[0]) == granularity]
+                if len(mine) >= n or ask >= total:
+                    found[i] = mine[:n]
+                else:
+                    short.append(i)
+            todo, ask = short, min(total, ask * 2)
+        if todo:
+            filtered = self._chroma_query(
+                [vectors[i] for i in todo], n, {"granularity": granularity}
+            )
+            found.update(zip(todo, filtered, strict=True))
+        return [found[i] for i in range(len(vectors))]
+
+    def _read_hits(
+        self,
+        ranked: Sequence[Sequence[str]],
+        vectors: Sequence[Sequence[float]],
+        distances: Sequence[Mapping[str, float]],
+    ) -> list[list[EvidenceHit]]:
+        """The hits of ranked entry ids, read in one ``get``.
+
+        An entry whose distance to its query is not known (found by BM25 alone) gets it
+        from its stored vector.
+        """
+        wanted = list(dict.fromkeys(entry_id for ids in ranked for entry_id in ids))
+        if not wanted:
+            return [[] for _ in ranked]
+        unknown = any(e not in d for ids, d in zip(ranked, distances, strict=True) for e in ids)
+        include = ["documents", "metadatas", *(["embeddings"] if unknown else [])]
+        try:
+            got = self._collection.get(ids=wanted, include=cast("Any", include))
+        except Exception as exc:  # chromadb's errors share no base class
+            raise EvidenceIndexError(f"search failed in index {self.name!r}: {exc}") from exc
+        nothing: list[Any] = [None] * len(got["ids"])
+        docs: list[Any] = got.get("documents") or nothing
+        metas: list[Any] = got.get("metadatas") or nothing
+        stored = got.get("embeddings")
+        embedded: list[Any] = nothing if stored is None else list(stored)
+        entries = {
+            entry_id: (doc, meta, vector)
+            for entry_id, doc, meta, vector in zip(got["ids"], docs, metas, embedded, strict=True)
+        }
+        out: list[list[EvidenceHit]] = []
+        for ids, vector, known in zip(ranked, vectors, distances, strict=True):
+            hits = []
+            for entry_id in ids:
+                if entry_id not in entries:  # deleted since the search: left out
+                    continue
+                doc, meta, stored_vector = entries[entry_id]
+                distance = known.get(entry_id)
+                if distance is None:
+                    distance = (
+                        1.0 if stored_vector is None else _cosine_distance(vector, stored_vector)
+                    )
+                hits.append(_hit(entry_id, doc, meta, distance))
+            out.append(hits)
+        return out
+
+    def _rank(
+        self,
+        queries: Sequence[str],
+        vectors: Sequence[Sequence[float]],
+        granularity: Granularity,
+        k: int,
+    ) -> list[list[EvidenceHit]]:
+        """The hits of each query in the index's retrieval mode (blocking)."""
+        if self.retrieval == "bm25":
+            dense: list[list[tuple[str, float]]] = [[] for _ in queries]
+        else:
+            depth = k if self.retrieval == "dense" else max(k, FUSION_DEPTH)
+            dense = self._dense(vectors, granularity, depth)
+        if self.retrieval == "dense":
+            ranked = [[entry_id for entry_id, _ in nearest] for nearest in dense]
+        else:
+            lexical = self._lexical()[granularity]
+            depth = k if self.retrieval == "bm25" else max(k, FUSION_DEPTH)
+            best = [[entry_id for entry_id, _ in lexical.top(query, depth)] for query in queries]
+            if self.retrieval == "bm25":
+                ranked = best
+            else:
+                ranked = [
+                    [e for e, _ in reciprocal_rank_fusion([[e for e, _ in d], b])][:k]
+                    for d, b in zip(dense, best, strict=True)
+                ]
+        return self._read_hits(ranked, vectors, [dict(nearest) for nearest in dense])
 
     def search(self, query: str, *, granularity: Granularity, k: int) -> list[EvidenceHit]:
-        """The ``k`` entries of one granularity closest to ``query``, best first.
+        """The ``k`` entries of one granularity that best match ``query``, best first.
+
+        "Best" is in the index's :attr:`retrieval` mode: the nearest by cosine (``dense``),
+        the best BM25 scores (``bm25``) or both rankings fused (``hybrid``).
 
         Args:
             query: The text to look for.
@@ -1054,7 +1356,7 @@ class EvidenceIndex:
     def search_many(
         self, queries: Sequence[str], *, granularity: Granularity, k: int
     ) -> list[list[EvidenceHit]]:
-        """:meth:`search` for several queries, in one Chroma query.
+        """:meth:`search` for several queries (one Chroma query for all, in dense mode).
 
         Args:
             queries: The texts to look for.
@@ -1068,7 +1370,7 @@ class EvidenceIndex:
         if not queries:
             return []
         vectors = [self.embeddings.embed_query(q) for q in queries]
-        return self._query(vectors, granularity, k)
+        return self._rank(queries, vectors, granularity, k)
 
     async def asearch_many(
         self, queries: Sequence[str], *, granularity: Granularity, k: int
@@ -1078,4 +1380,4 @@ class EvidenceIndex:
         if not queries:
             return []
         vectors = list(await asyncio.gather(*(self.embeddings.aembed_query(q) for q in queries)))
-        return await asyncio.to_thread(self._query, vectors, granularity, k)
+        return await asyncio.to_thread(self._rank, queries, vectors, granularity, k)

@@ -20,6 +20,7 @@ from pydantic import AfterValidator
 
 from langchain_references.errors import LangchainReferencesError
 from langchain_references.judges.spec import JudgeSpecError, llm_of_spec
+from langchain_references.retrieval import DEFAULT_RETRIEVAL, Retrieval, check_retrieval
 
 __all__ = [
     "ENV_PREFIX",
@@ -134,6 +135,8 @@ class ServerSettings:
         judge: The judge of every verdict (:mod:`~langchain_references.judges.spec`):
             ``heuristic`` (the default: offline and rough), ``heuristic-lexical`` or
             ``llm:PROVIDER:MODEL``; every answer names it.
+        retrieval: How the evidence endpoints and the fact-check relevance stage rank:
+            ``"dense"``, ``"bm25"`` or ``"hybrid"`` (the default).
     """
 
     index_name: str = "evidence"
@@ -155,6 +158,7 @@ class ServerSettings:
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     search_backend: str | None = None
     judge: str = "heuristic"
+    retrieval: Retrieval = DEFAULT_RETRIEVAL
 
     def __post_init__(self) -> None:
         """Check the limits, the index location and the judge.
@@ -185,6 +189,10 @@ class ServerSettings:
             llm_of_spec(self.judge)
         except JudgeSpecError as exc:
             raise SettingsError(f"judge {exc}") from None
+        try:
+            check_retrieval(self.retrieval)
+        except ValueError as exc:
+            raise SettingsError(str(exc)) from None
 
     @property
     def resolved_persist_dir(self) -> Path | None:

@@ -322,7 +322,9 @@ def _many_passages(count: int) -> list[Passage]:
 def test_more_passages_than_chromas_max_batch_size() -> None:
     count = chroma_client().get_max_batch_size() + 539  # 6,000 with Chroma's 5,461
     passages = _many_passages(count)
-    results = select_relevant("passage 4321", passages, embeddings=Indexed(), k=3)
+    results = select_relevant(
+        "passage 4321", passages, embeddings=Indexed(), k=3, retrieval="dense"
+    )
     assert results[0][0].index_in_page == 4321
     assert {p.index_in_page for p, _ in results} == {4320, 4321, 4322}
     assert results[0][1] == pytest.approx(1.0, abs=1e-5)

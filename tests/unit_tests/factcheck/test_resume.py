@@ -216,3 +216,15 @@ def test_a_run_killed_by_sigkill_resumes_from_what_finished(
     reused = cache.reused(ITEM_NAMESPACE)
     assert 3 <= reused <= 4  # the three reported, perhaps one finished after its report
     assert len(search.calls) == 6 - reused
+
+
+def test_another_retrieval_mode_is_another_check(local_site: LocalSite) -> None:
+    judge, search = CountingJudge(), PageSearch(local_site)
+    keys = [
+        FactCheckChain(search=search, judge=judge, embeddings=Embed(), retrieval=mode).item_key(
+            "a claim"
+        )
+        for mode in ("dense", "bm25", "hybrid", "dense")
+    ]
+    assert len(set(keys[:3])) == 3
+    assert keys[3] == keys[0]

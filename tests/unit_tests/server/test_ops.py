@@ -192,8 +192,15 @@ def test_request_id_filter_sets_the_record_attribute() -> None:
 
 
 class _BrokenCollection:
-    def query(self, **kwargs: Any) -> Any:
-        raise RuntimeError("disk on fire")
+    """Every Chroma call fails (query, get, count: whichever the retrieval mode uses)."""
+
+    name = "broken__g1"
+
+    def __getattr__(self, method: str) -> Any:
+        def fail(*args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("disk on fire")
+
+        return fail
 
 
 def test_index_failure_is_a_503(services: Services) -> None:
