@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import pysbd
 import pytest
 
+from langchain_references.citations.sentences import SEGMENT_WINDOW
 from langchain_references.factcheck.extract import extract_all
 from langchain_references.factcheck.fetch import PageFetcher
 from langchain_references.factcheck.passages import PRESPLIT_CHARS, PassageSplitter
@@ -218,8 +219,9 @@ def test_a_long_paragraph_reaches_pysbd_only_in_bounded_pieces(
     splitter = PassageSplitter(max_passages_per_page=10**6, max_passages=10**6)
     passages = splitter.split(pages)
     assert _SpySegmenter.calls
-    assert max(_SpySegmenter.calls) <= PRESPLIT_CHARS
-    assert len(_SpySegmenter.calls) <= 2 * len(text) // PRESPLIT_CHARS + 2  # linear
+    # Pre-split pieces of at most PRESPLIT_CHARS, read by pysbd in windows of SEGMENT_WINDOW.
+    assert max(_SpySegmenter.calls) <= min(PRESPLIT_CHARS, SEGMENT_WINDOW)
+    assert len(_SpySegmenter.calls) <= 2 * len(text) // SEGMENT_WINDOW + 2  # linear
     assert "".join(p.text for p in passages if p.url == "https://x/long").replace(" ", "") == (
         text.replace(" ", "")
     )
