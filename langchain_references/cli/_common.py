@@ -540,11 +540,14 @@ def rate_option(value: str) -> tuple[str, RateLimit]:
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
-    """Add ``--resume``, ``--cache FILE``, ``--no-cache`` and ``--rate KIND=RPS[/N]``.
+    """Add a batch command's options: ``--quiet``, ``--resume``, ``--cache``, ``--rate``...
+
+    ``--quiet``, ``--resume``, ``--cache FILE``, ``--no-cache`` and ``--rate KIND=RPS[/N]``.
 
     Args:
         parser: The parser of a command that runs a batch.
     """
+    add_quiet_option(parser)
     parser.add_argument(
         "--resume",
         action="store_true",

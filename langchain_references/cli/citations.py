@@ -51,7 +51,6 @@ from langchain_references.citations.sentences import CitedSentence, is_verificat
 from langchain_references.cli._common import (
     ProgressLines,
     add_judge_options,
-    add_quiet_option,
     add_run_options,
     build_judge,
     build_limiter,
@@ -83,7 +82,6 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         default=4,
         help="verification-worthy sentences have at least this many words (default: 4)",
     )
-    add_quiet_option(parser)
     add_run_options(parser)
 
 

@@ -68,7 +68,6 @@ from langchain_references.cli._common import (
     ItemProgress,
     ProgressLines,
     add_judge_options,
-    add_quiet_option,
     add_retrieval_option,
     add_run_options,
     build_judge,
@@ -184,7 +183,6 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow fetching private and loopback addresses (needed for local servers)",
     )
-    add_quiet_option(parser)
     add_run_options(parser)
 
 

@@ -56,7 +56,6 @@ from langchain_references.cli._common import (
     ItemProgress,
     ProgressLines,
     add_judge_options,
-    add_quiet_option,
     add_run_options,
     atomic_write,
     build_judge,
@@ -134,7 +133,6 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         default="auto",
         help="inference method (default: auto)",
     )
-    add_quiet_option(parser)
     add_run_options(parser)
 
 

@@ -199,16 +199,7 @@ class SpanLocator:
     ) -> int:
         """Return where a marker goes for a claim spanning ``text[start:end]``.
 
-        See :func:`span_end`.
-
-        Args:
-            start: Start offset (int) or None.
-            end: End offset (int) or None.
-            quoted: The claim's text, if known.
-            utf8: True when the offsets count UTF-8 bytes (Gemini), False for characters.
-
-        Returns:
-            A character position in ``[0, len(text)]``.
+        The arguments and the answer are :func:`span_end`'s, for this locator's text.
         """
         text = self.text
         size = len(text)

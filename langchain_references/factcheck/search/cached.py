@@ -73,15 +73,7 @@ class CachedSearch:
         self.cache.put(SEARCH_NAMESPACE, key, [hit.model_dump() for hit in hits])
 
     def search(self, query: str, k: int = DEFAULT_K) -> list[SearchHit]:
-        """The cached hits of ``(query, k)``, else the provider's (then stored).
-
-        Args:
-            query: The query.
-            k: Maximum number of hits.
-
-        Returns:
-            The hits.
-        """
+        """The cached hits of ``(query, k)``, else the provider's, then stored (see ``search``)."""
         key = self._key(query, k)
         hits = self._lookup(key)
         if hits is None:

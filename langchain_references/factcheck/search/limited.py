@@ -35,15 +35,7 @@ class RateLimitedSearch:
         self.name = provider_name(provider)
 
     def search(self, query: str, k: int = DEFAULT_K) -> list[SearchHit]:
-        """The provider's hits, once the limiter lets the request go.
-
-        Args:
-            query: The query.
-            k: Maximum number of hits.
-
-        Returns:
-            The hits.
-        """
+        """The provider's hits of ``(query, k)``, once the limiter lets the request go."""
         return self.limiter.call(self.key, lambda: self.provider.search(query, k))
 
     async def asearch(self, query: str, k: int = DEFAULT_K) -> list[SearchHit]:
