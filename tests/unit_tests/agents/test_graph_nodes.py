@@ -54,7 +54,7 @@ def graph(how: str, *, parser: bool = False) -> Any:
         return {"messages": [out]}
 
     async def anode(state: State) -> dict[str, Any]:
-        if how == "invoke":
+        if how == "ainvoke":
             return {"messages": [await chain.ainvoke(request)]}
         out: Any = None
         async for chunk in chain.astream(request):
