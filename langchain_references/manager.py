@@ -88,8 +88,8 @@ _AsyncSource = Callable[[Any, RunnableConfig], AsyncIterator[Any]]
 class MissingDocumentsError(LangchainReferencesError, KeyError):
     """The input of :func:`manage_references` lacks the documents key."""
 
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else super().__str__()
+    # the message as written, not quoted as ``KeyError.__str__`` quotes a missing key
+    __str__ = Exception.__str__
 
 
 def _merge_input(final: Any, chunk: Any) -> Any:

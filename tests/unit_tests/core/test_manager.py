@@ -168,8 +168,13 @@ def test_metadata_usage_and_tool_call_chunks_survive() -> None:
 
 def test_missing_documents_key_names_the_key() -> None:
     wrapped = manage_references(RunnableLambda(lambda _: "x"), documents_key="docs")
-    with pytest.raises(MissingDocumentsError, match="'docs'"):
+    with pytest.raises(MissingDocumentsError) as caught:
         wrapped.invoke({"documents": DOCS})
+    assert str(caught.value) == (  # the message as written, not quoted as a KeyError's key
+        "manage_references() input has no 'docs' key: pass the list of Documents put in the "
+        "prompt under 'docs' (keys found: ['documents'])"
+    )
+    assert str(MissingDocumentsError()) == ""
     with pytest.raises(KeyError):
         list(wrapped.stream({"question": "q"}))
 
