@@ -230,7 +230,7 @@ class _Relay:
 
     def emit(self, out: Any) -> Any:
         if self.active and (chunk := self._chunk(out)) is not None:
-            self.run.on_llm_new_token(_text(chunk.message), chunk=chunk)
+            self.run.on_llm_new_token(chunk.message.text, chunk=chunk)
         return out
 
     def end(self, last: Any = None) -> None:
@@ -256,7 +256,7 @@ class _Relay:
 
     async def aemit(self, out: Any) -> Any:
         if self.active and (chunk := self._chunk(out)) is not None:
-            await self.run.on_llm_new_token(_text(chunk.message), chunk=chunk)
+            await self.run.on_llm_new_token(chunk.message.text, chunk=chunk)
         return out
 
     async def aend(self, last: Any = None) -> None:
@@ -266,11 +266,6 @@ class _Relay:
     async def afail(self, error: BaseException) -> None:
         if self.active:
             await self.run.on_llm_error(error)
-
-
-def _text(message: BaseMessage) -> str:
-    """The text of a message (the token argument of ``on_llm_new_token``)."""
-    return message.content if isinstance(message.content, str) else message.text
 
 
 def _unwrap(runnable: Runnable[Any, Any]) -> Runnable[Any, Any]:
