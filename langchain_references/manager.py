@@ -494,18 +494,18 @@ class _Session:
 
         ``start_index`` / ``end_index`` delimit each rendered marker in the answer text as
         written (``message.text``); ``cited_text`` is the provider's quote, else the cited
-        chunk; ``url`` is the source id when it is a link.
+        chunk; ``url`` is the source id when it is a link; ``title`` is the title the
+        reference list shows (the style's ``title_key``).
         """
         style = self.rewriter.style
         annotations = []
         for span in self.rewriter.spans:
             document = span.document
             source = style.get_source_id(document)
-            title = document.metadata.get("title")
             annotations.append(
                 create_citation(
                     url=source if isinstance(source, str) and "://" in source else None,
-                    title=title if isinstance(title, str) else None,
+                    title=style.get_title(document),
                     cited_text=span.quote or document.page_content,
                     start_index=span.start,
                     end_index=span.end,
