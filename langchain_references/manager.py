@@ -382,7 +382,7 @@ class _Session:
                 update["content"] = content
             if not update:
                 return chunk
-            if not content and _bare(chunk, ignore_position=True):
+            if not content and _bare(chunk):
                 return None  # text held back, and nothing else in the chunk: yield nothing
             return chunk.model_copy(update=update)
         if isinstance(chunk, BaseMessage):  # a non-streaming runnable: the whole output
@@ -417,7 +417,7 @@ class _Session:
                 new_block: Any = feed(block)
             elif isinstance(block, dict) and block.get("type") == "text":
                 self.text_index = block.get("index", self.text_index)
-                text = block.get("text", "")
+                text = block.get("text")  # None (left as it is) in a block without text
                 new_text = feed(text) if isinstance(text, str) else text
                 new_block = block if new_text is text else {**block, "text": new_text}
             else:
@@ -556,13 +556,12 @@ class _Session:
         return [tail] if tail else []
 
 
-def _bare(chunk: BaseMessageChunk, *, ignore_position: bool = False) -> bool:
-    """Whether an ``AIMessageChunk`` carries nothing but its content and id.
+def _bare(chunk: BaseMessageChunk) -> bool:
+    """Whether an ``AIMessageChunk`` carries nothing but its content, id and position.
 
     Such a chunk whose text is all held back is not yielded (as a held-back ``str`` chunk is
-    not): its id is kept for the closing chunk; a chunk with tool calls, usage, metadata, a
-    name or a position is yielded, with empty content. With ``ignore_position``, a
-    ``chunk_position`` (moved to the closing chunk) does not count.
+    not): its id is kept for the closing chunk, and its ``chunk_position`` moves there; a
+    chunk with tool calls, usage, metadata or a name is yielded, with empty content.
     """
     return (
         chunk.__class__ is AIMessageChunk
@@ -570,7 +569,6 @@ def _bare(chunk: BaseMessageChunk, *, ignore_position: bool = False) -> bool:
         and chunk.usage_metadata is None
         and not chunk.response_metadata
         and not chunk.additional_kwargs
-        and (ignore_position or chunk.chunk_position is None)
         and chunk.name is None
     )
 
