@@ -316,7 +316,10 @@ class _Session:
         self.rewriter = rewriter
         # v1 output: text as standard content blocks, the closing one with the citations
         self.v1 = v1
-        self.text_index: Any = 0  # the "index" of the answer's text block (v1 merging)
+        # the "index" of the answer's text blocks (v1 merging): that of the wrapped stream's
+        # text blocks, None if they have none (a closing block at 0 would merge into a
+        # reasoning or tool block there)
+        self.text_index: Any = 0
         self.check = check
         self.mark_unsupported = mark_unsupported
         self.check_data: dict[str, Any] | None = None
@@ -416,7 +419,7 @@ class _Session:
             if isinstance(block, str):
                 new_block: Any = feed(block)
             elif isinstance(block, dict) and block.get("type") == "text":
-                self.text_index = block.get("index", self.text_index)
+                self.text_index = block.get("index")
                 text = block.get("text")  # None (left as it is) in a block without text
                 new_text = feed(text) if isinstance(text, str) else text
                 new_block = block if new_text is text else {**block, "text": new_text}
@@ -485,9 +488,16 @@ class _Session:
         if _has_listeners(config):
             await adispatch_custom_event(REFERENCES_EVENT, self.event_payload(), config=config)
 
+    def text_block(self, text: str) -> dict[str, Any]:
+        """A text block of the answer, at the index of its text blocks if they have one."""
+        block: dict[str, Any] = {"type": "text", "text": text}
+        if self.text_index is not None:
+            block["index"] = self.text_index
+        return block
+
     def text_blocks(self, text: str) -> list[dict[str, Any]]:
         """Text as v1 content: one text block at the answer's index (none for no text)."""
-        return [{"type": "text", "text": text, "index": self.text_index}] if text else []
+        return [self.text_block(text)] if text else []
 
     def annotations(self) -> list[Citation]:
         """The answer's citations as standard v1 ``Citation`` annotations, in text order.
@@ -535,14 +545,7 @@ class _Session:
         if self.saw_chunks:
             blocks: str | list[Any] = tail
             if self.v1:
-                blocks = [
-                    {
-                        "type": "text",
-                        "text": tail,
-                        "index": self.text_index,
-                        "annotations": self.annotations(),
-                    }
-                ]
+                blocks = [{**self.text_block(tail), "annotations": self.annotations()}]
             elif self.has_list_content and tail:
                 blocks = [{"type": "text", "text": tail}]
             return [

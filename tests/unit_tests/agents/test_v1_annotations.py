@@ -8,9 +8,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
 from langchain_core.prompts import ChatPromptTemplate
-from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables import RunnableGenerator, RunnableLambda
 
 from langchain_references import MarkdownReferenceStyle, TextReferenceStyle, manage_references
 from langchain_references._parser import CITATION_RE
@@ -222,3 +222,48 @@ def test_the_annotation_title_is_the_title_of_the_reference_list() -> None:
         "- [1] Atlas (https://a.example)\n- [2] 1984 (https://b.example)\n- [3] https://c.example"
     )
     assert [title for _, _, title, _ in seen(message)] == ["Atlas", "1984", None]
+
+
+def stream_of(chunks: list[AIMessageChunk]) -> Any:
+    """A chain streaming these message chunks, its references managed in v1."""
+
+    def gen(_: Any) -> Any:
+        yield from chunks
+
+    return manage_references(
+        RunnableGenerator(gen), style=TextReferenceStyle(), output_version="v1"
+    )
+
+
+REASONING = {"type": "reasoning", "reasoning": "Where is it?", "index": 0}
+IMAGE = {"type": "image", "url": "https://img.example/needle.png", "index": 2}
+CLOSED = "Seattle [1] rocks.\n\n- [1] https://needle.example"
+
+
+def test_the_closing_block_joins_the_text_block_at_its_index() -> None:
+    chunks = [
+        AIMessageChunk(content=[REASONING]),
+        AIMessageChunk(content=[{"type": "text", "text": "Seattle [1](", "index": 1}]),
+        AIMessageChunk(content=[{"type": "text", "text": "id=1) rocks.", "index": 1}]),
+        AIMessageChunk(content=[IMAGE]),  # a later block: its index is not the text's
+    ]
+    message = joined(stream_of(chunks).stream({"documents": DOCS}))
+    assert [b["type"] for b in message.content] == ["reasoning", "text", "image"]
+    assert (message.content[0], message.content[2]) == (REASONING, IMAGE)
+    assert (message.content[1]["index"], message.text) == (1, CLOSED)
+    assert seen(message) == WANT[:1]
+
+
+def test_without_text_block_indexes_the_closing_block_has_none() -> None:
+    # at index 0, it would merge into the reasoning block: the list lost from the text
+    chunks = [
+        AIMessageChunk(content=[REASONING]),
+        AIMessageChunk(content=[{"type": "text", "text": "Seattle [1](id=1)"}]),
+        AIMessageChunk(content=[{"type": "text", "text": " rocks."}]),
+    ]
+    message = joined(stream_of(chunks).stream({"documents": DOCS}))
+    assert message.content[0] == REASONING
+    assert message.text == CLOSED
+    closing = message.content[-1]
+    assert (closing["text"], "index" in closing) == ("\n\n- [1] https://needle.example", False)
+    assert [a["url"] for a in closing["annotations"]] == ["https://needle.example"]

@@ -124,6 +124,11 @@ def test_list_content_blocks() -> None:
     ]
     wrapped = manage_references(StreamingChatModel(chunks=chunks), style=TextReferenceStyle())
     streamed = list(wrapped.stream(chat_inputs()[0]))
+    assert [c.content for c in streamed] == [  # blocks stay blocks, the closing one too
+        [{"type": "text", "text": "The Space Needle is in Seattle", "index": 0}],
+        [{"type": "text", "text": " [1][1], built in 1962 [2].", "index": 0}],
+        [{"type": "text", "text": "\n\n- [1] S (https://s.org)\n- [2] https://h.org"}],
+    ]
     merged = streamed[0]
     for chunk in streamed[1:]:
         merged = merged + chunk
