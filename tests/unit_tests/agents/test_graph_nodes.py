@@ -199,9 +199,13 @@ def answer_tokens(messages: list[tuple[Any, dict[str, Any]]]) -> list[Any]:
     return [m for m, meta in messages if meta["langgraph_node"] == "answer"]
 
 
-def test_handlers_see_the_relay_as_a_chat_model_run_named_after_the_wrapper() -> None:
+@pytest.mark.parametrize("how", ["stream", "astream"])
+async def test_handlers_see_the_relay_as_a_chat_model_run_named_after_the_wrapper(
+    how: str,
+) -> None:
     runs = ChatRuns()
-    list(graph("stream").stream(QUESTION, {"callbacks": [runs]}, stream_mode="messages"))
+    config: Any = {"callbacks": [runs]}
+    [m async for m in graph(how).astream(QUESTION, config, stream_mode="messages")]
     _, run = runs.relayed()
     name = "ManageReferences[RunnableSequence]"
     assert (run["serialized"], run["name"]) == ({"name": name}, name)
@@ -272,7 +276,8 @@ async def test_a_failing_answer_fails_the_relayed_run_with_its_error_async() -> 
     assert "end" not in run
 
 
-def test_a_whole_message_answer_reaches_the_messages_stream_once_rewritten() -> None:
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
+async def test_a_whole_message_answer_reaches_the_messages_stream_once_rewritten(how: str) -> None:
     chain = manage_references(
         RunnableLambda(lambda _: AIMessage(ANSWER, id="m1")), style=TextReferenceStyle()
     )
@@ -280,7 +285,11 @@ def test_a_whole_message_answer_reaches_the_messages_stream_once_rewritten() -> 
     def node(state: State) -> dict[str, Any]:
         return {"messages": [chain.invoke({"documents": DOCS})]}
 
-    messages = list(node_graph(node).stream(QUESTION, stream_mode="messages"))
+    async def anode(state: State) -> dict[str, Any]:
+        return {"messages": [await chain.ainvoke({"documents": DOCS})]}
+
+    compiled = node_graph(node if how == "invoke" else anode)
+    messages = [m async for m in compiled.astream(QUESTION, stream_mode="messages")]
     (message,) = answer_tokens(messages)
     assert type(message) is AIMessage
     assert (message.content, message.id) == (TEXT, "m1")
