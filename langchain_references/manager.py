@@ -88,8 +88,8 @@ _AsyncSource = Callable[[Any, RunnableConfig], AsyncIterator[Any]]
 class MissingDocumentsError(LangchainReferencesError, KeyError):
     """The input of :func:`manage_references` lacks the documents key."""
 
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else super().__str__()
+    # the message as written, not quoted as ``KeyError.__str__`` quotes a missing key
+    __str__ = Exception.__str__
 
 
 def _merge_input(final: Any, chunk: Any) -> Any:
@@ -230,7 +230,7 @@ class _Relay:
 
     def emit(self, out: Any) -> Any:
         if self.active and (chunk := self._chunk(out)) is not None:
-            self.run.on_llm_new_token(_text(chunk.message), chunk=chunk)
+            self.run.on_llm_new_token(chunk.message.text, chunk=chunk)
         return out
 
     def end(self, last: Any = None) -> None:
@@ -256,7 +256,7 @@ class _Relay:
 
     async def aemit(self, out: Any) -> Any:
         if self.active and (chunk := self._chunk(out)) is not None:
-            await self.run.on_llm_new_token(_text(chunk.message), chunk=chunk)
+            await self.run.on_llm_new_token(chunk.message.text, chunk=chunk)
         return out
 
     async def aend(self, last: Any = None) -> None:
@@ -266,11 +266,6 @@ class _Relay:
     async def afail(self, error: BaseException) -> None:
         if self.active:
             await self.run.on_llm_error(error)
-
-
-def _text(message: BaseMessage) -> str:
-    """The text of a message (the token argument of ``on_llm_new_token``)."""
-    return message.content if isinstance(message.content, str) else message.text
 
 
 def _unwrap(runnable: Runnable[Any, Any]) -> Runnable[Any, Any]:
@@ -321,7 +316,10 @@ class _Session:
         self.rewriter = rewriter
         # v1 output: text as standard content blocks, the closing one with the citations
         self.v1 = v1
-        self.text_index: Any = 0  # the "index" of the answer's text block (v1 merging)
+        # the "index" of the answer's text blocks (v1 merging): that of the wrapped stream's
+        # text blocks, None if they have none (a closing block at 0 would merge into a
+        # reasoning or tool block there)
+        self.text_index: Any = 0
         self.check = check
         self.mark_unsupported = mark_unsupported
         self.check_data: dict[str, Any] | None = None
@@ -387,7 +385,7 @@ class _Session:
                 update["content"] = content
             if not update:
                 return chunk
-            if not content and _bare(chunk, ignore_position=True):
+            if not content and _bare(chunk):
                 return None  # text held back, and nothing else in the chunk: yield nothing
             return chunk.model_copy(update=update)
         if isinstance(chunk, BaseMessage):  # a non-streaming runnable: the whole output
@@ -421,8 +419,8 @@ class _Session:
             if isinstance(block, str):
                 new_block: Any = feed(block)
             elif isinstance(block, dict) and block.get("type") == "text":
-                self.text_index = block.get("index", self.text_index)
-                text = block.get("text", "")
+                self.text_index = block.get("index")
+                text = block.get("text")  # None (left as it is) in a block without text
                 new_text = feed(text) if isinstance(text, str) else text
                 new_block = block if new_text is text else {**block, "text": new_text}
             else:
@@ -490,27 +488,34 @@ class _Session:
         if _has_listeners(config):
             await adispatch_custom_event(REFERENCES_EVENT, self.event_payload(), config=config)
 
+    def text_block(self, text: str) -> dict[str, Any]:
+        """A text block of the answer, at the index of its text blocks if they have one."""
+        block: dict[str, Any] = {"type": "text", "text": text}
+        if self.text_index is not None:
+            block["index"] = self.text_index
+        return block
+
     def text_blocks(self, text: str) -> list[dict[str, Any]]:
         """Text as v1 content: one text block at the answer's index (none for no text)."""
-        return [{"type": "text", "text": text, "index": self.text_index}] if text else []
+        return [self.text_block(text)] if text else []
 
     def annotations(self) -> list[Citation]:
         """The answer's citations as standard v1 ``Citation`` annotations, in text order.
 
         ``start_index`` / ``end_index`` delimit each rendered marker in the answer text as
         written (``message.text``); ``cited_text`` is the provider's quote, else the cited
-        chunk; ``url`` is the source id when it is a link.
+        chunk; ``url`` is the source id when it is a link; ``title`` is the title the
+        reference list shows (the style's ``title_key``).
         """
         style = self.rewriter.style
         annotations = []
         for span in self.rewriter.spans:
             document = span.document
             source = style.get_source_id(document)
-            title = document.metadata.get("title")
             annotations.append(
                 create_citation(
                     url=source if isinstance(source, str) and "://" in source else None,
-                    title=title if isinstance(title, str) else None,
+                    title=style.get_title(document),
                     cited_text=span.quote or document.page_content,
                     start_index=span.start,
                     end_index=span.end,
@@ -540,14 +545,7 @@ class _Session:
         if self.saw_chunks:
             blocks: str | list[Any] = tail
             if self.v1:
-                blocks = [
-                    {
-                        "type": "text",
-                        "text": tail,
-                        "index": self.text_index,
-                        "annotations": self.annotations(),
-                    }
-                ]
+                blocks = [{**self.text_block(tail), "annotations": self.annotations()}]
             elif self.has_list_content and tail:
                 blocks = [{"type": "text", "text": tail}]
             return [
@@ -561,13 +559,12 @@ class _Session:
         return [tail] if tail else []
 
 
-def _bare(chunk: BaseMessageChunk, *, ignore_position: bool = False) -> bool:
-    """Whether an ``AIMessageChunk`` carries nothing but its content and id.
+def _bare(chunk: BaseMessageChunk) -> bool:
+    """Whether an ``AIMessageChunk`` carries nothing but its content, id and position.
 
     Such a chunk whose text is all held back is not yielded (as a held-back ``str`` chunk is
-    not): its id is kept for the closing chunk; a chunk with tool calls, usage, metadata, a
-    name or a position is yielded, with empty content. With ``ignore_position``, a
-    ``chunk_position`` (moved to the closing chunk) does not count.
+    not): its id is kept for the closing chunk, and its ``chunk_position`` moves there; a
+    chunk with tool calls, usage, metadata or a name is yielded, with empty content.
     """
     return (
         chunk.__class__ is AIMessageChunk
@@ -575,7 +572,6 @@ def _bare(chunk: BaseMessageChunk, *, ignore_position: bool = False) -> bool:
         and chunk.usage_metadata is None
         and not chunk.response_metadata
         and not chunk.additional_kwargs
-        and (ignore_position or chunk.chunk_position is None)
         and chunk.name is None
     )
 

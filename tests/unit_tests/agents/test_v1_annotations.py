@@ -8,13 +8,19 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
 from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import RunnableGenerator, RunnableLambda
 
 from langchain_references import MarkdownReferenceStyle, TextReferenceStyle, manage_references
 from langchain_references._parser import CITATION_RE
 from langchain_references.rewriter import CitedSpan, ReferenceRewriter
-from tests.unit_tests.fakes import AgentChatModel, ScriptedChatModel
+from tests.unit_tests.fakes import (
+    AgentChatModel,
+    ScriptedChatModel,
+    StreamingChatModel,
+    text_chunks,
+)
 
 DOCS = [
     Document("The Space Needle is in Seattle.", metadata={"source": "https://needle.example"}),
@@ -161,3 +167,103 @@ def test_spans_of_provider_citations_count_everything_written_before_them() -> N
         CitedSpan(17, 20, far, None),
     ]
     assert [text[s.start : s.end] for s in rewriter.spans] == ["[1]", "[2]", "[3]", "[1]"]
+
+
+def test_a_held_back_chunk_yields_no_empty_text_block() -> None:
+    prompt = ChatPromptTemplate.from_messages([("human", "{question}")])
+    model = StreamingChatModel(chunks=text_chunks(["Seattle ", "[1](", "id=1)", " rocks."]))
+    chain = manage_references(prompt | model, style=TextReferenceStyle(), output_version="v1")
+    chunks = list(chain.stream({"documents": DOCS, "question": "q"}))
+    assert [[(b["type"], b["text"], b["index"]) for b in c.content] for c in chunks] == [
+        [("text", "Seattle", 0)],
+        [("text", " [1]", 0)],  # "[1](" was held back: no chunk for it
+        [("text", " rocks.", 0)],
+        [("text", "\n\n- [1] https://needle.example", 0)],
+    ]
+
+
+def test_a_whole_message_of_mixed_blocks_keeps_its_other_blocks_and_joins_its_text() -> None:
+    image = {"type": "image", "url": "https://img.example/needle.png"}
+    content = [
+        "Seattle [1](id=1). ",  # a bare string block
+        image,
+        {"type": "text"},  # a text block without text
+        {"type": "text", "text": "Since 1962 [2](id=2)."},
+    ]
+    chain = manage_references(
+        RunnableLambda(lambda _: AIMessage(content=content)),  # type: ignore[arg-type]
+        style=TextReferenceStyle(),
+        output_version="v1",
+    )
+    message = chain.invoke({"documents": DOCS})
+    assert message.content[0] == image
+    assert [b["type"] for b in message.content] == ["image", "text"]
+    assert message.text == (
+        "Seattle [1]. Since 1962 [2].\n\n"
+        "- [1] https://needle.example\n- [2] H (https://history.example)"
+    )
+    assert seen(message) == WANT[:2]
+
+
+def test_the_annotation_title_is_the_title_of_the_reference_list() -> None:
+    style = TextReferenceStyle()
+    style.title_key = "name"
+    docs = [
+        Document("A.", metadata={"source": "https://a.example", "name": "Atlas"}),
+        Document("B.", metadata={"source": "https://b.example", "name": 1984}),
+        Document("C.", metadata={"source": "https://c.example", "title": "not the title key"}),
+    ]
+    answer = "A [1](id=1), B [2](id=2), C [3](id=3)."
+    chain = manage_references(
+        RunnableLambda(lambda _: AIMessage(answer)), style=style, output_version="v1"
+    )
+    message = chain.invoke({"documents": docs})
+    assert message.text.endswith(
+        "- [1] Atlas (https://a.example)\n- [2] 1984 (https://b.example)\n- [3] https://c.example"
+    )
+    assert [title for _, _, title, _ in seen(message)] == ["Atlas", "1984", None]
+
+
+def stream_of(chunks: list[AIMessageChunk]) -> Any:
+    """A chain streaming these message chunks, its references managed in v1."""
+
+    def gen(_: Any) -> Any:
+        yield from chunks
+
+    return manage_references(
+        RunnableGenerator(gen), style=TextReferenceStyle(), output_version="v1"
+    )
+
+
+REASONING = {"type": "reasoning", "reasoning": "Where is it?", "index": 0}
+IMAGE = {"type": "image", "url": "https://img.example/needle.png", "index": 2}
+CLOSED = "Seattle [1] rocks.\n\n- [1] https://needle.example"
+
+
+def test_the_closing_block_joins_the_text_block_at_its_index() -> None:
+    chunks = [
+        AIMessageChunk(content=[REASONING]),
+        AIMessageChunk(content=[{"type": "text", "text": "Seattle [1](", "index": 1}]),
+        AIMessageChunk(content=[{"type": "text", "text": "id=1) rocks.", "index": 1}]),
+        AIMessageChunk(content=[IMAGE]),  # a later block: its index is not the text's
+    ]
+    message = joined(stream_of(chunks).stream({"documents": DOCS}))
+    assert [b["type"] for b in message.content] == ["reasoning", "text", "image"]
+    assert (message.content[0], message.content[2]) == (REASONING, IMAGE)
+    assert (message.content[1]["index"], message.text) == (1, CLOSED)
+    assert seen(message) == WANT[:1]
+
+
+def test_without_text_block_indexes_the_closing_block_has_none() -> None:
+    # at index 0, it would merge into the reasoning block: the list lost from the text
+    chunks = [
+        AIMessageChunk(content=[REASONING]),
+        AIMessageChunk(content=[{"type": "text", "text": "Seattle [1](id=1)"}]),
+        AIMessageChunk(content=[{"type": "text", "text": " rocks."}]),
+    ]
+    message = joined(stream_of(chunks).stream({"documents": DOCS}))
+    assert message.content[0] == REASONING
+    assert message.text == CLOSED
+    closing = message.content[-1]
+    assert (closing["text"], "index" in closing) == ("\n\n- [1] https://needle.example", False)
+    assert [a["url"] for a in closing["annotations"]] == ["https://needle.example"]

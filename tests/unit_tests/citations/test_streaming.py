@@ -80,6 +80,8 @@ def model() -> StreamingChatModel:
 
 
 INPUT = {"documents": DOCS, "input": "q"}
+#: Makes ``PASS_INPUT | model()`` a chain: a ReferencedRunnable, not the chat model wrapper.
+PASS_INPUT = RunnableLambda(lambda x: x["input"])
 
 
 def test_sync_stream_and_invoke_report_the_check() -> None:
@@ -93,9 +95,11 @@ def test_sync_stream_and_invoke_report_the_check() -> None:
     assert "Citation check" not in merged.content  # not shown unless asked
 
 
-def test_async_paths_use_the_async_judge() -> None:
+@pytest.mark.parametrize("wrapped_kind", ["chat model", "chain"])
+def test_async_paths_use_the_async_judge(wrapped_kind: str) -> None:
     judge = ContainsJudge(forbid_sync=True)
-    wrapped = manage_references(model(), verifier=CitationVerifier(judge))
+    answerer: Any = model() if wrapped_kind == "chat model" else PASS_INPUT | model()
+    wrapped = manage_references(answerer, verifier=CitationVerifier(judge))
 
     async def run() -> list[Any]:
         streamed = [c async for c in wrapped.astream(INPUT)]

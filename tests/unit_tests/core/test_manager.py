@@ -124,6 +124,11 @@ def test_list_content_blocks() -> None:
     ]
     wrapped = manage_references(StreamingChatModel(chunks=chunks), style=TextReferenceStyle())
     streamed = list(wrapped.stream(chat_inputs()[0]))
+    assert [c.content for c in streamed] == [  # blocks stay blocks, the closing one too
+        [{"type": "text", "text": "The Space Needle is in Seattle", "index": 0}],
+        [{"type": "text", "text": " [1][1], built in 1962 [2].", "index": 0}],
+        [{"type": "text", "text": "\n\n- [1] S (https://s.org)\n- [2] https://h.org"}],
+    ]
     merged = streamed[0]
     for chunk in streamed[1:]:
         merged = merged + chunk
@@ -168,8 +173,13 @@ def test_metadata_usage_and_tool_call_chunks_survive() -> None:
 
 def test_missing_documents_key_names_the_key() -> None:
     wrapped = manage_references(RunnableLambda(lambda _: "x"), documents_key="docs")
-    with pytest.raises(MissingDocumentsError, match="'docs'"):
+    with pytest.raises(MissingDocumentsError) as caught:
         wrapped.invoke({"documents": DOCS})
+    assert str(caught.value) == (  # the message as written, not quoted as a KeyError's key
+        "manage_references() input has no 'docs' key: pass the list of Documents put in the "
+        "prompt under 'docs' (keys found: ['documents'])"
+    )
+    assert str(MissingDocumentsError()) == ""
     with pytest.raises(KeyError):
         list(wrapped.stream({"question": "q"}))
 

@@ -207,6 +207,18 @@ def test_plain_message_chunks_are_yielded_as_they_are() -> None:
     assert [o is c for o, c in zip(out, chunks, strict=False)] == [True, True, False, True]
 
 
+def test_message_chunks_of_blocks_without_a_citation_are_yielded_as_they_are() -> None:
+    chunks = [
+        AIMessageChunk(content=[], id="run-1"),
+        AIMessageChunk(content=[{"type": "text", "text": " a", "index": 0}], id="run-1"),
+        AIMessageChunk(content=[" b", {"type": "image", "url": "https://e.org/i.png"}]),
+        AIMessageChunk(content=[{"type": "text", "text": " [1](id=1)", "index": 0}]),
+        AIMessageChunk(content=[{"type": "text", "text": " c", "index": 0}], id="run-1"),
+    ]
+    out = list(manage_references(generator_of(chunks)).stream({"documents": DOCS}))
+    assert [o is c for o, c in zip(out, chunks, strict=False)] == [True, True, True, False, True]
+
+
 def test_a_held_back_message_chunk_is_yielded_only_if_it_carries_more_than_text() -> None:
     usage = {"input_tokens": 3, "output_tokens": 1, "total_tokens": 4}
     chunks = [

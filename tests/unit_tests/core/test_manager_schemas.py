@@ -95,6 +95,26 @@ def test_input_schema_of_a_chat_model_is_the_chat_models() -> None:
     assert wrapped.invoke({"docs": docs, "input": "q"}).content == EXPECTED
 
 
+def test_input_schema_keeps_the_required_and_default_fields_of_a_pydantic_v1_schema() -> None:
+    from pydantic import v1
+
+    class Question(v1.BaseModel):  # tools and older runnables may still declare v1 inputs
+        question: str
+        k: int = 4
+        lang: str | None = None
+
+    class Answerer(RunnableLambda[Any, str]):
+        def get_input_schema(self, config: Any = None) -> Any:
+            return Question
+
+    schema = manage_references(Answerer(lambda _: ANSWER)).get_input_jsonschema()
+    props = properties(schema)
+    assert set(props) == {"documents", "question", "k", "lang"}
+    assert (props["k"]["default"], props["lang"]["default"]) == (4, None)
+    assert "default" not in props["question"]
+    assert set(schema["required"]) == {"documents", "question"}
+
+
 def test_input_schema_validates_the_documents() -> None:
     schema = manage_references(RunnableLambda(lambda _: "x")).get_input_schema()
     assert set(schema.model_fields) == {"documents"}
