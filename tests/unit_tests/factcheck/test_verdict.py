@@ -277,6 +277,8 @@ def test_details_give_support_refute_and_weight_total() -> None:
 def test_one_passage_at_rank_zero_gives_its_own_confidence() -> None:
     details = WeightedVoteAggregator().aggregate([(j(C, 0.6), 0, None)]).details
     assert (details["support"], details["refute"], details["weight_total"]) == (0.0, 0.6, 1.0)
+    details = WeightedVoteAggregator().aggregate([(j(E, 0.8), 0, None)]).details
+    assert (details["support"], details["refute"], details["weight_total"]) == (0.8, 0.0, 1.0)
 
 
 def test_nothing_usable_gives_zero_support_and_refute() -> None:
