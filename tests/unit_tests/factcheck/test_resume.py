@@ -215,7 +215,11 @@ def test_a_run_killed_by_sigkill_resumes_from_what_finished(
     assert all(r.checked for r in results)
     reused = cache.reused(ITEM_NAMESPACE)
     assert 3 <= reused <= 4  # the three reported, perhaps one finished after its report
-    assert len(search.calls) == 6 - reused
+    # Searched again: what did not finish, except perhaps the item in flight at the kill, whose
+    # search results the run cache had already stored.
+    left = statements[reused:]
+    assert set(search.calls) in (set(left), set(left[1:]))
+    assert len(search.calls) == len(set(search.calls))
 
 
 def test_another_retrieval_mode_is_another_check(local_site: LocalSite) -> None:
