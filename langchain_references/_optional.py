@@ -63,7 +63,8 @@ EXTRA_MODULES: Final[dict[str, frozenset[str]]] = {
     "factcheck": _FACTCHECK,
     "factuality": _FACTCHECK,
     "server": _FACTCHECK | {"fastapi", "uvicorn", "platformdirs", "tqdm"},
-    "all": _FACTCHECK | {"langchain", "fastapi", "uvicorn", "platformdirs", "tqdm"},
+    "ray": frozenset({"ray"}),
+    "all": _FACTCHECK | {"langchain", "fastapi", "uvicorn", "platformdirs", "tqdm", "ray"},
 }
 
 #: Top-level module of an optional dependency -> the smallest extra that installs it.
