@@ -155,7 +155,7 @@ def ray_session(options: RayOptions | None = None) -> Iterator[None]:
             }
             if options.local:
                 cpus = max(os.cpu_count() or 1, int(options.workers * options.cpus_per_worker))
-                ray.init(num_cpus=cpus, _node_ip_address="127.0.0.1", **settings)
+                ray.init(address="local", num_cpus=cpus, _node_ip_address="127.0.0.1", **settings)
             else:
                 ray.init(address=options.address, **settings)
     _quiet_ray_data()
