@@ -21,7 +21,6 @@ Called with the dict input of :class:`~langchain_references.ReferencedRunnable`
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -53,8 +52,6 @@ from langchain_references.manager import (
 from langchain_references.prompting import FORMAT_REFERENCES, format_documents
 
 __all__ = ["ReferencedChatModel", "conversation_documents"]
-
-logger = logging.getLogger(__name__)
 
 
 def _documents_of(message: BaseMessage) -> list[Document] | None:

@@ -11,7 +11,6 @@ into a citation report (citation recall and precision after Liu et al., see
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
@@ -34,7 +33,6 @@ __all__ = [
     "citation_report",
 ]
 
-logger = logging.getLogger(__name__)
 
 #: Key of ``response_metadata`` (and of the ``references`` event data) with the check report.
 CITATION_CHECK_KEY = "citation_check"

@@ -38,7 +38,6 @@ own, and its ``score()`` dictionaries where ``predictions``/``references`` are m
 from __future__ import annotations
 
 import json
-import logging
 import math
 import os
 import re
@@ -57,8 +56,6 @@ from langchain_references.factuality.metrics import (
 )
 from langchain_references.factuality.model import Atom, Context
 from langchain_references.loading import LoadResult, load_records, validate_record
-
-logger = logging.getLogger(__name__)
 
 _INPUT_KEYS = frozenset({"input", "output", "topic", "atoms", "contexts"})
 _LABEL_PAIR = re.compile(r"(\S+):\s*(NS|S|None)(?=\s|$)")

@@ -19,7 +19,6 @@ for clients that render the list themselves.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Annotated, Any, Final
 
@@ -59,7 +58,6 @@ __all__ = [
     "router",
 ]
 
-logger = logging.getLogger(__name__)
 
 #: Event with the retrieved documents.
 DOCUMENTS_EVENT: Final = "documents"
