@@ -35,11 +35,12 @@ import logging
 import os
 import pickle
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from langchain_references._optional import require
+from langchain_references.errors import LangchainReferencesError
 from langchain_references.ratelimit import LocalLimiterBackend, RateLimit
 
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ __all__ = [
     "RayLimiterBackend",
     "RayOptions",
     "RunnableWorker",
+    "WorkerSetupError",
     "apply_runnable",
     "map_runnable",
     "ray_session",
@@ -127,6 +129,22 @@ def _quiet_ray_data() -> None:
     logging.getLogger("ray.data").setLevel(logging.ERROR)  # "progress bars disabled"...
 
 
+#: The logger of Ray's notice that a local cluster uses token authentication (it does: fine).
+_AUTH_LOGGER: Final = "ray._private.authentication"
+
+
+@contextlib.contextmanager
+def _quiet_logger(name: str) -> Iterator[None]:
+    """Let only errors of logger ``name`` through for the block (stderr has progress only)."""
+    quieted = logging.getLogger(name)
+    level = quieted.level
+    quieted.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        quieted.setLevel(level)
+
+
 @contextlib.contextmanager
 def ray_session(options: RayOptions | None = None) -> Iterator[None]:
     """Have Ray initialised for the block: start (or join) it, and shut down what was started.
@@ -154,7 +172,10 @@ def ray_session(options: RayOptions | None = None) -> Iterator[None]:
             }
             if options.local:
                 cpus = max(os.cpu_count() or 1, int(options.workers * options.cpus_per_worker))
-                ray.init(address="local", num_cpus=cpus, _node_ip_address="127.0.0.1", **settings)
+                with _quiet_logger(_AUTH_LOGGER):  # "Token authentication is enabled..."
+                    ray.init(
+                        address="local", num_cpus=cpus, _node_ip_address="127.0.0.1", **settings
+                    )
             else:
                 ray.init(address=options.address, **settings)
     _quiet_ray_data()
@@ -186,6 +207,14 @@ def to_json(value: Any) -> str:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return json.dumps(dataclasses.asdict(value), default=str)
     return json.dumps(value, default=str)
+
+
+class WorkerSetupError(LangchainReferencesError, RuntimeError):
+    """An actor could not build its Runnable (the factory raised): nothing can run.
+
+    Every item given to that actor comes back as this error (the actor stays up, so Ray does
+    not restart it in a loop); :func:`map_runnable` raises it at the first such item.
+    """
 
 
 def _picklable(exc: BaseException) -> BaseException:
@@ -225,7 +254,15 @@ class RunnableWorker:
         pickled: bool,
         max_concurrency: int | None = None,
     ) -> None:
-        self._runnable = factory()
+        self._runnable: Runnable[Any, Any] | None = None
+        self._setup_error: WorkerSetupError | None = None
+        try:
+            self._runnable = factory()
+        except Exception as exc:  # reported with each item, not as a dying actor
+            logger.debug("The Runnable's factory failed", exc_info=True)
+            self._setup_error = WorkerSetupError(
+                f"a Ray worker could not build its Runnable: {_error_text(exc)}"
+            )
         self._input = input_column
         self._output = output_column
         self._error = error_column
@@ -245,6 +282,8 @@ class RunnableWorker:
         """
         if not inputs:
             return []
+        if self._runnable is None:
+            return [self._setup_error] * len(inputs)
         return list(self._runnable.batch(list(inputs), self._config, return_exceptions=True))
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
@@ -340,7 +379,7 @@ def _map(
 
 def map_runnable(
     items: Iterable[Any], factory: RunnableFactory, options: RayOptions | None = None
-) -> Iterator[tuple[int, Any]]:
+) -> Generator[tuple[int, Any], None, None]:
     """Run a Runnable over items on Ray actors; yield ``(index, output or exception)`` in order.
 
     Ray is started for the run (or joined) unless it is initialised already. Results are
@@ -357,11 +396,14 @@ def map_runnable(
 
     Raises:
         MissingDependencyError: If the ``[ray]`` extra is not installed.
+        WorkerSetupError: If an actor could not build the Runnable.
     """
     options = options or RayOptions()
     rows = [{_INDEX: i, _PAYLOAD: pickle.dumps(item)} for i, item in enumerate(items)]
     if not rows:
         return
+    # No more actors than items (Ray Data warns of idle ones).
+    options = dataclasses.replace(options, workers=min(options.workers, len(rows)))
     with ray_session(options):
         import ray.data
 
@@ -379,7 +421,10 @@ def map_runnable(
         waiting: dict[int, Any] = {}
         following = 0
         for row in mapped.iter_rows():
-            waiting[int(row[_INDEX])] = pickle.loads(row[_PAYLOAD])  # noqa: S301 - our actors'
+            result = pickle.loads(row[_PAYLOAD])  # noqa: S301 - our actors'
+            if isinstance(result, WorkerSetupError):
+                raise result
+            waiting[int(row[_INDEX])] = result
             while following in waiting:
                 yield following, waiting.pop(following)
                 following += 1

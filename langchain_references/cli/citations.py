@@ -26,6 +26,9 @@ from it, so the answers it finished are checked without calling the judge again 
 says how many answers were reused) and the others only judge what is missing. ``--rate
 judge=RPS/N`` limits an LLM judge's requests (LangChain's ``rate_limiter``).
 
+Engines: ``--engine ray`` checks the answers on Ray actors (``--workers N``, each building an
+:class:`AnswerChecker` once, one answer at a time), reported in input order as locally.
+
 Exit status: 0 when every record was checked, 1 when some records were skipped (the others are
 still reported) or every judgement failed, 2 when the command cannot run (unreadable input, no
 valid record, unavailable judge or API key), 130 when interrupted.
@@ -39,9 +42,12 @@ import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO
+
+from langchain_core.runnables import Runnable, RunnableLambda
 
 from langchain_references.citations import (
+    AnswerRecord,
     AnswerReport,
     CitationReport,
     evaluate_answers,
@@ -50,6 +56,7 @@ from langchain_references.citations import (
 from langchain_references.citations.sentences import CitedSentence, is_verification_worthy
 from langchain_references.cli._common import (
     ProgressLines,
+    add_engine_options,
     add_judge_options,
     add_run_options,
     build_judge,
@@ -58,13 +65,29 @@ from langchain_references.cli._common import (
     format_table,
     open_run_cache,
     positive_int,
+    ray_options,
     read_records,
     reuse_note,
+    run_on_ray,
     streams,
+    worker_stack,
 )
 from langchain_references.judges.cached import JUDGEMENT_NAMESPACE, CachedJudge
 
-__all__ = ["DESCRIPTION", "HELP", "configure_parser", "judgement_counts", "render_report", "run"]
+if TYPE_CHECKING:
+    from langchain_references.runcache import RunCache
+
+__all__ = [
+    "DESCRIPTION",
+    "HELP",
+    "AnswerChecker",
+    "CheckedAnswer",
+    "build_checker",
+    "configure_parser",
+    "judgement_counts",
+    "render_report",
+    "run",
+]
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -83,6 +106,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="verification-worthy sentences have at least this many words (default: 4)",
     )
     add_run_options(parser)
+    add_engine_options(parser)
 
 
 HELP: Final = "citation recall and precision of cited answers"
@@ -183,6 +207,101 @@ def render_report(report: CitationReport) -> str:
     return "\n".join(parts)
 
 
+@dataclasses.dataclass(frozen=True)
+class CheckedAnswer:
+    """One answer's report, and how it was made.
+
+    Attributes:
+        answer: The answer's report (its ``index`` is set by the command).
+        from_cache: Every judgement of the answer came from the run cache (an earlier run
+            finished it).
+        elapsed_s: Seconds the check took.
+    """
+
+    answer: AnswerReport
+    from_cache: bool
+    elapsed_s: float
+
+
+class AnswerChecker:
+    """Checks one answer's citations at a time (in this process, or in each Ray actor).
+
+    Answers are checked one after the other (each one's judgements concurrently): whether an
+    answer was reused is read from the run cache's counts before and after it.
+
+    Args:
+        judge: The judge (a :class:`CachedJudge` over ``cache`` when there is one).
+        cache: The run cache.
+        min_words: ``--min-words``.
+        max_concurrency: Judge calls in flight.
+    """
+
+    def __init__(
+        self, judge: Any, cache: RunCache | None, *, min_words: int, max_concurrency: int
+    ) -> None:
+        self.judge = judge
+        self.cache = cache
+        self.min_words = min_words
+        self.max_concurrency = max_concurrency
+
+    def _worthy(self, sentence: CitedSentence) -> bool:
+        return is_verification_worthy(sentence, min_words=self.min_words)
+
+    def _lookups(self) -> tuple[int, int]:
+        if self.cache is None:
+            return (0, 0)
+        return self.cache.stats().get(JUDGEMENT_NAMESPACE, (0, 0))
+
+    def check(self, record: AnswerRecord) -> CheckedAnswer:
+        """Check one answer record.
+
+        Args:
+            record: The answer and its documents.
+
+        Returns:
+            Its report, whether it came from the run cache, and the time taken.
+        """
+        start = time.perf_counter()
+        before = self._lookups()
+        (answer,) = evaluate_answers(
+            [record], self.judge, is_worthy=self._worthy, max_concurrency=self.max_concurrency
+        ).answers
+        after = self._lookups()
+        # every judgement of the answer came from the run cache: an answer finished before
+        from_cache = after[0] > before[0] and after[1] == before[1]
+        return CheckedAnswer(answer, from_cache, time.perf_counter() - start)
+
+
+def build_checker(args: argparse.Namespace, err: TextIO | None = None) -> AnswerChecker:
+    """The answer checker of the parsed arguments (in this process and in each actor).
+
+    Args:
+        args: Parsed arguments.
+        err: Where the judge notice goes (nowhere if None).
+
+    Returns:
+        The checker (its run cache is ``checker.cache``).
+
+    Raises:
+        CLIError: If the judge is unavailable (missing package or API key) or the run cache
+            cannot be opened.
+    """
+    cache = open_run_cache(args)
+    built, _ = build_judge(args.judge, err=err, limiter=build_limiter(args))
+    judge = CachedJudge(built, cache) if cache is not None else built
+    return AnswerChecker(
+        judge, cache, min_words=args.min_words, max_concurrency=args.max_concurrency
+    )
+
+
+def _worker_checker(args: argparse.Namespace) -> Runnable[AnswerRecord, CheckedAnswer]:
+    """A Ray actor's checker, built once per actor."""
+    checker = build_checker(args)
+    if checker.cache is not None:
+        worker_stack().callback(checker.cache.close)
+    return RunnableLambda(checker.check)
+
+
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run the ``citations`` command.
 
@@ -196,21 +315,19 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         0 when every record was checked, 1 when some were skipped or every judgement failed.
 
     Raises:
-        CLIError: If the input cannot be read or has no valid record, or the judge is
-            unavailable (missing package or API key).
+        CLIError: If the input cannot be read or has no valid record, the judge is
+            unavailable (missing package or API key), or a Ray option is given without
+            ``--engine ray``.
         KeyboardInterrupt: On Ctrl-C, once the report of the answers already checked is
             printed, with a note saying so.
     """
     out, err = streams(out, err)
+    # One answer at a time per actor: its reuse is read from its actor's cache counts.
+    options = ray_options(args, max_concurrency=1)
     records, errors = read_records(args.input, load_answer_records, err)
-    cache = open_run_cache(args)
-    built, _ = build_judge(args.judge, err=err, limiter=build_limiter(args))
-    judge = CachedJudge(built, cache) if cache is not None else built
+    checker = build_checker(args, err)
+    cache = checker.cache
     reused = 0
-    min_words: int = args.min_words
-
-    def worthy(sentence: CitedSentence) -> bool:
-        return is_verification_worthy(sentence, min_words=min_words)
 
     def write(report: CitationReport) -> None:
         if args.json:
@@ -230,33 +347,37 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
 
     display = ProgressLines(err, len(records), enabled=not args.quiet)
     answers: list[AnswerReport] = []
+
+    def settle(index: int, outcome: CheckedAnswer | BaseException) -> None:
+        nonlocal reused
+        if isinstance(outcome, BaseException):  # a bug, on either engine: the run stops
+            raise outcome
+        answer = dataclasses.replace(outcome.answer, index=index)
+        answers.append(answer)
+        failed, total, _ = judgement_counts([answer])
+        reused += outcome.from_cache
+        result = (
+            f"recall {format_number(answer.citation_recall)}, "
+            f"precision {format_number(answer.citation_precision)}"
+            if not _unmeasured([answer])
+            else "not measured"
+        )
+        display.done(
+            index,
+            f"answer {index}: {result} ({failed} of {total} judgements failed) "
+            f"in {outcome.elapsed_s:.2f}s"
+            + (", reused from the run cache" if outcome.from_cache else ""),
+        )
+
     try:
-        for index, record in enumerate(records):  # one by one: progress, and Ctrl-C keeps them
-            start = time.perf_counter()
-            before = cache.stats().get(JUDGEMENT_NAMESPACE, (0, 0)) if cache else (0, 0)
-            display.step(index, "judging")
-            (answer,) = evaluate_answers(
-                [record], judge, is_worthy=worthy, max_concurrency=args.max_concurrency
-            ).answers
-            answer = dataclasses.replace(answer, index=index)
-            answers.append(answer)
-            failed, total, _ = judgement_counts([answer])
-            after = cache.stats().get(JUDGEMENT_NAMESPACE, (0, 0)) if cache else (0, 0)
-            # every judgement of the answer came from the run cache: an answer finished before
-            from_cache = after[0] > before[0] and after[1] == before[1]
-            reused += from_cache
-            outcome = (
-                f"recall {format_number(answer.citation_recall)}, "
-                f"precision {format_number(answer.citation_precision)}"
-                if not _unmeasured([answer])
-                else "not measured"
-            )
-            display.done(
-                index,
-                f"answer {index}: {outcome} ({failed} of {total} judgements failed) "
-                f"in {time.perf_counter() - start:.2f}s"
-                + (", reused from the run cache" if from_cache else ""),
-            )
+        if options is None:
+            for index, record in enumerate(records):  # one by one: Ctrl-C keeps them
+                display.step(index, "judging")
+                settle(index, checker.check(record))
+        else:
+            with run_on_ray(records, _worker_checker, args, options) as results:
+                for index, outcome in results:
+                    settle(index, outcome)
     except KeyboardInterrupt as exc:  # keep what finished; main says "interrupted"
         if answers:
             write(CitationReport(tuple(answers), tuple(errors)))

@@ -39,6 +39,11 @@ how many were reused. Rate limits (``--rate search=RPS/N``, ``fetch=...`` per ho
 the web search back-ends and fetches from the web, for every statement checked at once; a 429
 or 503 is retried after its ``Retry-After``.
 
+Engines: ``--engine ray`` checks the statements on Ray actors (``--workers N``, each building
+the chain once; :func:`check_statements_on_ray`), the finished ones taken from the run cache
+first; the results are emitted in input order, each through :func:`settle_statement`, as
+the local engine's (:func:`check_statements`).
+
 Run ``langchain-references factcheck --help`` (or ``python -m langchain_references.cli
 factcheck --help``): the single entry point, :func:`langchain_references.cli.main`, registers
 the command with :func:`add_parser` and runs it with :func:`run`.
@@ -50,6 +55,7 @@ import argparse
 import asyncio
 import contextlib
 import functools
+import io
 import logging
 import sys
 import time
@@ -67,6 +73,7 @@ from langchain_references.cli._common import (
     CLIError,
     ItemProgress,
     ProgressLines,
+    add_engine_options,
     add_judge_options,
     add_retrieval_option,
     add_run_options,
@@ -75,7 +82,10 @@ from langchain_references.cli._common import (
     open_run_cache,
     positive_float,
     positive_int,
+    ray_options,
     reuse_note,
+    run_on_ray,
+    worker_stack,
 )
 from langchain_references.errors import RecordError
 from langchain_references.factcheck.report import (
@@ -94,6 +104,7 @@ if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
     from langchain_core.runnables import Runnable
 
+    from langchain_references.engine import RayOptions
     from langchain_references.factcheck.chain import FactCheckChain
     from langchain_references.factcheck.search import SearchProvider
     from langchain_references.judges import JudgeInfo, JudgeInputLike, Judgement
@@ -105,8 +116,12 @@ __all__ = [
     "CLIError",
     "ProgressDisplay",
     "ProgressHandler",
+    "cached_check",
+    "check_statements",
+    "check_statements_on_ray",
     "configure_parser",
     "run",
+    "settle_statement",
 ]
 
 logger = logging.getLogger(__name__)
@@ -184,6 +199,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="allow fetching private and loopback addresses (needed for local servers)",
     )
     add_run_options(parser)
+    add_engine_options(parser)
 
 
 HELP: Final = "check statements against web evidence"
@@ -503,6 +519,56 @@ class ProgressHandler(ItemProgress[ProgressDisplay], AsyncCallbackHandler):
             self.display.progress(self.index, data)
 
 
+def cached_check(chain: Any, statement: str) -> FactCheckResult | None:
+    """The finished check of a statement in the chain's run cache (both engines ask it).
+
+    Args:
+        chain: The fact-check chain (any Runnable may stand in: without ``cached_result``,
+            nothing is reused).
+        statement: The statement.
+
+    Returns:
+        The stored result, or ``None`` (not resuming, or not finished).
+    """
+    cached_result = getattr(chain, "cached_result", None)
+    cached = cached_result(statement) if cached_result is not None else None
+    return cast("FactCheckResult | None", cached)
+
+
+def settle_statement(
+    index: int,
+    statement: str,
+    outcome: FactCheckResult | BaseException,
+    *,
+    display: ProgressDisplay,
+    judge: JudgeInfo | None = None,
+) -> FactCheckResult:
+    """What a statement's check gives, on either engine: its result, shown as finished.
+
+    A check that raised gives a result with verdict ``error`` and the exception as its reason
+    (:meth:`FactCheckResult.could_not_check`), naming ``judge``; one statement failing does not
+    stop the others.
+
+    Args:
+        index: 0-based statement index.
+        statement: The statement.
+        outcome: The chain's result, or the exception its check raised.
+        display: Progress display.
+        judge: The chain's judge, named by the result of a check that raised.
+
+    Returns:
+        The result to report.
+    """
+    if isinstance(outcome, BaseException):
+        logger.debug("Checking statement %d failed", index, exc_info=outcome)
+        display.failed(index, statement, outcome)
+        return FactCheckResult.could_not_check(
+            statement, f"{type(outcome).__name__}: {outcome}", judge=judge
+        )
+    display.finished(index, outcome)
+    return outcome
+
+
 async def check_statements(
     chain: Runnable[str, FactCheckResult],
     statements: Sequence[str],
@@ -513,10 +579,9 @@ async def check_statements(
     judge: JudgeInfo | None = None,
     reused: list[int] | None = None,
 ) -> int:
-    """Check statements concurrently and emit each result in input order.
+    """Check statements concurrently in this process and emit each result in input order.
 
-    A statement whose check raised is emitted too, as a result with verdict ``error`` and
-    the exception as its reason (:meth:`FactCheckResult.could_not_check`), naming ``judge``.
+    Each check's result or exception goes through :func:`settle_statement` (as on Ray).
 
     Args:
         chain: The fact-check chain (its progress events reach ``display``).
@@ -533,21 +598,18 @@ async def check_statements(
         verdict is ``error``).
     """
     semaphore = asyncio.Semaphore(concurrency)
-    cached_result = getattr(chain, "cached_result", None)  # any Runnable may stand in
 
     async def check(index: int, statement: str) -> FactCheckResult:
-        if cached_result is not None:
-            cached = await asyncio.to_thread(cached_result, statement)
-            if cached is not None:
-                display.reused(index, cached)
-                if reused is not None:
-                    reused.append(index)
-                return cast("FactCheckResult", cached)
+        cached = await asyncio.to_thread(cached_check, chain, statement)
+        if cached is not None:
+            display.reused(index, cached)
+            if reused is not None:
+                reused.append(index)
+            return cached
         async with semaphore:
             handler = ProgressHandler(display, index)
             result = await chain.ainvoke(statement, {"callbacks": [handler]})
-            display.finished(index, result)
-            return result
+            return settle_statement(index, statement, result, display=display, judge=judge)
 
     tasks = [asyncio.create_task(check(i, s)) for i, s in enumerate(statements)]
     failed = 0
@@ -555,13 +617,65 @@ async def check_statements(
         try:
             result = await task
         except Exception as exc:  # one statement failing must not stop the others
-            logger.debug("Checking statement %d failed", index, exc_info=True)
-            display.failed(index, statements[index], exc)
-            result = FactCheckResult.could_not_check(
-                statements[index], f"{type(exc).__name__}: {exc}", judge=judge
-            )
+            result = settle_statement(index, statements[index], exc, display=display, judge=judge)
         failed += not result.checked
         emit(index, result)
+    return failed
+
+
+def _worker_chain(args: argparse.Namespace) -> FactCheckChain:
+    """The chain of a Ray actor (built once per actor; its notices go nowhere)."""
+    return build_chain(args, worker_stack(), io.StringIO())
+
+
+def check_statements_on_ray(
+    chain: Any,
+    statements: Sequence[str],
+    args: argparse.Namespace,
+    options: RayOptions,
+    *,
+    display: ProgressDisplay,
+    emit: Any,
+    judge: JudgeInfo | None = None,
+    reused: list[int] | None = None,
+) -> int:
+    """Check statements on Ray actors and emit each result in input order.
+
+    The statements the run cache has a finished check of (looked up here, by ``chain``) are
+    reused; the others go to the actors, each of which builds its own chain from ``args`` once.
+    Each result or exception goes through :func:`settle_statement` (as in this process).
+
+    Args:
+        chain: This process's chain: its run cache tells what is finished.
+        statements: The statements.
+        args: The parsed arguments (the actors build their chains from them).
+        options: The Ray run.
+        display: Progress display (one line per finished statement).
+        emit: ``emit(index, result)`` called in input order.
+        judge: The chain's judge, named by the result of a check that raised.
+        reused: Gets the index of each statement reused from the run cache.
+
+    Returns:
+        The number of statements that could not be checked.
+    """
+    done: dict[int, FactCheckResult] = {}
+    for index, statement in enumerate(statements):
+        cached = cached_check(chain, statement)
+        if cached is not None:
+            display.reused(index, cached)
+            done[index] = cached
+            if reused is not None:
+                reused.append(index)
+    todo = [i for i in range(len(statements)) if i not in done]
+    failed = 0
+    with run_on_ray([statements[i] for i in todo], _worker_chain, args, options) as results:
+        for index, statement in enumerate(statements):
+            result = done.get(index)
+            if result is None:
+                _, outcome = next(results)  # in input order, as ``todo``
+                result = settle_statement(index, statement, outcome, display=display, judge=judge)
+            failed += not result.checked
+            emit(index, result)
     return failed
 
 
@@ -585,6 +699,11 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     err = err if err is not None else sys.stderr
     try:
         statements = read_statements(args.statements, args.file)
+    except CLIError as exc:
+        err.write(f"error: {exc}\n")
+        return 2
+    try:
+        options = ray_options(args, max_concurrency=args.concurrency)
     except CLIError as exc:
         err.write(f"error: {exc}\n")
         return 2
@@ -614,17 +733,30 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
                 err.write(f"error: {exc}\n")
                 return 2
             display = ProgressDisplay(err, len(statements), enabled=not args.quiet)
-            failed = run_sync(
-                check_statements(
+            judge = getattr(chain, "judge_info", None)  # any Runnable may stand in
+            if options is None:
+                failed = run_sync(
+                    check_statements(
+                        chain,
+                        statements,
+                        concurrency=args.concurrency,
+                        display=display,
+                        emit=emit,
+                        judge=judge,
+                        reused=reused,
+                    )
+                )
+            else:
+                failed = check_statements_on_ray(
                     chain,
                     statements,
-                    concurrency=args.concurrency,
+                    args,
+                    options,
                     display=display,
                     emit=emit,
-                    judge=getattr(chain, "judge_info", None),  # any Runnable may stand in
+                    judge=judge,
                     reused=reused,
                 )
-            )
     except KeyboardInterrupt as exc:  # main says "interrupted" with this note
         note = f"{written} of {len(statements)} statement(s) reported"
         exc.add_note(note)

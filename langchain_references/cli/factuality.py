@@ -34,6 +34,10 @@ records an earlier run finished from it (their table row and ``--output`` line, 
 and says how many; the others are scored again, reusing the judgements they find. ``--rate
 judge=RPS/N`` limits an LLM judge's requests (LangChain's ``rate_limiter``).
 
+Engines: ``--engine ray`` scores the records the run cache has not finished on Ray actors
+(``--workers N``, each building the evaluator once); every record, on either engine, goes
+through the same reporting (``_Scoring``), in input order.
+
 Exit status: 0 when every record was scored, 1 when some records failed (the others are
 still reported), 2 when the command cannot run (unreadable input, unavailable judge or API key),
 130 when interrupted.
@@ -43,18 +47,21 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import logging
 import time
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.runnables import Runnable, RunnableLambda
 
 from langchain_references.cli._common import (
     CLIError,
     ItemProgress,
     ProgressLines,
+    add_engine_options,
     add_judge_options,
     add_run_options,
     atomic_write,
@@ -66,9 +73,12 @@ from langchain_references.cli._common import (
     load_chat_model,
     open_run_cache,
     positive_int,
+    ray_options,
     read_records,
     reuse_note,
+    run_on_ray,
     streams,
+    worker_stack,
     writing,
 )
 from langchain_references.factuality.io import (
@@ -88,12 +98,18 @@ from langchain_references.judges.cached import CachedJudge, judge_fingerprint
 from langchain_references.loading import LoadResult, load_records
 from langchain_references.runcache import RunCache, content_key
 
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from langchain_references.engine import RayOptions
+
 __all__ = [
     "DESCRIPTION",
     "HELP",
     "ITEM_NAMESPACE",
     "STAGES",
     "StageProgress",
+    "build_evaluator",
     "configure_parser",
     "inference_report",
     "judge_failures",
@@ -134,6 +150,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="inference method (default: auto)",
     )
     add_run_options(parser)
+    add_engine_options(parser)
 
 
 HELP: Final = "FactReasoner-style long-form factuality of responses"
@@ -400,6 +417,195 @@ class _Records:
             self.cache.put(ITEM_NAMESPACE, self._key(record), value)
 
 
+class _Scoring:
+    """A run's scored records, by input index: what both engines do with each record.
+
+    :meth:`reuse` takes a finished record from the run cache; :meth:`settle` turns a record's
+    result (or the error its evaluation raised) into its table row, ``--output`` line, progress
+    line and error or warning, and stores it in the run cache when it finished.
+    """
+
+    def __init__(
+        self, finished: _Records, display: ProgressLines, err: TextIO, model_name: str
+    ) -> None:
+        self.finished = finished
+        self.display = display
+        self.err = err
+        self.model_name = model_name
+        self.rows: dict[int, list[str]] = {}
+        self.results: dict[int, dict[str, Any]] = {}
+        self.failed = 0
+
+    def ordered_rows(self) -> list[list[str]]:
+        """The table rows of the records done so far, in input order."""
+        return [self.rows[i] for i in sorted(self.rows)]
+
+    def ordered_results(self) -> list[dict[str, Any]]:
+        """The ``--output`` lines of the records scored so far, in input order."""
+        return [self.results[i] for i in sorted(self.results)]
+
+    def reuse(self, index: int, location: str, record: FactualityInput) -> bool:
+        """Take record ``index`` from the run cache if an earlier run finished it.
+
+        Returns:
+            Whether it was reused (its row and output line are then the stored ones).
+        """
+        stored = self.finished.get(record)
+        if stored is None:
+            return False
+        self.rows[index] = [str(cell) for cell in stored["row"]]
+        self.results[index] = stored["output"]
+        name = _record_name(location, record)
+        self.display.done(index, f"{name}: {stored['outcome']}, reused from the run cache")
+        return True
+
+    def settle(
+        self,
+        index: int,
+        location: str,
+        record: FactualityInput,
+        outcome: FactualityResult | BaseException,
+        elapsed: float,
+    ) -> None:
+        """Report record ``index``'s result, or the error its evaluation raised.
+
+        Args:
+            index: 0-based record index.
+            location: The record's ``FILE:LINE``.
+            record: The record.
+            outcome: The evaluator's result, or its exception.
+            elapsed: Seconds the evaluation took.
+
+        Raises:
+            BaseException: ``outcome``, when it is not a record's error (``ValueError`` or
+                ``TypeError``): a bug stops the run, as it would in this process.
+        """
+        err, display = self.err, self.display
+        name = _record_name(location, record)
+        if isinstance(outcome, ValueError | TypeError):
+            self.failed += 1
+            display.done(index, f"{name}: error")
+            err.write(f"error: {location}: {outcome}\n")
+            return
+        if isinstance(outcome, BaseException):
+            raise outcome
+        result = outcome
+        for failure in result.failures:
+            logger.info(
+                "%s: %s failure: %s (%s)", location, failure.stage, failure.reason, failure.item
+            )
+        k, n = judge_failures(result)
+        if n and k == n:  # nothing was measured: no scores, nothing written
+            self.failed += 1
+            reason = next(f.reason for f in result.failures if f.stage == "judge")
+            display.done(index, f"{name}: not scored in {elapsed:.2f}s")
+            err.write(f"error: {location}: {k} of {n} judgements failed ({reason}); not scored\n")
+            self.rows[index] = summary_row(name, dataclasses.replace(result, scores=None))
+            return
+        if k:
+            err.write(
+                f"warning: {location}: {k} of {n} judgements failed; "
+                f"the scores use the other {n - k}\n"
+            )
+        if result.scores is None:
+            self.failed += 1
+        row = summary_row(name, result)
+        self.rows[index] = row
+        output = output_record(result, model_name=self.model_name, elapsed_time=elapsed)
+        self.results[index] = output
+        if not k and result.scores is not None:  # finished: a resumed run reuses it
+            self.finished.put(record, row, output, _outcome(result))
+        display.done(index, f"{name}: {_outcome(result)} in {elapsed:.2f}s")
+
+
+def build_evaluator(
+    args: argparse.Namespace,
+    judge: Runnable[Any, Any],
+    judge_model: BaseChatModel | None,
+    cache: RunCache | None,
+) -> Any:
+    """The factuality evaluator of the parsed arguments (in this process and in each actor).
+
+    Args:
+        args: Parsed arguments.
+        judge: The judge of ``--judge``.
+        judge_model: Its chat model (atomizes records without atoms unless ``--llm``).
+        cache: The run cache: judgements are reused from it and stored in it.
+
+    Returns:
+        The evaluator (a Runnable over :class:`FactualityInput`).
+
+    Raises:
+        CLIError: If ``--llm`` is unavailable (missing package or API key).
+    """
+    llm = load_chat_model(args.llm, option="--llm", temperature=0) if args.llm else judge_model
+    judging = CachedJudge(judge, cache) if cache is not None else judge
+    return create_factuality_evaluator(
+        llm,
+        judge=judging,
+        retriever=InputContexts(args.top_k),
+        version=args.version,
+        top_k=args.top_k,
+        inference_method=args.method,
+        max_concurrency=args.max_concurrency,
+    )
+
+
+def _timed(evaluator: Any, record: FactualityInput) -> tuple[FactualityResult, float]:
+    start = time.perf_counter()
+    result: FactualityResult = evaluator.invoke(record)
+    return result, time.perf_counter() - start
+
+
+def _worker_evaluator(args: argparse.Namespace) -> Runnable[Any, Any]:
+    """A Ray actor's evaluator, built once per actor: ``record -> (result, seconds)``."""
+    stack = worker_stack()
+    cache = open_run_cache(args)
+    if cache is not None:
+        stack.callback(cache.close)
+    judge, judge_model = build_judge(args.judge, limiter=build_limiter(args))
+    evaluator = build_evaluator(args, judge, judge_model, cache)
+    return RunnableLambda(functools.partial(_timed, evaluator))
+
+
+def _score_locally(
+    scoring: _Scoring, records: list[tuple[str, FactualityInput]], evaluator: Any
+) -> None:
+    for index, (location, record) in enumerate(records):
+        if scoring.reuse(index, location, record):
+            continue
+        start = time.perf_counter()
+        outcome: FactualityResult | BaseException
+        try:
+            callbacks = [StageProgress(scoring.display, index)]
+            outcome = evaluator.invoke(record, {"callbacks": callbacks})
+        except (ValueError, TypeError) as exc:
+            outcome = exc
+        scoring.settle(index, location, record, outcome, time.perf_counter() - start)
+
+
+def _score_on_ray(
+    scoring: _Scoring,
+    records: list[tuple[str, FactualityInput]],
+    args: argparse.Namespace,
+    options: RayOptions,
+) -> None:
+    todo = [
+        index
+        for index, (location, record) in enumerate(records)
+        if not scoring.reuse(index, location, record)
+    ]
+    with run_on_ray([records[i][1] for i in todo], _worker_evaluator, args, options) as results:
+        for index in todo:
+            _, outcome = next(results)  # in input order, as ``todo``
+            location, record = records[index]
+            if isinstance(outcome, BaseException):
+                scoring.settle(index, location, record, outcome, 0.0)
+            else:
+                result, elapsed = outcome
+                scoring.settle(index, location, record, result, elapsed)
+
+
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run the ``factuality`` command.
 
@@ -414,17 +620,19 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
 
     Raises:
         CLIError: If the input cannot be read, the judge or ``--llm`` is unavailable (missing
-            package or API key), or the output cannot be written.
+            package or API key), a Ray option is given without ``--engine ray``, or the output
+            cannot be written.
         KeyboardInterrupt: On Ctrl-C, once the records already scored are printed and
             written, with a note saying what was kept.
     """
     out, err = streams(out, err)
+    options = ray_options(args)
     if args.output is not None:
         check_output(args.output, args.input)
     records, bad = read_records(args.input, _load, err)
     cache = open_run_cache(args)
     judge, judge_model = build_judge(args.judge, err=err, limiter=build_limiter(args))
-    llm = load_chat_model(args.llm, option="--llm", temperature=0) if args.llm else judge_model
+    evaluator = build_evaluator(args, judge, judge_model, cache)
     finished = _Records(
         cache,
         {
@@ -435,77 +643,27 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             "judge": judge_fingerprint(judge),
         },
     )
-    judging = CachedJudge(judge, cache) if cache is not None else judge
-    evaluator = create_factuality_evaluator(
-        llm,
-        judge=judging,
-        retriever=InputContexts(args.top_k),
-        version=args.version,
-        top_k=args.top_k,
-        inference_method=args.method,
-        max_concurrency=args.max_concurrency,
-    )
-    rows: list[list[str]] = [list(_HEADER)]
-    results: list[dict[str, Any]] = []
-    failed = len(bad)
-    model_name = judge_model_name(args.judge)
     info = judge_info(judge)  # what every result names (FactualityResult.judge)
     display = ProgressLines(err, len(records), enabled=not args.quiet)
+    scoring = _Scoring(finished, display, err, judge_model_name(args.judge))
+    scoring.failed = len(bad)
     started = time.perf_counter()
 
     def table() -> None:
         out.write(f"FactReasoner FR{args.version}, {len(records)} record(s)\n")
         out.write(f"Judge: {info}\n")
-        if len(rows) > 1:
-            out.write(format_table(rows) + "\n")
+        rows = scoring.ordered_rows()
+        if rows:
+            out.write(format_table([list(_HEADER), *rows]) + "\n")
 
     try:
-        for index, (location, record) in enumerate(records):
-            name = _record_name(location, record)
-            stored = finished.get(record)
-            if stored is not None:
-                rows.append([str(cell) for cell in stored["row"]])
-                results.append(stored["output"])
-                display.done(index, f"{name}: {stored['outcome']}, reused from the run cache")
-                continue
-            start = time.perf_counter()
-            try:
-                result = evaluator.invoke(record, {"callbacks": [StageProgress(display, index)]})
-            except (ValueError, TypeError) as exc:
-                failed += 1
-                display.done(index, f"{name}: error")
-                err.write(f"error: {location}: {exc}\n")
-                continue
-            for failure in result.failures:
-                logger.info(
-                    "%s: %s failure: %s (%s)", location, failure.stage, failure.reason, failure.item
-                )
-            elapsed = time.perf_counter() - start
-            k, n = judge_failures(result)
-            if n and k == n:  # nothing was measured: no scores, nothing written
-                failed += 1
-                reason = next(f.reason for f in result.failures if f.stage == "judge")
-                display.done(index, f"{name}: not scored in {elapsed:.2f}s")
-                err.write(
-                    f"error: {location}: {k} of {n} judgements failed ({reason}); not scored\n"
-                )
-                rows.append(summary_row(name, dataclasses.replace(result, scores=None)))
-                continue
-            if k:
-                err.write(
-                    f"warning: {location}: {k} of {n} judgements failed; "
-                    f"the scores use the other {n - k}\n"
-                )
-            if result.scores is None:
-                failed += 1
-            row = summary_row(name, result)
-            rows.append(row)
-            results.append(output_record(result, model_name=model_name, elapsed_time=elapsed))
-            if not k and result.scores is not None:  # finished: a resumed run reuses it
-                finished.put(record, row, results[-1], _outcome(result))
-            display.done(index, f"{name}: {_outcome(result)} in {elapsed:.2f}s")
+        if options is None:
+            _score_locally(scoring, records, evaluator)
+        else:
+            _score_on_ray(scoring, records, args, options)
     except KeyboardInterrupt as exc:  # keep what finished; main says "interrupted"
         table()
+        results = scoring.ordered_results()
         kept = f"{len(results)} of {len(records)} record(s) scored"
         if args.output is not None and results:
             try:
@@ -517,6 +675,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             kept += f"; nothing written to {args.output}"
         exc.add_note(kept)
         raise
+    results = scoring.ordered_results()
     if not args.quiet:
         err.write(
             f"scored {len(results)} of {len(records)} record(s) "
@@ -530,4 +689,4 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             raise CLIError(f"no record could be scored; nothing written to {args.output}")
         count = _write_results(args.output, results)
         out.write(f"wrote {count} result(s) to {args.output}\n")
-    return 1 if failed else 0
+    return 1 if scoring.failed else 0

@@ -209,6 +209,27 @@ def test_factcheck_on_a_core_install_prints_one_error_line_naming_the_extra() ->
     assert 'pip install ".[factcheck]"' in lines[0]
 
 
+def test_the_ray_engine_on_a_core_install_prints_one_error_line_naming_the_extra(
+    tmp_path: Path,
+) -> None:
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text('{"answer": "A [1](id=1).", "documents": ["A."]}\n', encoding="utf-8")
+    result = run_core(
+        f"""
+        import sys
+        from langchain_references.cli import main
+
+        sys.exit(main(["citations", "--input", {str(answers)!r}, "--engine", "ray"]))
+        """
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "error: --engine ray needs the optional package 'ray' (extra [ray]): "
+        'pip install ".[ray]" (in a checkout of this project)'
+    ]
+
+
 def test_the_wheel_holds_the_data_files_the_license_and_py_typed(tmp_path: Path) -> None:
     pytest.importorskip("hatchling", reason="the [dev] extra builds the wheel offline")
     pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
