@@ -61,6 +61,8 @@ __all__ = [
     "to_json",
 ]
 
+logger = logging.getLogger(__name__)
+
 
 Engine: TypeAlias = Literal["local", "ray"]
 #: The engines, the default first.

@@ -255,9 +255,10 @@ def test_a_ray_backend_keeps_two_actors_within_one_rate(local_ray: None) -> None
 
 def test_without_the_shared_backend_two_actors_go_past_the_rate(local_ray: None) -> None:
     # The control: each actor with its own limits doubles the rate; the server pushes back
-    # (its 429s are retried after Retry-After, so no item fails either way).
+    # (its 429s are retried after Retry-After, so no item fails either way). 40 items keep
+    # both actors fetching for several seconds, so that they overlap even if one starts late.
     with serve_throttled(RATE, burst=2, retry_after="0.3") as site:
-        failures = _run_fetches(None, site, 16)  # a backend per actor
-    assert failures == [[]] * 16
+        failures = _run_fetches(None, site, 40)  # a backend per actor
+    assert failures == [[]] * 40
     assert len(site.refused) >= 1
     assert arrivals_in_a_second(site) > RATE + 2
