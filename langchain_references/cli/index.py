@@ -17,6 +17,12 @@ dense``, the generation's BM25 indexes are saved with it (embedded Chroma), so t
 --retrieval hybrid`` (the default) or ``bm25`` loads them. A bad line is reported
 as ``error: FILE:LINE: FIELD: problem (record skipped)`` and the other records are indexed.
 
+``--engine ray`` embeds the batches on Ray actors (``--workers N`` of them, each loading the
+embeddings once) of a local Ray started on 127.0.0.1, or of the cluster at ``--ray-address``
+(extra ``[ray]``): the same entries are written, the progress bar counts the records of the
+batches done, in order, and the summary line is the local engine's. Into a Chroma server
+(``--chroma-url``) the actors write the entries themselves.
+
 Exit status: 0 when every record was indexed, 1 when some lines were skipped, 2 when the
 command cannot run or the build failed (unreadable input, no valid record, index unavailable,
 a write refused), 130 when interrupted.
@@ -28,7 +34,7 @@ import argparse
 import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO, cast
 
 from langchain_references.cli._common import (
     CLIError,
@@ -39,6 +45,7 @@ from langchain_references.cli._common import (
     read_records,
     streams,
 )
+from langchain_references.engine import DEFAULT_ENGINE, ENGINES, RayOptions
 from langchain_references.loading import LoadResult, load_records
 from langchain_references.retrieval import DEFAULT_RETRIEVAL
 from langchain_references.server.index import (
@@ -54,11 +61,15 @@ from langchain_references.server.settings import default_persist_dir
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
+    from langchain_references.engine import Engine
+
 __all__ = [
+    "add_engine_options",
     "add_location_options",
     "add_parser",
     "configure_build_parser",
     "open_index",
+    "ray_options",
     "run_build",
 ]
 
@@ -99,6 +110,57 @@ def add_location_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_engine_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--engine local|ray``, ``--ray-address ADDR`` and ``--workers N``.
+
+    Args:
+        parser: The parser of a command that can run on Ray (``index build``).
+    """
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default=DEFAULT_ENGINE,
+        help=f"where the work runs: in this process (local) or on Ray actors (ray, extra "
+        f"[ray]) (default: {DEFAULT_ENGINE})",
+    )
+    parser.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="the Ray cluster to join ('auto', 'ray://host:10001'; default: a local Ray "
+        "started on 127.0.0.1 for the run); --engine ray only",
+    )
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        metavar="N",
+        help="Ray actors, each loading the models once (default: 1); --engine ray only",
+    )
+
+
+def ray_options(args: argparse.Namespace) -> RayOptions | None:
+    """The Ray options of :func:`add_engine_options`'s arguments (``None``: local engine).
+
+    Args:
+        args: The parsed arguments.
+
+    Returns:
+        The options for ``--engine ray``, else ``None``.
+
+    Raises:
+        CLIError: If ``--ray-address`` or ``--workers`` is given without ``--engine ray``.
+    """
+    if args.engine != "ray":
+        given = [
+            option
+            for option, value in (("--ray-address", args.ray_address), ("--workers", args.workers))
+            if value is not None
+        ]
+        if given:
+            raise CLIError(f"{' and '.join(given)}: only with --engine ray")
+        return None
+    return RayOptions(address=args.ray_address, workers=args.workers or 1)
+
+
 def configure_build_parser(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``index build``.
 
@@ -127,6 +189,7 @@ def configure_build_parser(parser: argparse.ArgumentParser) -> None:
         "the index will be searched; unless dense, its BM25 index is saved with the new "
         "generation (embedded Chroma only)",
     )
+    add_engine_options(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -211,8 +274,11 @@ def run_build(
     from tqdm import tqdm  # type: ignore[import-untyped]
 
     out, err = streams(out, err)
+    ray = ray_options(args)
     records, errors = read_records(args.input, _loader(args.max_record_chars), err)
-    embeddings = _embeddings(args)
+    embeddings: Embeddings | str | None = _embeddings(args)
+    if ray is not None:  # each Ray actor loads them from their spec
+        embeddings = args.embeddings
     try:
         with tqdm(
             total=len(records), unit="record", file=err, disable=args.quiet, desc="indexing"
@@ -226,6 +292,8 @@ def run_build(
                 batch_size=args.batch_size,
                 progress=bar.update,
                 retrieval=args.retrieval,
+                engine=cast("Engine", args.engine),
+                ray=ray,
             )
     except (ValueError, EvidenceIndexError) as exc:
         raise CLIError(str(exc)) from exc

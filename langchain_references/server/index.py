@@ -43,27 +43,33 @@ versions), gets them built in memory from its entries when opened.
 
 **Threads and processes.** One Chroma client per index, created under a process-wide lock;
 Chroma's clients are thread-safe, so searches run concurrently. Several worker processes may
-open the same embedded directory to read it, or share a Chroma server (``chroma run``).
+open the same embedded directory to read it, or share a Chroma server (``chroma run``). A
+build may embed its batches on Ray actors (``engine="ray"``,
+:mod:`~langchain_references.server.index_ray`), which write them into a Chroma server
+themselves, or hand the vectors back for this process to write into the embedded store.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import importlib
 import json
 import logging
 import math
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, cast, get_args
 from urllib.parse import urlsplit
 
 from langchain_references._optional import require
 from langchain_references.citations.sentences import split_cited_sentences
+from langchain_references.engine import DEFAULT_ENGINE, ENGINES, Engine, RayOptions
 from langchain_references.errors import LangchainReferencesError, RecordError
 from langchain_references.retrieval import (
     DEFAULT_RETRIEVAL,
@@ -79,6 +85,8 @@ if TYPE_CHECKING:
     from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
     from langchain_core.embeddings import Embeddings
+
+    from langchain_references.server.index_ray import RayWriter
 
 __all__ = [
     "FUSION_DEPTH",
@@ -132,6 +140,7 @@ _OVERSAMPLE_CAP: Final = 2048
 _CLIENT_LOCK: Final = threading.Lock()
 
 Scalar: TypeAlias = str | int | float | bool
+_T = TypeVar("_T")
 
 
 class EvidenceIndexError(LangchainReferencesError, RuntimeError):
@@ -373,6 +382,73 @@ def _entries(record: EvidenceRecord) -> list[_Entry]:
             )
         )
     return entries
+
+
+def _chunks(items: Sequence[_T], size: int) -> Iterator[Sequence[_T]]:
+    """``items`` in consecutive slices of at most ``size``."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _batches(
+    records: Iterable[EvidenceRecord], limit: int
+) -> Iterator[tuple[list[str], list[_Entry]]]:
+    """The records' entries in batches of about ``limit``: ``(record ids, entries)``.
+
+    A batch closes after the record that brings it to ``limit`` entries or more (a record's
+    entries stay in one batch), so every engine writes the same batches.
+    """
+    pending: list[_Entry] = []
+    pending_records: list[str] = []
+    for record in records:
+        pending.extend(_entries(record))
+        pending_records.append(record.id)
+        if len(pending) >= limit:
+            yield pending_records, pending
+            pending, pending_records = [], []
+    if pending:
+        yield pending_records, pending
+
+
+def _upsert(
+    collection: Collection, entries: Sequence[_Entry], vectors: Sequence[Sequence[float]]
+) -> None:
+    """Upsert entries with their vectors (at most Chroma's batch limit of them)."""
+    collection.upsert(
+        ids=[e.id for e in entries],
+        embeddings=cast("Any", list(vectors)),
+        documents=[e.text for e in entries],
+        metadatas=cast("Any", [e.metadata for e in entries]),
+    )
+
+
+def _embed_and_write(
+    entries: Sequence[_Entry],
+    embeddings: Embeddings,
+    limit: int,
+    write: Callable[[Sequence[_Entry], list[list[float]]], None],
+) -> int:
+    """Embed a batch of entries ``limit`` at a time and hand each slice to ``write``.
+
+    The one way entries are embedded, in this process (:meth:`EvidenceIndex.build`,
+    :meth:`EvidenceIndex.add_records`) and in Ray workers
+    (:mod:`~langchain_references.server.index_ray`): a text repeated in a slice (a
+    one-sentence record's phrase is its abstract) is embedded once.
+
+    Args:
+        entries: The entries.
+        embeddings: Their embeddings.
+        limit: Entries per slice (at most Chroma's batch limit).
+        write: Called with each slice and its vectors, in order (e.g. an upsert).
+
+    Returns:
+        The number of entries written.
+    """
+    for chunk in _chunks(entries, limit):
+        texts = list(dict.fromkeys(e.text for e in chunk))
+        by_text = dict(zip(texts, embeddings.embed_documents(texts), strict=True))
+        write(chunk, [by_text[e.text] for e in chunk])
+    return len(entries)
 
 
 def _bm25_of_records(records: Iterable[EvidenceRecord]) -> dict[Granularity, BM25Index]:
@@ -764,6 +840,31 @@ class EvidenceIndex:
         self._write_lock = threading.Lock()
         self._read_lock = threading.Lock()
 
+    @classmethod
+    def _on(
+        cls,
+        client: ClientAPI,
+        collection: Collection,
+        embeddings: Embeddings,
+        name: str,
+        location: str,
+        *,
+        pointer: Collection | None = None,
+        retrieval: Retrieval = DEFAULT_RETRIEVAL,
+        bm25_root: Path | None = None,
+    ) -> EvidenceIndex:
+        """The index on ``collection``, with the batch limit of ``client``."""
+        return cls(
+            collection,
+            embeddings,
+            name=name,
+            location=location,
+            max_batch_size=_max_batch(client),
+            pointer=pointer,
+            retrieval=retrieval,
+            bm25_root=bm25_root,
+        )
+
     @property
     def generation(self) -> str:
         """The name of the Chroma collection searched (``"{name}__g{N}"``)."""
@@ -836,12 +937,12 @@ class EvidenceIndex:
             logger.warning(
                 "index %r was built with %s embeddings, searching with %s", name, built_with, kind
             )
-        index = cls(
+        index = cls._on(
+            client,
             collection,
             embeddings,
-            name=name,
-            location=location,
-            max_batch_size=_max_batch(client),
+            name,
+            location,
             pointer=pointer,
             retrieval=retrieval,
             bm25_root=root,
@@ -859,10 +960,12 @@ class EvidenceIndex:
         *,
         persist_dir: str | Path | None = None,
         chroma_url: str | None = None,
-        embeddings: Embeddings | None = None,
+        embeddings: Embeddings | str | None = None,
         batch_size: int = 256,
         progress: Callable[[int], None] | None = None,
         retrieval: Retrieval = DEFAULT_RETRIEVAL,
+        engine: Engine = DEFAULT_ENGINE,
+        ray: RayOptions | None = None,
     ) -> BuildResult:
         """Build a new generation of an index from records and switch to it when complete.
 
@@ -872,23 +975,41 @@ class EvidenceIndex:
         serves, or there is still no index. After the switch, generations older than the
         previous one are deleted (and unfinished ones of killed builds).
 
+        With ``engine="ray"`` the batches are embedded on Ray actors (``ray`` says where Ray
+        runs and how many actors; a local Ray on 127.0.0.1 by default), each of which loads the
+        embeddings once: from ``embeddings`` when it is a spec (``None``, ``"minilm"``,
+        ``"module:factory"``), or a pickled copy of the object given. Into an embedded Chroma
+        the actors return the vectors and this process writes them in input order; into a
+        Chroma server (``chroma_url``) each actor writes its batches itself. Either way the
+        generation, its checks and the switch are as with the local engine, and so are the
+        entries written.
+
         Args:
             name: The index name (see :meth:`open`).
             records: The records; when an id repeats, the last record with it wins.
             persist_dir: Directory of an embedded Chroma (created if missing).
             chroma_url: URL of a Chroma server, instead.
-            embeddings: Embeddings of the entries (default: the offline MiniLM).
+            embeddings: Embeddings of the entries, or the spec of some
+                (:func:`load_embeddings`; default: the offline MiniLM).
             batch_size: Entries embedded and written per batch (capped by Chroma's limit).
-            progress: Called with the number of records done after each batch.
+            progress: Called with the number of records done after each batch (in input
+                order, with either engine).
             retrieval: The mode the returned index searches in. Unless ``"dense"``, an
                 embedded index saves the generation's BM25 indexes with it, before the switch
                 (``"dense"`` saves none: opening it for BM25 later builds them in memory).
+            engine: ``"local"`` (embed in this process) or ``"ray"`` (on Ray actors).
+            ray: Where Ray runs and how many actors (``workers``) embed, for ``"ray"``
+                (default: ``RayOptions()``). Each actor embeds one batch at a time; the
+                options' ``batch_size`` and ``max_concurrency`` are not used.
 
         Returns:
             The new index and what was replaced.
 
         Raises:
-            ValueError: If the name, the locations or ``batch_size`` are invalid.
+            ValueError: If the name, the locations, ``batch_size``, ``engine`` or the
+                embeddings spec are invalid, or ``ray`` is given with the local engine.
+            ImportError: If the embeddings spec names a module that cannot be imported.
+            MissingDependencyError: If the engine is ``"ray"`` and Ray is not installed.
             IndexBuildError: If writing failed (the message ends with what still serves).
             EvidenceIndexError: If Chroma cannot be reached.
             KeyboardInterrupt: Re-raised after undoing the build, with a note saying what
@@ -896,10 +1017,19 @@ class EvidenceIndex:
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+        if ray is not None and engine != "ray":
+            raise ValueError(f"ray options are for engine='ray', not {engine!r}")
         retrieval = check_retrieval(retrieval)
+        remote = None
+        if engine == "ray":
+            from langchain_references.server.index_ray import RayWriter
+
+            remote = RayWriter(embeddings, chroma_url=chroma_url, options=ray or RayOptions())
         client, location = _connect(name, persist_dir, chroma_url, create=True)
-        if embeddings is None:
-            embeddings = load_embeddings()
+        if embeddings is None or isinstance(embeddings, str):
+            embeddings = load_embeddings(embeddings)
         root = None if persist_dir is None else bm25_store.bm25_root(persist_dir)
         result = cls._build(
             client,
@@ -910,6 +1040,7 @@ class EvidenceIndex:
             batch_size=batch_size,
             progress=progress,
             bm25_root=root if retrieval != "dense" else None,
+            remote=remote,
         )
         result.index.retrieval = retrieval
         result.index._bm25_root = root
@@ -927,6 +1058,7 @@ class EvidenceIndex:
         batch_size: int,
         progress: Callable[[int], None] | None = None,
         bm25_root: Path | None = None,
+        remote: RayWriter | None = None,
     ) -> BuildResult:
         unique = _last_of_each_id(records)
         try:
@@ -942,16 +1074,10 @@ class EvidenceIndex:
         except Exception as exc:  # chromadb's errors share no base class
             raise EvidenceIndexError(f"cannot build index {name!r} in {location}: {exc}") from exc
         left = _left_as(state, name)
-        index = cls(
-            collection,
-            embeddings,
-            name=name,
-            location=location,
-            max_batch_size=_max_batch(client),
-            bm25_root=bm25_root,
-        )
+        index = cls._on(client, collection, embeddings, name, location, bm25_root=bm25_root)
         try:
-            written = index._write(unique, min(batch_size, index.max_batch_size), progress)
+            limit = min(batch_size, index.max_batch_size)
+            written = index._write(unique, limit, progress, remote=remote)
             entries = int(collection.count())
             if entries != written:
                 raise EvidenceIndexError(
@@ -1095,41 +1221,49 @@ class EvidenceIndex:
         progress: Callable[[int], None] | None,
         *,
         prune: bool = False,
+        remote: RayWriter | None = None,
     ) -> int:
-        """Write records (ids unique) in batches of about ``limit`` entries."""
+        """Write records (ids unique) in batches of about ``limit`` entries.
+
+        The batches are embedded here, or by ``remote``'s Ray workers (a build only).
+        """
+        batches = _batches(records, limit)
+        if remote is None:
+            done: Generator[tuple[list[str], int], None, None] = (
+                (ids, self._flush(entries, ids, limit, prune=prune)) for ids, entries in batches
+            )
+        else:
+            done = remote.write(self, batches, limit)
         written = 0
-        pending: list[_Entry] = []
-        pending_records: list[str] = []
-        for record in records:
-            pending.extend(_entries(record))
-            pending_records.append(record.id)
-            if len(pending) >= limit:
-                written += self._flush(pending, pending_records, limit, prune=prune)
+        with contextlib.closing(done):
+            for record_ids, count in done:
+                written += count
                 if progress is not None:
-                    progress(len(pending_records))
-                pending, pending_records = [], []
-        if pending:
-            written += self._flush(pending, pending_records, limit, prune=prune)
-            if progress is not None:
-                progress(len(pending_records))
+                    progress(len(record_ids))
         return written
+
+    def _write_error(self, exc: BaseException | str) -> EvidenceIndexError:
+        return EvidenceIndexError(f"cannot write to index {self.name!r}: {exc}")
+
+    def _upsert(self, entries: Sequence[_Entry], vectors: Sequence[Sequence[float]]) -> None:
+        """Upsert entries embedded elsewhere (by Ray workers), ``max_batch_size`` at a time."""
+        try:
+            for chunk, chunk_vectors in zip(
+                _chunks(entries, self.max_batch_size),
+                _chunks(vectors, self.max_batch_size),
+                strict=True,
+            ):
+                _upsert(self._collection, chunk, chunk_vectors)
+        except Exception as exc:  # chromadb's errors share no base class
+            raise self._write_error(exc) from exc
 
     def _flush(
         self, entries: Sequence[_Entry], record_ids: Sequence[str], limit: int, *, prune: bool
     ) -> int:
         try:
-            for start in range(0, len(entries), limit):
-                chunk = entries[start : start + limit]
-                # A one-sentence record's phrase is its abstract: embed each text once.
-                texts = list(dict.fromkeys(e.text for e in chunk))
-                by_text = dict(zip(texts, self.embeddings.embed_documents(texts), strict=True))
-                vectors = [by_text[e.text] for e in chunk]
-                self._collection.upsert(
-                    ids=[e.id for e in chunk],
-                    embeddings=cast("Any", vectors),
-                    documents=[e.text for e in chunk],
-                    metadatas=cast("Any", [e.metadata for e in chunk]),
-                )
+            _embed_and_write(
+                entries, self.embeddings, limit, functools.partial(_upsert, self._collection)
+            )
             if prune:  # a record's sentences it no longer has
                 fresh = {e.id for e in entries}
                 owners = {"record_id": {"$in": list(dict.fromkeys(record_ids))}}
@@ -1138,7 +1272,7 @@ class EvidenceIndex:
                 if stale:
                     self._collection.delete(ids=stale)
         except Exception as exc:  # chromadb's errors share no base class
-            raise EvidenceIndexError(f"cannot write to index {self.name!r}: {exc}") from exc
+            raise self._write_error(exc) from exc
         return len(entries)
 
     # ------------------------------------------------------------------ searching

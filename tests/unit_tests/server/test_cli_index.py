@@ -109,6 +109,12 @@ def test_build_without_valid_records_fails(tmp_path: Path) -> None:
         (["--name", "ok-idx", "--embeddings", "nomodule"], "--embeddings nomodule"),
         (["--name", "ok-idx", "--embeddings", "builtins:object"], "not an Embeddings"),
         (["--name", "ok-idx", "--embeddings", "json:dumps"], "json:dumps() failed: TypeError"),
+        (["--name", "ok-idx", "--workers", "2"], "error: --workers: only with --engine ray"),
+        (
+            ["--name", "ok-idx", "--ray-address", "auto", "--workers", "2"],
+            "error: --ray-address and --workers: only with --engine ray",
+        ),
+        (["--name", "ok-idx", "--engine", "spark"], "invalid choice: 'spark'"),
     ],
 )
 def test_build_option_errors(tmp_path: Path, extra: list[str], message: str) -> None:
