@@ -666,11 +666,12 @@ DEFAULT_WORKERS: Final = 2
 DEFAULT_RAY_BATCH_SIZE: Final = 4
 
 
-def add_engine_options(parser: argparse.ArgumentParser) -> None:
+def add_engine_options(parser: argparse.ArgumentParser, *, batch_option: bool = True) -> None:
     """Add ``--engine local|ray``, ``--ray-address``, ``--workers`` and ``--ray-batch-size``.
 
     Args:
         parser: The parser of a batch command (read back by :func:`ray_options`).
+        batch_option: Add ``--ray-batch-size`` (``index build`` batches by ``--batch-size``).
     """
     group = parser.add_argument_group("engine")
     group.add_argument(
@@ -692,12 +693,13 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"Ray actors, each loading the models once (default: {DEFAULT_WORKERS})",
     )
-    group.add_argument(
-        "--ray-batch-size",
-        type=positive_int,
-        metavar="N",
-        help=f"items handed to an actor at a time (default: {DEFAULT_RAY_BATCH_SIZE})",
-    )
+    if batch_option:
+        group.add_argument(
+            "--ray-batch-size",
+            type=positive_int,
+            metavar="N",
+            help=f"items handed to an actor at a time (default: {DEFAULT_RAY_BATCH_SIZE})",
+        )
 
 
 def ray_options(
@@ -734,7 +736,7 @@ def ray_options(
     return RayOptions(
         address=args.ray_address,
         workers=args.workers or DEFAULT_WORKERS,
-        batch_size=args.ray_batch_size or DEFAULT_RAY_BATCH_SIZE,
+        batch_size=getattr(args, "ray_batch_size", None) or DEFAULT_RAY_BATCH_SIZE,
         max_concurrency=max_concurrency,
     )
 

@@ -38,14 +38,15 @@ from typing import TYPE_CHECKING, Any, Final, TextIO, cast
 
 from langchain_references.cli._common import (
     CLIError,
+    add_engine_options,
     add_retrieval_option,
     add_subcommand,
     non_blank,
     positive_int,
+    ray_options,
     read_records,
     streams,
 )
-from langchain_references.engine import DEFAULT_ENGINE, ENGINES, RayOptions
 from langchain_references.loading import LoadResult, load_records
 from langchain_references.retrieval import DEFAULT_RETRIEVAL
 from langchain_references.server.index import (
@@ -64,12 +65,10 @@ if TYPE_CHECKING:
     from langchain_references.engine import Engine
 
 __all__ = [
-    "add_engine_options",
     "add_location_options",
     "add_parser",
     "configure_build_parser",
     "open_index",
-    "ray_options",
     "run_build",
 ]
 
@@ -110,57 +109,6 @@ def add_location_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_engine_options(parser: argparse.ArgumentParser) -> None:
-    """Add ``--engine local|ray``, ``--ray-address ADDR`` and ``--workers N``.
-
-    Args:
-        parser: The parser of a command that can run on Ray (``index build``).
-    """
-    parser.add_argument(
-        "--engine",
-        choices=ENGINES,
-        default=DEFAULT_ENGINE,
-        help=f"where the work runs: in this process (local) or on Ray actors (ray, extra "
-        f"[ray]) (default: {DEFAULT_ENGINE})",
-    )
-    parser.add_argument(
-        "--ray-address",
-        metavar="ADDR",
-        help="the Ray cluster to join ('auto', 'ray://host:10001'; default: a local Ray "
-        "started on 127.0.0.1 for the run); --engine ray only",
-    )
-    parser.add_argument(
-        "--workers",
-        type=positive_int,
-        metavar="N",
-        help="Ray actors, each loading the models once (default: 1); --engine ray only",
-    )
-
-
-def ray_options(args: argparse.Namespace) -> RayOptions | None:
-    """The Ray options of :func:`add_engine_options`'s arguments (``None``: local engine).
-
-    Args:
-        args: The parsed arguments.
-
-    Returns:
-        The options for ``--engine ray``, else ``None``.
-
-    Raises:
-        CLIError: If ``--ray-address`` or ``--workers`` is given without ``--engine ray``.
-    """
-    if args.engine != "ray":
-        given = [
-            option
-            for option, value in (("--ray-address", args.ray_address), ("--workers", args.workers))
-            if value is not None
-        ]
-        if given:
-            raise CLIError(f"{' and '.join(given)}: only with --engine ray")
-        return None
-    return RayOptions(address=args.ray_address, workers=args.workers or 1)
-
-
 def configure_build_parser(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``index build``.
 
@@ -189,7 +137,7 @@ def configure_build_parser(parser: argparse.ArgumentParser) -> None:
         "the index will be searched; unless dense, its BM25 index is saved with the new "
         "generation (embedded Chroma only)",
     )
-    add_engine_options(parser)
+    add_engine_options(parser, batch_option=False)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

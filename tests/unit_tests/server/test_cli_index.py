@@ -109,10 +109,13 @@ def test_build_without_valid_records_fails(tmp_path: Path) -> None:
         (["--name", "ok-idx", "--embeddings", "nomodule"], "--embeddings nomodule"),
         (["--name", "ok-idx", "--embeddings", "builtins:object"], "not an Embeddings"),
         (["--name", "ok-idx", "--embeddings", "json:dumps"], "json:dumps() failed: TypeError"),
-        (["--name", "ok-idx", "--workers", "2"], "error: --workers: only with --engine ray"),
+        (
+            ["--name", "ok-idx", "--workers", "2"],
+            "error: --workers needs --engine ray (the default is local)",
+        ),
         (
             ["--name", "ok-idx", "--ray-address", "auto", "--workers", "2"],
-            "error: --ray-address and --workers: only with --engine ray",
+            "error: --ray-address and --workers need --engine ray (the default is local)",
         ),
         (["--name", "ok-idx", "--engine", "spark"], "invalid choice: 'spark'"),
     ],
