@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -160,6 +161,12 @@ class _Runtime:
     output_name: str
 
 
+def _threads_from_environment() -> int | None:
+    """``OMP_NUM_THREADS`` as a thread count, when it is a positive integer."""
+    value = os.environ.get("OMP_NUM_THREADS", "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
 class MiniLMEmbeddings(Embeddings):
     """all-MiniLM-L6-v2 sentence embeddings (384 dimensions), offline, on onnxruntime.
 
@@ -187,7 +194,10 @@ class MiniLMEmbeddings(Embeddings):
         model_sha256: Expected sha256 of the model file; ``None`` disables the check (only for a
             model you exported yourself).
         tokenizer_sha256: Expected sha256 of the tokenizer file; ``None`` disables the check.
-        intra_op_num_threads: Threads onnxruntime may use per call; ``None`` lets it choose.
+        intra_op_num_threads: Threads onnxruntime may use per call; ``None``: the
+            ``OMP_NUM_THREADS`` environment variable when it holds a positive integer (Ray
+            sets it to each actor's CPUs, so that two actors on two cores do not run four
+            threads), else onnxruntime's choice (one per physical core).
 
     Raises:
         ValueError: If a numeric argument is out of range.
@@ -339,8 +349,9 @@ class MiniLMEmbeddings(Embeddings):
         tokenizer.enable_padding(pad_id=pad_id, pad_token="[PAD]")  # noqa: S106
 
         options = ort.SessionOptions()
-        if self._intra_op_num_threads is not None:
-            options.intra_op_num_threads = self._intra_op_num_threads
+        threads = self._intra_op_num_threads or _threads_from_environment()
+        if threads is not None:
+            options.intra_op_num_threads = threads
         try:
             session = ort.InferenceSession(
                 str(model_path), sess_options=options, providers=["CPUExecutionProvider"]

@@ -385,3 +385,28 @@ async def test_async_embedding_does_not_block_the_event_loop(
         await asyncio.sleep(0)
     assert ticks_while_pending > 1
     assert len(await task) == 64
+
+
+def _threads(model: MiniLMEmbeddings) -> int:
+    return int(model._load().session.get_session_options().intra_op_num_threads)
+
+
+@pytest.mark.parametrize(
+    ("environment", "given", "expected"),
+    [
+        ("1", None, 1),  # a Ray actor with one CPU: one thread, not one per core
+        ("3", None, 3),
+        ("1", 2, 2),  # an explicit count wins
+        ("0", None, 0),  # not a positive count: onnxruntime's choice (0 = its default)
+        ("many", None, 0),
+        (None, None, 0),
+    ],
+)
+def test_threads_follow_omp_num_threads_unless_given(
+    monkeypatch: pytest.MonkeyPatch, environment: str | None, given: int | None, expected: int
+) -> None:
+    if environment is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", environment)
+    assert _threads(MiniLMEmbeddings(intra_op_num_threads=given)) == expected
