@@ -71,6 +71,7 @@ bench: $(DEV_STAMP)
 	$(PY) benchmarks/bench_splitter.py
 	$(PY) benchmarks/bench_service.py
 	$(PY) benchmarks/bench_retrieval.py
+	$(PY) benchmarks/bench_scale.py
 	$(PY) benchmarks/bench_index_build.py
 
 # Mutation testing of the decision modules (the list and the tests run: [tool.mutmut] in
