@@ -11,8 +11,9 @@ Each build is atomic: it writes a new generation of the index and switches to it
 every entry is written, so re-running it rebuilds the index from the corpus. A build that fails
 or is interrupted (Ctrl-C) is undone and says so: the previous generation still serves, or
 there is still no index; a build killed outright leaves an unfinished generation that nothing
-serves and the next build deletes. The generation replaced is kept until the next build, for a
-``serve`` still running on it (restart ``serve`` to serve the new one). Unless ``--retrieval
+serves and the next build deletes. The generation replaced is kept until the next build, for the
+searches a running ``serve`` has in flight on it; ``serve`` moves to the new generation within
+a few seconds, or at once when its generation is deleted (no restart). Unless ``--retrieval
 dense``, the generation's BM25 indexes are saved with it (embedded Chroma), so that ``serve
 --retrieval hybrid`` (the default) or ``bm25`` loads them. A bad line is reported
 as ``error: FILE:LINE: FIELD: problem (record skipped)`` and the other records are indexed.
@@ -250,8 +251,8 @@ def run_build(
         return INTERRUPTED
     index = result.index
     kept = (
-        f"; generation {result.previous_generation!r} kept until the next build (restart "
-        "`serve` to serve the new one)"
+        f"; generation {result.previous_generation!r} kept until the next build (a running "
+        "`serve` moves to the new one by itself)"
         if result.previous_generation
         else ""
     )

@@ -3,7 +3,10 @@
 ``serve --index NAME [--persist-dir DIR | --chroma-url URL] --host 127.0.0.1 --port 8000
 --workers N`` serves an index built by ``index build``: the climate-evidence-compatible API
 (``/api/...``), ``/healthcheck`` and the OpenAPI docs at ``/docs``. Several workers share one
-index (an embedded directory, read only, or a Chroma server); no per-user state is kept.
+index (an embedded directory or a Chroma server); no per-user state is kept. The service
+calls no Chroma write (no add, upsert, update, delete, modify, create or delete of a
+collection); Chroma's embedded client itself writes to the directory when it opens it (see the
+evidence service docs), so the directory must stay writable.
 
 The judge of every verdict is ``--judge``: ``heuristic`` (the default: offline, rough, not an
 NLI model), ``heuristic-lexical`` or ``llm:PROVIDER:MODEL`` (an LLM judge; needs the ``llm``
@@ -16,7 +19,10 @@ answered with 4xx JSON errors naming the limit; ``--api-key-env VAR`` requires
 ``Authorization: Bearer $VAR``; ``--cors-origin`` turns CORS on for the given origins. Log
 lines carry the request id (``X-Request-ID``).
 
-``serve`` opens the generation the index's pointer names (see ``index build``) and refuses,
+``serve`` opens the generation the index's pointer names (see ``index build``) and follows it:
+a build that switches the index while it serves is picked up within 5 seconds, or at once by a
+search whose generation the build after it deleted (retried there,
+:mod:`~langchain_references.server.live`). It refuses at start-up,
 with one ``error: ...`` line, an index that has no complete generation: a first build that was
 interrupted or failed, a generation missing or short of entries, an interrupted in-place
 update, or an index built by an older version that did not mark complete builds.

@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 from langchain_references._optional import require
 from langchain_references.judges.spec import judge_from_spec
 from langchain_references.server.index import EvidenceIndex, EvidenceIndexError, load_embeddings
+from langchain_references.server.live import LiveIndex
 from langchain_references.server.services import Services
 from langchain_references.server.settings import (
     LimitExceededError,
@@ -360,7 +361,7 @@ def load_judge_model(name: str) -> BaseChatModel:
 def build_services(
     settings: ServerSettings, *, index: EvidenceIndex | None = None, judge: Judge | None = None
 ) -> Services:
-    """Open what the handlers share: the index (read-only), the judge, the search.
+    """Open what the handlers share: the index (never written to), the judge, the search.
 
     Args:
         settings: The server's settings.
@@ -407,7 +408,10 @@ def create_app(settings: ServerSettings, *, services: Services | None = None) ->
     Args:
         settings: Limits, auth, CORS and the index location.
         services: What the handlers share; built from ``settings`` by
-            :func:`build_services` when omitted (opening the index, loading the judge).
+            :func:`build_services` when omitted (opening the index, loading the judge). Its
+            :class:`EvidenceIndex` is wrapped in a
+            :class:`~langchain_references.server.live.LiveIndex`, which follows the builds
+            that switch the index while it serves.
 
     Returns:
         The FastAPI application (OpenAPI docs at ``/docs`` and ``/redoc``, served offline by
@@ -417,9 +421,12 @@ def create_app(settings: ServerSettings, *, services: Services | None = None) ->
 
     if services is None:
         services = build_services(settings)
-    elif services.settings is not settings:
+    index = services.index
+    if isinstance(index, EvidenceIndex):  # follow the builds that switch it while it serves
+        index = LiveIndex(index)
+    if services.settings is not settings or index is not services.index:
         services = Services(
-            settings=settings, index=services.index, judge=services.judge, search=services.search
+            settings=settings, index=index, judge=services.judge, search=services.search
         )
     app = FastAPI(
         title="langchain-references evidence service",

@@ -46,6 +46,7 @@ from langchain_references.server.index import (
     Granularity,
     split_sentences,
 )
+from langchain_references.server.live import LiveIndex
 from langchain_references.server.services import Services, ServicesDep
 from langchain_references.server.settings import LimitExceededError, Text
 
@@ -413,13 +414,13 @@ def _assemble(
     return out
 
 
-#: Entries of each granularity, per index object (an index is read-only while it serves).
+#: Entries of each granularity, per index object (one generation, read-only while it serves).
 _ENTRIES: weakref.WeakKeyDictionary[EvidenceIndex, dict[str, int]] = weakref.WeakKeyDictionary()
 
 
-async def _entries(index: EvidenceIndex, granularity: Granularity) -> int:
-    """How many entries of ``granularity`` the index holds (counted once per index)."""
-    counts = _ENTRIES.setdefault(index, {})
+async def _entries(index: EvidenceIndex | LiveIndex, granularity: Granularity) -> int:
+    """How many entries of ``granularity`` the index holds (counted once per generation)."""
+    counts = _ENTRIES.setdefault(index.current if isinstance(index, LiveIndex) else index, {})
     if granularity not in counts:
         counts[granularity] = await run_in_threadpool(index.count, granularity)
     return counts[granularity]

@@ -85,6 +85,7 @@ from langchain_references.server.events import (
 )
 from langchain_references.server.index import EvidenceHit, EvidenceIndex, Granularity
 from langchain_references.server.links import safe_result
+from langchain_references.server.live import LiveIndex
 from langchain_references.server.services import Services, ServicesDep
 from langchain_references.server.settings import Text
 
@@ -172,7 +173,9 @@ class IndexEvidenceStage(FactCheckStage[_IndexOutcome]):
 
     stage = "search"
 
-    def __init__(self, index: EvidenceIndex, *, granularity: Granularity, k: int) -> None:
+    def __init__(
+        self, index: EvidenceIndex | LiveIndex, *, granularity: Granularity, k: int
+    ) -> None:
         self.index = index
         self.granularity = granularity
         self.k = k

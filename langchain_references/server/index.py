@@ -16,8 +16,9 @@ build deletes. :meth:`EvidenceIndex.open` opens the generation the pointer names
 (:class:`IncompleteIndexError`) an index without a complete generation: one whose first build
 never finished, whose generation is missing or short of entries, whose in-place update
 (:meth:`EvidenceIndex.add_records`) was interrupted, or one built by an older version without
-a pointer. After a switch the previous generation is kept, so that a ``serve`` still running on
-it keeps answering until it is restarted; the next build deletes it. One build at a time per
+a pointer. After a switch the previous generation is kept, so that the searches a ``serve`` runs on
+it finish there (a running service moves to the new generation by itself:
+:mod:`~langchain_references.server.live`); the next build deletes it. One build at a time per
 index.
 
 Within a generation writes are upserts by id, and a record's stale sentences (its text got
@@ -839,6 +840,9 @@ class EvidenceIndex:
         self._sizes: dict[Granularity, int] | None = None
         self._write_lock = threading.Lock()
         self._read_lock = threading.Lock()
+        self._client: ClientAPI | None = None  # set by _on: the pointer is read through it
+        # (persist_dir, chroma_url) of an index opened by open(): reopen() opens it again
+        self._opened_from: tuple[str | Path | None, str | None] | None = None
 
     @classmethod
     def _on(
@@ -854,7 +858,7 @@ class EvidenceIndex:
         bm25_root: Path | None = None,
     ) -> EvidenceIndex:
         """The index on ``collection``, with the batch limit of ``client``."""
-        return cls(
+        index = cls(
             collection,
             embeddings,
             name=name,
@@ -864,6 +868,8 @@ class EvidenceIndex:
             retrieval=retrieval,
             bm25_root=bm25_root,
         )
+        index._client = client
+        return index
 
     @property
     def generation(self) -> str:
@@ -950,7 +956,65 @@ class EvidenceIndex:
         index._granularity_sizes()  # read now what the first search would wait for
         if retrieval != "dense":
             index._lexical()  # load (or build) the BM25 indexes now, not on the first search
+        if not create:
+            index._opened_from = (persist_dir, chroma_url)
         return index
+
+    def pointed_generation(self) -> str | None:
+        """The complete generation the index's pointer names now: one read of its metadata.
+
+        Nothing is written. A running service compares it with :attr:`generation` to notice
+        a build that switched the index (:mod:`~langchain_references.server.live`).
+
+        Returns:
+            The generation's collection name, or ``None`` when the pointer names none marked
+            complete (an in-place update running, the pointer gone) or this index has no
+            pointer (not opened by :meth:`open` or :meth:`build`).
+
+        Raises:
+            EvidenceIndexError: If Chroma cannot be read.
+        """
+        if self._client is None or self._pointer is None:
+            return None
+        try:
+            pointer = _collection(self._client, self.name)
+        except Exception as exc:  # chromadb's errors share no base class
+            raise EvidenceIndexError(f"cannot read index {self.name!r}: {exc}") from exc
+        meta = {} if pointer is None else dict(pointer.metadata or {})
+        generation = meta.get(_GENERATION_KEY)
+        complete = meta.get(_COMPLETE_KEY) is True
+        return generation if isinstance(generation, str) and complete else None
+
+    @property
+    def reopenable(self) -> bool:
+        """Whether :meth:`reopen` can open this index again (it was opened by :meth:`open`)."""
+        return self._opened_from is not None
+
+    def reopen(self) -> EvidenceIndex:
+        """Open the index again, as :meth:`open` opened this one, on its current generation.
+
+        Same location, embeddings and retrieval mode; the BM25 indexes are loaded as
+        :meth:`open` loads them. Nothing is written (``create`` is false).
+
+        Returns:
+            A new index object on the generation the pointer names now.
+
+        Raises:
+            EvidenceIndexError: If this index was not opened by :meth:`open`.
+            IndexNotFoundError: If the index is gone.
+            IncompleteIndexError: If the pointer names no complete generation (the message
+                says why).
+        """
+        if self._opened_from is None:
+            raise EvidenceIndexError(f"index {self.name!r} was not opened by open(): no reopen")
+        persist_dir, chroma_url = self._opened_from
+        return type(self).open(
+            self.name,
+            persist_dir=persist_dir,
+            chroma_url=chroma_url,
+            embeddings=self.embeddings,
+            retrieval=self.retrieval,
+        )
 
     @classmethod
     def build(
@@ -1138,11 +1202,19 @@ class EvidenceIndex:
 
         Returns:
             The count.
+
+        Raises:
+            ValueError: If ``granularity`` is invalid.
+            EvidenceIndexError: If Chroma fails.
         """
-        if granularity is None:
-            return int(self._collection.count())
-        _check_query(granularity, 1)
-        found = self._collection.get(where={"granularity": granularity}, include=[])
+        if granularity is not None:
+            _check_query(granularity, 1)
+        try:
+            if granularity is None:
+                return int(self._collection.count())
+            found = self._collection.get(where={"granularity": granularity}, include=[])
+        except Exception as exc:  # chromadb's errors share no base class
+            raise EvidenceIndexError(f"cannot read index {self.name!r}: {exc}") from exc
         return len(found["ids"])
 
     def add_records(
@@ -1281,11 +1353,8 @@ class EvidenceIndex:
         """How many entries of each granularity the generation holds (read once)."""
         with self._read_lock:
             if self._sizes is None:
-                try:
-                    total = self.count()
-                    abstracts = self.count("abstract")
-                except Exception as exc:  # chromadb's errors share no base class
-                    raise EvidenceIndexError(f"cannot read index {self.name!r}: {exc}") from exc
+                total = self.count()
+                abstracts = self.count("abstract")
                 self._sizes = {"abstract": abstracts, "phrase": total - abstracts}
             return self._sizes
 

@@ -14,6 +14,7 @@ from fastapi import Depends, Request
 from langchain_references.errors import LangchainReferencesError
 from langchain_references.judges.base import JudgeInfo, judge_info
 from langchain_references.server.index import EvidenceHit, EvidenceIndex
+from langchain_references.server.live import LiveIndex
 from langchain_references.server.settings import ServerSettings
 
 if TYPE_CHECKING:
@@ -35,13 +36,16 @@ class Services:
         settings: The server's settings (limits, auth, index location).
         index: The evidence index: ``search(query, *, granularity, k)`` and
             ``await asearch(...)`` return :class:`EvidenceHit` objects, best first.
+            :func:`~langchain_references.server.app.create_app` wraps an
+            :class:`EvidenceIndex` in a :class:`LiveIndex`, which follows the index to the
+            generation a new build switches it to.
         judge: The judge that labels (claim, evidence) pairs (the offline judge by default).
         search: The web search back-end of ``/v1/factcheck``, chosen at start-up; ``None``
             means the evidence index is the only source.
     """
 
     settings: ServerSettings
-    index: EvidenceIndex
+    index: EvidenceIndex | LiveIndex
     judge: Judge
     search: SearchProvider | None = None
 

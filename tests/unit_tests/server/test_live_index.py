@@ -1,0 +1,286 @@
+"""A running service follows the builds that switch its index, and never writes to the index.
+
+Design under test (server/live.py): the service searches the generation it opened; at most
+every ``check_seconds`` a request reads the pointer and moves to a newer complete generation;
+a search whose generation was deleted re-reads the pointer and is retried once on the current
+generation. The only failures allowed are: Chroma failing, the index having no complete
+generation (503 naming the problem), or two more builds finishing during one request.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from langchain_references.retrieval import Retrieval
+from langchain_references.server.app import create_app
+from langchain_references.server.index import EvidenceIndex, EvidenceRecord, parse_evidence_record
+from langchain_references.server.live import LiveIndex
+from langchain_references.server.services import Services
+from langchain_references.server.settings import ServerSettings
+from tests.unit_tests.server._build_fakes import WordHashEmbeddings
+from tests.unit_tests.server.conftest import ScriptedJudge
+
+NAME = "live-idx"
+QUERY = {"claim": "glaciers melt", "top_k": 3}
+PATH = "/api/abstract/evidence?re_rank=false"
+
+
+def _records(tag: str, filler: int = 0) -> list[EvidenceRecord]:
+    """Three records titled ``tag`` about glaciers, then ``filler`` records about nothing."""
+    texts = [f"Record {tag} {i}: glaciers melt." for i in range(3)]
+    texts += [f"Filler {tag} {i}: an unrelated sentence." for i in range(filler)]
+    return [
+        parse_evidence_record({"id": f"{tag}-{i}", "title": tag, "text": text})
+        for i, text in enumerate(texts)
+    ]
+
+
+def _texts(tag: str) -> list[str]:
+    return sorted(f"Record {tag} {i}: glaciers melt." for i in range(3))
+
+
+def _build(directory: Path, tag: str, filler: int = 0) -> str:
+    """Build a generation of the index from the records of ``tag``; its name."""
+    return EvidenceIndex.build(
+        NAME, _records(tag, filler), persist_dir=directory, embeddings=WordHashEmbeddings()
+    ).generation
+
+
+def _open(directory: Path, retrieval: Retrieval = "hybrid") -> EvidenceIndex:
+    return EvidenceIndex.open(
+        NAME, persist_dir=directory, embeddings=WordHashEmbeddings(), retrieval=retrieval
+    )
+
+
+def _client(directory: Path, index: EvidenceIndex | LiveIndex) -> TestClient:
+    settings = ServerSettings(index_name=NAME, persist_dir=directory)
+    services = Services(settings=settings, index=index, judge=ScriptedJudge())
+    return TestClient(create_app(settings, services=services), base_url="http://localhost")
+
+
+def _answer(client: TestClient) -> tuple[int, Any]:
+    """The status of one evidence request and the sorted texts it returned (or its error)."""
+    response = client.post(PATH, json=QUERY)
+    body = response.json()
+    if response.status_code != 200:
+        return response.status_code, body
+    return 200, sorted(item["text"] for item in body)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize("retrieval", ["dense", "bm25", "hybrid"])
+def test_after_two_rebuilds_the_service_answers_from_the_newest_generation(
+    tmp_path: Path, retrieval: Retrieval, caplog: pytest.LogCaptureFixture
+) -> None:
+    _build(tmp_path, "alpha")
+    client = _client(tmp_path, _open(tmp_path, retrieval))  # create_app wraps it: 5 s checks
+    assert _answer(client) == (200, _texts("alpha"))
+
+    assert _build(tmp_path, "beta") == f"{NAME}__g2"
+    # within the check interval the service still answers from its generation (kept)
+    assert _answer(client) == (200, _texts("alpha"))
+
+    assert _build(tmp_path, "gamma") == f"{NAME}__g3"  # deletes alpha's generation
+    with caplog.at_level("INFO", logger="langchain_references.server.live"):
+        assert _answer(client) == (200, _texts("gamma"))  # retried on the new one, no 503
+        assert _answer(client) == (200, _texts("gamma"))
+    switches = [r.getMessage() for r in caplog.records if "switched" in r.getMessage()]
+    assert switches == [f"index {NAME!r}: switched from generation '{NAME}__g1' to '{NAME}__g3'"]
+
+
+def test_the_interval_check_picks_up_one_rebuild(tmp_path: Path) -> None:
+    _build(tmp_path, "alpha")
+    clock = _Clock()
+    live = LiveIndex(_open(tmp_path), check_seconds=10, clock=clock)
+    client = _client(tmp_path, live)
+    _build(tmp_path, "beta")
+    clock.now = 9.9
+    assert _answer(client) == (200, _texts("alpha"))  # not due: no pointer read
+    clock.now = 10.0
+    assert _answer(client) == (200, _texts("beta"))
+    assert live.generation == f"{NAME}__g2"
+    assert live.count() == 6  # 3 abstracts, 3 sentences
+
+
+def test_no_complete_generation_is_a_503_naming_it_then_recovers(tmp_path: Path) -> None:
+    _build(tmp_path, "alpha")
+    served = _open(tmp_path)
+    client = _client(tmp_path, LiveIndex(served, check_seconds=3600))
+    _build(tmp_path, "beta")
+    _build(tmp_path, "gamma")
+    # an in-place update of gamma's generation is running (the pointer says incomplete)
+    _open(tmp_path)._mark(complete=False)
+
+    problem = (
+        f"evidence index unavailable: index {NAME!r} in {tmp_path} is incomplete: an update "
+        f"of its generation '{NAME}__g3' was interrupted or failed; run `index build` again"
+    )
+    assert _answer(client) == (503, {"detail": problem})
+    assert _answer(client) == (503, {"detail": problem})  # still nothing complete to serve
+
+    _build(tmp_path, "delta")  # a build completes: the next request is served from it
+    assert _answer(client) == (200, _texts("delta"))
+
+
+def test_a_failure_of_the_current_generation_stands(tmp_path: Path) -> None:
+    """The pointer names the generation that failed: no reopen, the first error is answered."""
+    _build(tmp_path, "alpha")
+    served = _open(tmp_path)
+    live = LiveIndex(served, check_seconds=3600)
+    client = _client(tmp_path, live)
+    served._bm25 = None
+    served.retrieval = "dense"
+
+    class _Failing:
+        name = f"{NAME}__g1"
+
+        def query(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("disk on fire")
+
+    served._collection = _Failing()  # type: ignore[assignment]
+    status, body = _answer(client)
+    assert (status, body["detail"]) == (
+        503,
+        f"evidence index unavailable: search failed in index {NAME!r}: disk on fire",
+    )
+    assert live.current is served
+
+
+@pytest.mark.parametrize("check_seconds", [0.0, 3600.0])
+def test_concurrent_requests_while_two_rebuilds_switch(
+    tmp_path: Path, check_seconds: float
+) -> None:
+    """Every request answers 200, from one complete generation, while builds switch.
+
+    ``check_seconds=0`` reads the pointer on every request; 3600 never within the test, so
+    that every request after the second build goes through the failure path. Four threads
+    query before, during and after the two builds (200 filler records each, so that they
+    take a while).
+    """
+    _build(tmp_path, "alpha", filler=200)
+    client = _client(tmp_path, LiveIndex(_open(tmp_path), check_seconds=check_seconds))
+    answers: list[tuple[int, Any]] = []
+    lock = threading.Lock()
+    building, built = threading.Event(), threading.Event()
+    during = [0]  # requests answered while the builds ran
+
+    def query() -> None:
+        left = 3  # requests after the builds
+        while left:
+            answer = _answer(client)
+            with lock:
+                answers.append(answer)
+                during[0] += building.is_set() and not built.is_set()
+            left -= built.is_set()
+
+    with client:
+        threads = [threading.Thread(target=query) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        while len(answers) < 8:  # every thread is querying
+            threading.Event().wait(0.01)
+        building.set()
+        _build(tmp_path, "beta", filler=200)
+        _build(tmp_path, "gamma", filler=200)
+        built.set()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert not any(thread.is_alive() for thread in threads)
+        final = _answer(client)
+
+    allowed = [_texts(tag) for tag in ("alpha", "beta", "gamma")]
+    assert [a for a in answers if a[0] != 200 or a[1] not in allowed] == []
+    assert answers[0] == (200, _texts("alpha"))
+    assert answers[-1] == final == (200, _texts("gamma"))
+    assert during[0] > 0
+
+
+# ------------------------------------------------------------------ the serving path never writes
+
+#: The write methods of Chroma's embedded API (every client and collection write goes
+#: through one of them).
+_WRITES = (
+    "_add",
+    "_upsert",
+    "_update",
+    "_delete",
+    "_modify",
+    "_fork",
+    "create_collection",
+    "get_or_create_collection",
+    "delete_collection",
+    "create_database",
+    "create_tenant",
+    "delete_database",
+    "reset",
+)
+
+
+class _WriteGuard:
+    """While armed, every Chroma write fails (``PermissionError``) and is recorded."""
+
+    def __init__(self) -> None:
+        from chromadb.api.rust import RustBindingsAPI
+
+        self._api = RustBindingsAPI
+        self._originals = {method: getattr(RustBindingsAPI, method) for method in _WRITES}
+        self.attempted: list[str] = []
+
+    def arm(self) -> None:
+        for method in _WRITES:
+            setattr(self._api, method, self._refuse(method))
+
+    def disarm(self) -> None:
+        for method, original in self._originals.items():
+            setattr(self._api, method, original)
+
+    def _refuse(self, method: str) -> Any:
+        def write(*args: Any, **kwargs: Any) -> Any:
+            self.attempted.append(method)
+            raise PermissionError(f"the serving path called Chroma's {method}")
+
+        return write
+
+
+@pytest.fixture
+def guard() -> Iterator[_WriteGuard]:
+    """A :class:`_WriteGuard`, disarmed after the test."""
+    write_guard = _WriteGuard()
+    yield write_guard
+    write_guard.disarm()
+
+
+def test_the_guard_catches_a_write(tmp_path: Path, guard: _WriteGuard) -> None:
+    _build(tmp_path, "alpha")
+    guard.arm()
+    with pytest.raises(Exception, match="the serving path called"):
+        _open(tmp_path)._mark(complete=False)  # a pointer write, as index add does
+    assert guard.attempted == ["_modify"]
+
+
+def test_the_serving_path_calls_no_chroma_write(tmp_path: Path, guard: _WriteGuard) -> None:
+    _build(tmp_path, "alpha")
+    guard.arm()  # from opening the index on: EvidenceIndex.open, searches, reopens
+    client = _client(tmp_path, LiveIndex(_open(tmp_path), check_seconds=0))
+    assert _answer(client) == (200, _texts("alpha"))
+    assert client.post("/api/abstract/verify", json=QUERY).status_code == 200
+    assert client.post("/api/abstract/evidence/batch", json={"claims": ["ice"]}).status_code == 200
+    guard.disarm()  # the builds write, of course
+    _build(tmp_path, "beta")
+    _build(tmp_path, "gamma")
+    guard.arm()
+    assert _answer(client) == (200, _texts("gamma"))  # the reopen writes nothing either
+    assert guard.attempted == []
