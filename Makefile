@@ -73,6 +73,7 @@ bench: $(DEV_STAMP)
 	$(PY) benchmarks/bench_retrieval.py
 	$(PY) benchmarks/bench_scale.py
 	$(PY) benchmarks/bench_index_build.py
+	$(PY) benchmarks/serve_rebuild.py
 
 # Mutation testing of the decision modules (the list and the tests run: [tool.mutmut] in
 # pyproject.toml). mutmut keeps its results under mutants/, so a second run re-checks only the
