@@ -37,7 +37,7 @@ import pickle
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast
 
 from langchain_references._optional import require
 from langchain_references.errors import LangchainReferencesError
@@ -441,9 +441,16 @@ class _LimiterState:
 
     def __init__(self) -> None:
         self._backend = LocalLimiterBackend()
+        self._granted: dict[int, int] = {}
 
-    def try_acquire(self, key: str, limit: RateLimit) -> float:
-        return self._backend.try_acquire(key, limit)
+    def try_acquire(self, key: str, limit: RateLimit, caller: int = 0) -> float:
+        wait = self._backend.try_acquire(key, limit)
+        if wait == 0.0:
+            self._granted[caller] = self._granted.get(caller, 0) + 1
+        return wait
+
+    def granted(self) -> dict[int, int]:
+        return dict(self._granted)
 
     def release(self, key: str) -> None:
         self._backend.release(key)
@@ -477,7 +484,11 @@ class RayLimiterBackend:
 
     def try_acquire(self, key: str, limit: RateLimit) -> float:
         """See :class:`~langchain_references.ratelimit.LimiterBackend`."""
-        return float(self._get(self.handle.try_acquire.remote(key, limit)))
+        return float(self._get(self.handle.try_acquire.remote(key, limit, os.getpid())))
+
+    def granted(self) -> dict[int, int]:
+        """Requests let through so far, by the process id of the worker that asked."""
+        return cast("dict[int, int]", self._get(self.handle.granted.remote()))
 
     def release(self, key: str) -> None:
         """See :class:`~langchain_references.ratelimit.LimiterBackend`."""
