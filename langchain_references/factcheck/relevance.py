@@ -37,8 +37,6 @@ in batches no larger than the client's maximum batch size.
 from __future__ import annotations
 
 import logging
-import os
-import threading
 import uuid
 from collections.abc import Sequence
 from typing import Any, Final, TypedDict, Unpack
@@ -46,6 +44,7 @@ from typing import Any, Final, TypedDict, Unpack
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 
+from langchain_references._chroma import SHARED_EPHEMERAL, ephemeral_client
 from langchain_references._optional import importing
 from langchain_references._vectors import cosine
 from langchain_references.embedding_cache import shared_cache
@@ -59,9 +58,7 @@ from langchain_references.retrieval import (
 )
 
 with importing("chromadb", "chroma", feature="Passage selection"):
-    import chromadb
     from chromadb.api import ClientAPI
-    from chromadb.config import Settings
     from langchain_chroma import Chroma
 
 __all__ = [
@@ -82,46 +79,8 @@ _COSINE: Final[Any] = {"hnsw": {"space": "cosine"}}
 _FALLBACK_BATCH_SIZE: Final = 1000
 
 
-class _SharedClient:
-    """The process's in-memory Chroma client, created once, under a lock."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._client: ClientAPI | None = None
-        self._pid = 0
-
-    def get(self) -> ClientAPI:
-        """The client; a new one after a fork or once the cached one was closed."""
-        with self._lock:
-            client = self._client
-            if client is None or self._pid != os.getpid() or getattr(client, "_closed", False):
-                client = self._client = _new_client()
-                self._pid = os.getpid()
-            return client
-
-    def reset(self) -> None:
-        """Forget the cached client (the next :meth:`get` creates one)."""
-        with self._lock:
-            self._client = None
-
-
-_shared_client: Final = _SharedClient()
-
-
-def _new_client() -> ClientAPI:
-    try:
-        return chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
-    except ValueError as exc:
-        if "different settings" not in str(exc):
-            raise
-        logger.warning("Reusing the in-memory Chroma created with other settings in this process")
-        try:
-            return chromadb.EphemeralClient()
-        except ValueError:
-            raise ValueError(
-                "An in-memory Chroma with custom settings exists in this process: "
-                "pass client=... to select_relevant"
-            ) from exc
+#: The process's in-memory client (tests reset it).
+_shared_client: Final = SHARED_EPHEMERAL
 
 
 def chroma_client() -> ClientAPI:
@@ -143,7 +102,7 @@ def chroma_client() -> ClientAPI:
         ValueError: If an in-memory Chroma with non-default settings already exists; pass
             ``client=`` to :func:`select_relevant` then.
     """
-    return _shared_client.get()
+    return ephemeral_client()
 
 
 def _max_batch_size(client: ClientAPI | None) -> int:

@@ -66,9 +66,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, cast, get_args
-from urllib.parse import urlsplit
 
-from langchain_references._optional import require
+from langchain_references._chroma import http_client, persistent_client
+from langchain_references._optional import MissingDependencyError, require
 from langchain_references.citations.sentences import split_cited_sentences
 from langchain_references.engine import DEFAULT_ENGINE, ENGINES, Engine, RayOptions
 from langchain_references.errors import LangchainReferencesError, RecordError
@@ -138,7 +138,6 @@ FUSION_DEPTH: Final = 20
 # _OVERSAMPLE_CAP entries; then a filtered query answers.
 _OVERSAMPLE: Final = 1.25
 _OVERSAMPLE_CAP: Final = 2048
-_CLIENT_LOCK: Final = threading.Lock()
 
 Scalar: TypeAlias = str | int | float | bool
 _T = TypeVar("_T")
@@ -564,29 +563,20 @@ def _check_query(granularity: str, k: int) -> None:
 
 
 def _client(persist_dir: Path | None, chroma_url: str | None) -> ClientAPI:
-    chromadb = require("chromadb", "server", feature="The evidence index")
-    from chromadb.config import Settings
-
-    settings = Settings(anonymized_telemetry=False)
-    with _CLIENT_LOCK:  # Chroma's first set-up in a process is not thread-safe
-        if chroma_url is not None:
-            parts = urlsplit(chroma_url)
-            if parts.scheme not in ("http", "https") or not parts.hostname:
-                raise EvidenceIndexError(f"not an http(s) URL: {chroma_url!r}")
-            ssl = parts.scheme == "https"
-            port = parts.port or (443 if ssl else 80)
-            try:
-                return cast(
-                    "ClientAPI",
-                    chromadb.HttpClient(host=parts.hostname, port=port, ssl=ssl, settings=settings),
-                )
-            except Exception as exc:  # chromadb raises plain exceptions when unreachable
-                raise EvidenceIndexError(f"cannot reach Chroma at {chroma_url}: {exc}") from exc
-        if persist_dir is None:
-            raise EvidenceIndexError("give persist_dir or chroma_url")
-        return cast(
-            "ClientAPI", chromadb.PersistentClient(path=str(persist_dir), settings=settings)
-        )
+    """A client of the package's one factory (:mod:`langchain_references._chroma`)."""
+    feature = "The evidence index"
+    if chroma_url is not None:
+        try:
+            return http_client(chroma_url, feature=feature)
+        except ValueError as exc:
+            raise EvidenceIndexError(str(exc)) from exc
+        except MissingDependencyError:
+            raise
+        except Exception as exc:  # chromadb raises plain exceptions when unreachable
+            raise EvidenceIndexError(f"cannot reach Chroma at {chroma_url}: {exc}") from exc
+    if persist_dir is None:
+        raise EvidenceIndexError("give persist_dir or chroma_url")
+    return persistent_client(persist_dir, feature=feature)
 
 
 def _is_not_found(exc: Exception) -> bool:
