@@ -58,7 +58,9 @@ def test_clients_made_at_once_from_threads_all_work(tmp_path: Path) -> None:
             else:
                 client = _chroma.persistent_client(tmp_path / f"store{number}")
             collection = client.get_or_create_collection(
-                f"collection{number}", embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+                f"collection{number}",
+                embedding_function=None,
+                configuration={"hnsw": {"space": "cosine"}},
             )
             collection.upsert(ids=["a", "b"], embeddings=[[1.0, 0.0], [0.0, 1.0]])
             counts.append(collection.count())
