@@ -95,10 +95,9 @@ def raw_embedding(texts: list[str], batch: int = 256) -> float:
 def store_writes(count: int = 20_000, batch: int = 1_000) -> tuple[float, float]:
     """Entries/s upserted with precomputed 384-d vectors: (embedded Chroma, `chroma run`)."""
     import random
-    import socket
 
     import chromadb
-    import httpx
+    from bench_index_build import chroma_server
     from chromadb.config import Settings
 
     rng = random.Random(0)
@@ -106,42 +105,26 @@ def store_writes(count: int = 20_000, batch: int = 1_000) -> tuple[float, float]
     ids = [f"e{i}" for i in range(count)]
     docs = [f"sentence number {i} of the benchmark corpus" for i in range(count)]
     rates = []
-    with tempfile.TemporaryDirectory() as tmp:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        chroma = Path(sys.executable).parent / "chroma"
-        argv = [str(chroma), "run", "--path", f"{tmp}/server", "--host", "127.0.0.1"]
-        server = subprocess.Popen(
-            [*argv, "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        try:
-            url = f"http://127.0.0.1:{port}/api/v2/heartbeat"
-            for _ in range(300):
-                try:
-                    if httpx.get(url, timeout=2).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    time.sleep(0.2)
-            settings = Settings(anonymized_telemetry=False)
-            clients = [
-                chromadb.PersistentClient(path=f"{tmp}/embedded", settings=settings),
-                chromadb.HttpClient(host="127.0.0.1", port=port, settings=settings),
-            ]
-            for client in clients:
-                collection = client.create_collection(
-                    "bench", configuration={"hnsw": {"space": "cosine"}}
+    with tempfile.TemporaryDirectory() as tmp, chroma_server(Path(tmp)) as url:
+        if url is None:
+            raise SystemExit("the `chroma` command is not installed")
+        settings = Settings(anonymized_telemetry=False)
+        port = int(url.rsplit(":", 1)[1])
+        clients = [
+            chromadb.PersistentClient(path=f"{tmp}/embedded", settings=settings),
+            chromadb.HttpClient(host="127.0.0.1", port=port, settings=settings),
+        ]
+        for client in clients:
+            collection = client.create_collection(
+                "bench", configuration={"hnsw": {"space": "cosine"}}
+            )
+            started = time.perf_counter()
+            for start in range(0, count, batch):
+                end = start + batch
+                collection.upsert(
+                    ids=ids[start:end], embeddings=vectors[start:end], documents=docs[start:end]
                 )
-                started = time.perf_counter()
-                for start in range(0, count, batch):
-                    end = start + batch
-                    collection.upsert(
-                        ids=ids[start:end], embeddings=vectors[start:end], documents=docs[start:end]
-                    )
-                rates.append(count / (time.perf_counter() - started))
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
+            rates.append(count / (time.perf_counter() - started))
     return rates[0], rates[1]
 
 
