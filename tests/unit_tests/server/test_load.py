@@ -78,6 +78,7 @@ def _p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20)[-1]
 
 
+@pytest.mark.slow  # a real server under load for ~40 s: not a unit test (and not for mutation)
 @pytest.mark.xfail(
     reason="not met yet: health-check p95 63 ms beside the hostile requests, 2.4 ms idle (was "
     "133 / 27 ms before the verify budget was checked before the search). Measured one "
