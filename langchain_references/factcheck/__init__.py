@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         FactCheckRequest,
         create_fact_check_chain,
     )
+    from langchain_references.factcheck.evidence import PassageIndex, VectorStoreIndex
     from langchain_references.factcheck.fetch import PageFetcher
     from langchain_references.factcheck.passages import PassageSplitter
     from langchain_references.factcheck.report import render_json, render_report
@@ -56,6 +57,8 @@ _EXPORTS: dict[str, str] = {
     "SearchProvider": "search",
     "PageCache": "cache",
     "PageFetcher": "fetch",
+    "PassageIndex": "evidence",
+    "VectorStoreIndex": "evidence",
     "PassageSplitter": "passages",
     "Aggregator": "verdict",
     "Verdict": "verdict",
@@ -72,8 +75,10 @@ __all__ = [
     "FactCheckResult",
     "PageCache",
     "PageFetcher",
+    "PassageIndex",
     "PassageSplitter",
     "SearchProvider",
+    "VectorStoreIndex",
     "Verdict",
     "WeightedVoteAggregator",
     "create_fact_check_chain",

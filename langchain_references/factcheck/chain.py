@@ -1,4 +1,4 @@
-"""The fact-check chain: verify a statement against evidence found on the web.
+"""The fact-check chain: verify a statement against evidence from the web, an index, or both.
 
 :func:`create_fact_check_chain` builds a :class:`FactCheckChain`, a LangChain
 :class:`~langchain_core.runnables.Runnable` that takes a statement (a string, or
@@ -23,6 +23,15 @@ small runnables, one per stage (:mod:`~langchain_references.factcheck.stages`)::
    :class:`~langchain_references.factcheck.verdict.WeightedVoteAggregator`) gives the verdict;
 9. **result** — the :class:`~langchain_references.factcheck.result.FactCheckResult`, which
    names the judge (``judge``: kind, model, description).
+
+Evidence sources (:mod:`~langchain_references.factcheck.evidence`): with ``index=`` (a
+:class:`~langchain_references.factcheck.evidence.PassageIndex`) the index's passages are
+judged too. With an index and no ``search`` the chain is
+``prepare | search (the index) | judge | aggregate | result``; with both, the web stages and
+the index run side by side and their passages are merged, most similar first, before the
+judge::
+
+    prepare | {index, search | fetch | extract | passages | relevance} | merge | judge | ...
 
 A source that fails at any stage is recorded in ``FactCheckResult.failed_sources`` and the run
 goes on with the others. The time spent in each stage is in ``FactCheckResult.timings``.
@@ -69,10 +78,11 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar
 
 from langchain_core.embeddings import Embeddings
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, RunnableParallel
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from langchain_references.factcheck.cache import PageCache
+from langchain_references.factcheck.evidence import IndexStage, PassageIndex, merge_evidence
 from langchain_references.factcheck.fetch import PageFetcher
 from langchain_references.factcheck.passages import PassageSplitter
 from langchain_references.factcheck.relevance import DEFAULT_K
@@ -208,7 +218,7 @@ def _step(func: Callable[[Any], T], name: str) -> Runnable[Any, T]:
 
 
 class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
-    """Runnable that checks a statement against web evidence; see the module docs.
+    """Runnable that checks a statement against web or index evidence; see the module docs.
 
     Build it with :func:`create_fact_check_chain` (the same callable). Every call runs
     :attr:`pipeline`, the LCEL composition of the stages (its run is named after the chain);
@@ -216,7 +226,8 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
 
     Args:
         search: Search provider (``search(query, k)`` / ``asearch(query, k)`` returning ranked
-            :class:`~langchain_references.factcheck.types.SearchHit` objects).
+            :class:`~langchain_references.factcheck.types.SearchHit` objects). ``None`` with an
+            ``index``: no web evidence.
         judge: Runnable ``{"statement", "passage"} -> Judgement``, e.g. an
             :class:`~langchain_references.judges.LLMJudge`.
         embeddings: Embeddings for the relevance stage's temporary Chroma collection. Defaults
@@ -245,22 +256,25 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
         limiter: Rate limits of the searches and the default fetcher (module docs).
         search_identity: What distinguishes this search back-end's results from another's
             of the same name (e.g. a recording's path); part of the cache keys.
+        index: An evidence index whose ``k`` closest passages are judged as well (module
+            docs); its ``name`` is part of the cache keys.
 
     Raises:
         TypeError: If a component has the wrong type.
-        ValueError: If a number is out of range, or both ``embeddings`` and ``vector_store``
-            are given.
+        ValueError: If a number is out of range, both ``embeddings`` and ``vector_store`` are
+            given, or neither ``search`` nor ``index`` is.
 
     Attributes:
-        stages: The stage objects, in run order.
-        pipeline: ``prepare | search | ... | aggregate | result``.
+        stages: The stage objects: the web's in run order, then the index's, the judge and
+            the aggregate stage.
+        pipeline: ``prepare | search | ... | aggregate | result`` (module docs).
         judge_info: Which judge it is (kind, model, description), as every result names it.
     """
 
     def __init__(
         self,
         *,
-        search: SearchProvider,
+        search: SearchProvider | None = None,
         judge: Runnable[JudgeInputLike, Judgement],
         embeddings: Embeddings | None = None,
         fetcher: PageFetcher | None = None,
@@ -276,8 +290,13 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
         cache: RunCache | None = None,
         limiter: RateLimiter | None = None,
         search_identity: str = "",
+        index: PassageIndex | None = None,
     ) -> None:
-        if not isinstance(search, SearchProvider):
+        if search is None and index is None:
+            raise ValueError("give a search provider, an index, or both: there is no evidence")
+        if index is not None and not isinstance(index, PassageIndex):
+            raise TypeError(f"index must have name, find() and afind(), not {type(index).__name__}")
+        if search is not None and not isinstance(search, SearchProvider):
             raise TypeError(
                 f"search must have search() and asearch() methods, not {type(search).__name__}"
             )
@@ -308,7 +327,7 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
             raise TypeError(f"cache must be a RunCache, not {type(cache).__name__}")
         if limiter is not None and not isinstance(limiter, RateLimiter):
             raise TypeError(f"limiter must be a RateLimiter, not {type(limiter).__name__}")
-        if embeddings is None and vector_store is None:
+        if search is not None and embeddings is None and vector_store is None:
             from langchain_references.embeddings import MiniLMEmbeddings
 
             embeddings = MiniLMEmbeddings()
@@ -317,11 +336,12 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
         self.search_identity = search_identity
         self._fingerprint = self._settings(
             search, judge, aggregator, splitter, embeddings, k, max_results, weight_by
-        ) | {"retrieval": retrieval}
-        if limiter is not None:
+        ) | {"retrieval": retrieval, "index": index.name if index is not None else None}
+        if search is not None and limiter is not None:
             search = RateLimitedSearch(search, limiter)
         if cache is not None:
-            search = CachedSearch(search, cache, identity=search_identity)
+            if search is not None:
+                search = CachedSearch(search, cache, identity=search_identity)
             judge = CachedJudge(judge, cache)
         self.search = search
         self.judge = judge
@@ -340,23 +360,34 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
         self.max_concurrency = max_concurrency
         self.weight_by = weight_by
         self.name = name
+        self.index = index
+        self._web: tuple[FactCheckStage[Any], ...] = ()
+        if search is not None:
+            self._web = (
+                SearchStage(search, max_results),
+                FetchStage(self.fetcher),
+                ExtractStage(),
+                PassagesStage(self.splitter),
+                RelevanceStage(
+                    embeddings=embeddings, vector_store=vector_store, k=k, retrieval=retrieval
+                ),
+            )
+        self._index_stage = IndexStage(index, k) if index is not None else None
+        self._judge_stage = JudgeStage(judge, max_concurrency)
+        self._aggregate_stage = AggregateStage(self.aggregator, weight_by)
+        index_stages = () if self._index_stage is None else (self._index_stage,)
         self.stages: tuple[FactCheckStage[Any], ...] = (
-            SearchStage(search, max_results),
-            FetchStage(self.fetcher),
-            ExtractStage(),
-            PassagesStage(self.splitter),
-            RelevanceStage(
-                embeddings=embeddings, vector_store=vector_store, k=k, retrieval=retrieval
-            ),
-            JudgeStage(judge, max_concurrency),
-            AggregateStage(self.aggregator, weight_by),
+            *self._web,
+            *index_stages,
+            self._judge_stage,
+            self._aggregate_stage,
         )
-        self.judge_info = next(s for s in self.stages if isinstance(s, JudgeStage)).info
+        self.judge_info = self._judge_stage.info
         self.pipeline: Runnable[FactCheckInput, FactCheckResult] = self._compose()
 
     def _settings(
         self,
-        search: SearchProvider,
+        search: SearchProvider | None,
         judge: Runnable[JudgeInputLike, Judgement],
         aggregator: Aggregator | None,
         splitter: PassageSplitter | None,
@@ -367,7 +398,7 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
     ) -> dict[str, Any]:
         """What a finished check depends on besides its statement and query."""
         return {
-            "search": [provider_name(search), self.search_identity],
+            "search": [provider_name(search), self.search_identity] if search else None,
             "judge": judge_fingerprint(judge),
             "aggregator": object_settings(aggregator or WeightedVoteAggregator()),
             "splitter": object_settings(splitter or PassageSplitter()),
@@ -418,11 +449,26 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
         if self.cache is not None and result.checked and not result.counts.judge_errors:
             self.cache.put(ITEM_NAMESPACE, self.item_key(input), result.model_dump(mode="json"))
 
+    def _evidence(self) -> Runnable[FactCheckState, FactCheckState]:
+        """The stages that find the passages to judge: the web's, the index's, or both."""
+        web: Runnable[FactCheckState, FactCheckState] | None = None
+        for stage in self._web:
+            web = stage.as_runnable() if web is None else web | stage.as_runnable()
+        index = None if self._index_stage is None else self._index_stage.as_runnable()
+        if web is not None and index is not None:
+            return RunnableParallel(index=index, web=web) | _step(merge_evidence, "merge")
+        (found,) = [source for source in (web, index) if source is not None]
+        return found
+
     def _compose(self) -> Runnable[FactCheckInput, FactCheckResult]:
-        steps: Runnable[Any, FactCheckState] = _step(_prepare, "prepare")
-        for stage in self.stages:
-            steps = steps | stage.as_runnable()
-        return (steps | _step(to_result, "result")).with_config(run_name=self.get_name())
+        steps = (
+            _step(_prepare, "prepare")
+            | self._evidence()
+            | self._judge_stage.as_runnable()
+            | self._aggregate_stage.as_runnable()
+            | _step(to_result, "result")
+        )
+        return steps.with_config(run_name=self.get_name())
 
     # ----------------------------------------------------------------------- Runnable API
 

@@ -687,13 +687,13 @@ def unchecked_reason(state: FactCheckState) -> str | None:
         if any(f.stage == "search" for f in state.failures):
             return "search failed" + _first_reason(state, "search")
         return f"the search found nothing for {state.query!r}"
-    if not state.pages:
-        return f"no page could be fetched ({_plural(len(state.hits), 'hit')})" + _first_reason(
-            state, "fetch"
-        )
-    if not state.extracted:
-        return "no page had readable text" + _first_reason(state, "extract")
-    if not state.passages:
+    if not state.passages:  # an index gives passages directly; pages come from the web
+        if not state.pages:
+            return f"no page could be fetched ({_plural(len(state.hits), 'hit')})" + (
+                _first_reason(state, "fetch")
+            )
+        if not state.extracted:
+            return "no page had readable text" + _first_reason(state, "extract")
         return "no passage could be cut from the pages"
     if not state.selected:
         return "no passage was selected for judging"

@@ -1,30 +1,25 @@
 """``POST /v1/factcheck``: the fact-check chain over the evidence index and the web back-end.
 
-The verdict is always the fact-check chain's: the stages of
-:mod:`langchain_references.factcheck.stages` judge and weigh the evidence, whatever its source.
-Only where the passages come from changes (:func:`build_checker`):
+The verdict is always the fact-check chain's
+(:class:`~langchain_references.factcheck.chain.FactCheckChain`, built by
+:func:`build_checker`): the evidence index is its ``index`` source
+(:class:`IndexPassages`), and the web back-end chosen at start-up, if any, its ``search``
+provider:
 
 * **index only** (no web back-end configured at start-up)::
 
       prepare | index | judge | aggregate | result
 
-  :class:`IndexEvidenceStage` (run as the ``search`` stage: the index search is the search
-  and the relevance ranking at once) asks the evidence index for the ``top_k`` entries closest
-  to the statement and hands them on as the passages selected for judging;
+  the ``top_k`` entries closest to the statement are the passages judged;
 * **index and web**::
 
       prepare | {index, search | fetch | extract | passages | relevance} | merge | judge | ...
 
-  the index and the chain's own web stages (those of a
-  :class:`~langchain_references.factcheck.chain.FactCheckChain` built with the start-up search
-  provider and the guarded page fetcher) run side by side, and :func:`merge_evidence` joins
-  their passages, most similar first, before the judge.
+  the index and the chain's web stages run side by side and their passages are merged, most
+  similar first, before the judge.
 
-The index records count as pages read from a local store: they fill the state's hits, pages,
-extracted pages and passages (``from_cache=True``, nothing downloaded), so that
-:func:`~langchain_references.factcheck.stages.unchecked_reason` explains an empty index or a
-failing judge with the chain's own words. Similarities are cosines, as in the chain (the
-index's ``(cosine + 1) / 2`` is mapped back).
+Index entries are passages, not pages: nothing is counted as fetched or extracted.
+Similarities are cosines, as in the chain (the index's ``(cosine + 1) / 2`` is mapped back).
 
 :func:`check_stream` runs a checker with ``astream_events`` and yields the chain's progress
 events (:class:`~langchain_references.factcheck.result.FactCheckProgress`) as they are
@@ -36,46 +31,22 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Mapping
-from typing import Annotated, Any, Final, TypeAlias
+from collections.abc import AsyncIterator
+from typing import Annotated, Final, TypeAlias
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, RunnableParallel
+from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, Field
-from typing_extensions import override
 
-from langchain_references.factcheck.chain import (
-    DEFAULT_JUDGE_CONCURRENCY,
-    FactCheckChain,
-    FactCheckInput,
-    coerce_request,
-)
+from langchain_references.factcheck.chain import FactCheckChain, FactCheckInput
+from langchain_references.factcheck.evidence import IndexedPassage
 from langchain_references.factcheck.fetch import PageFetcher
 from langchain_references.factcheck.result import (
     PROGRESS_EVENT as FACTCHECK_PROGRESS,
 )
-from langchain_references.factcheck.result import (
-    FactCheckProgress,
-    FactCheckResult,
-    Stage,
-)
-from langchain_references.factcheck.stages import (
-    AggregateStage,
-    FactCheckStage,
-    FactCheckState,
-    JudgeStage,
-    StageEnd,
-    to_result,
-)
-from langchain_references.factcheck.types import (
-    ExtractedPage,
-    FetchedPage,
-    Passage,
-    SearchHit,
-)
-from langchain_references.factcheck.verdict import WeightedVoteAggregator
-from langchain_references.failures import Failure
+from langchain_references.factcheck.result import FactCheckProgress, FactCheckResult
+from langchain_references.factcheck.types import Passage
 from langchain_references.server.events import (
     PROGRESS_EVENT,
     RESULT_EVENT,
@@ -92,13 +63,12 @@ from langchain_references.server.settings import Text
 __all__ = [
     "DEFAULT_GRANULARITY",
     "FactCheckBody",
-    "IndexEvidenceStage",
+    "IndexPassages",
     "PageFetcherDep",
     "build_checker",
     "check_stream",
     "evidence_link",
     "get_page_fetcher",
-    "merge_evidence",
     "router",
 ]
 
@@ -156,168 +126,64 @@ def _cosine(hit: EvidenceHit) -> float:
     return max(-1.0, min(1.0, value)) if math.isfinite(value) else 0.0
 
 
-_IndexOutcome = tuple[list[EvidenceHit], list[Failure]]
+class IndexPassages:
+    """The evidence index as the fact-check chain's :class:`PassageIndex` (one granularity).
 
-
-class IndexEvidenceStage(FactCheckStage[_IndexOutcome]):
-    """Take the passages to judge from the evidence index (the ``search`` stage of a check).
-
-    A failing index is recorded as a ``search`` failure and the check goes on (to the
-    chain's "search failed" error verdict).
+    Each hit becomes a passage linking to :func:`evidence_link` (its record's title, or the
+    record id when there is none) with its cosine similarity (the index's
+    ``(cosine + 1) / 2`` mapped back, as the chain's relevance stage reports cosines).
 
     Args:
-        index: The evidence index.
+        index: The evidence index (or the live index of ``serve``).
         granularity: Entries searched: ``"phrase"`` (sentences) or ``"abstract"``.
-        k: Number of entries kept.
     """
 
-    stage = "search"
-
-    def __init__(
-        self, index: EvidenceIndex | LiveIndex, *, granularity: Granularity, k: int
-    ) -> None:
+    def __init__(self, index: EvidenceIndex | LiveIndex, granularity: Granularity) -> None:
         self.index = index
         self.granularity = granularity
-        self.k = k
+        self.name = index.name
 
-    @override
-    def describe(self, state: FactCheckState) -> str:
-        return f"searching the evidence index {self.index.name!r}"
+    def find(self, statement: str, k: int) -> list[IndexedPassage]:
+        """The ``k`` entries closest to ``statement`` as passages (see the class docs).
 
-    @override
-    def work(self, state: FactCheckState, config: RunnableConfig) -> _IndexOutcome:
-        return self.index.search(state.statement, granularity=self.granularity, k=self.k), []
+        Args:
+            statement: The statement being checked.
+            k: How many entries.
 
-    @override
-    async def awork(self, state: FactCheckState, config: RunnableConfig) -> _IndexOutcome:
-        hits = await self.index.asearch(state.statement, granularity=self.granularity, k=self.k)
-        return hits, []
+        Returns:
+            The passages, most similar first.
+        """
+        return _passages(self.index.search(statement, granularity=self.granularity, k=k))
 
-    @override
-    def recover(self, state: FactCheckState, exc: Exception) -> _IndexOutcome:
-        logger.warning("The evidence index failed: %s: %s", type(exc).__name__, exc)
-        reason = f"evidence index: {type(exc).__name__}: {exc}"
-        return [], [Failure(stage="search", reason=reason, query=state.statement)]
+    async def afind(self, statement: str, k: int) -> list[IndexedPassage]:
+        """Async :meth:`find`.
 
-    @override
-    def finish(self, state: FactCheckState, outcome: _IndexOutcome) -> StageEnd:
-        hits, failures = outcome
-        search_hits: list[SearchHit] = []
-        pages: dict[str, FetchedPage] = {}
-        extracted: dict[str, ExtractedPage] = {}
-        selected: list[tuple[Passage, float]] = []
-        for rank, hit in enumerate(hits):
-            link = evidence_link(hit)
-            title = hit.title or hit.record_id
-            search_hit = SearchHit(
-                title=title, snippet=hit.text, link=link or f"index:{hit.id}", rank=rank
-            )
-            search_hits.append(search_hit)
-            if hit.record_id not in pages:
-                pages[hit.record_id] = FetchedPage(
-                    url=link,
-                    final_url=link,
-                    status=200,
-                    content_type="text/plain",
-                    body=hit.text,
-                    from_cache=True,
-                    elapsed_s=0.0,
-                    rank=rank,
-                    hit=search_hit,
-                )
-                extracted[hit.record_id] = ExtractedPage(
-                    url=link,
-                    final_url=link,
-                    title=title,
-                    text=hit.text,
-                    rank=rank,
-                    content_type="text/plain",
-                )
-            passage = Passage(
+        Args:
+            statement: The statement being checked.
+            k: How many entries.
+
+        Returns:
+            The passages, most similar first.
+        """
+        return _passages(await self.index.asearch(statement, granularity=self.granularity, k=k))
+
+
+def _passages(hits: list[EvidenceHit]) -> list[IndexedPassage]:
+    return [
+        IndexedPassage(
+            passage=Passage(
                 text=hit.text,
-                url=link,
-                title=title,
+                url=evidence_link(hit),
+                title=hit.title or hit.record_id,
                 rank=rank,
                 index_in_page=int(hit.metadata.get("position", 0) or 0),
                 n_tokens=max(1, len(hit.text.split())),
-            )
-            selected.append((passage, _cosine(hit)))
-        n = len(hits)
-        counts = {
-            "hits": n,
-            "fetched": len(pages),
-            "extracted": len(extracted),
-            "passages": n,
-            "judged": n,
-        }
-        detail = f"{n} index {'entry' if n == 1 else 'entries'}"
-        if failures:
-            detail += f"; search failed: {failures[0].reason}"
-        return StageEnd(
-            state.advance(
-                failures,
-                counts,
-                hits=tuple(search_hits),
-                pages=tuple(pages.values()),
-                extracted=tuple(extracted.values()),
-                passages=tuple(p for p, _ in selected),
-                selected=tuple(selected),
             ),
-            detail,
-            {"hits": n, "failed": len(failures)},
+            similarity=_cosine(hit),
+            id=hit.id,
         )
-
-
-def merge_evidence(states: Mapping[str, FactCheckState]) -> FactCheckState:
-    """Join the index branch and the web branch of a check into one state for the judge.
-
-    Both branches started from the same state. Hits, pages and passages are concatenated (web
-    first), the selected passages are ordered by similarity (most similar first, the web's
-    first on a tie), failures are concatenated and counts added; a stage that ran in both
-    branches is timed by the longer of the two, since they ran side by side.
-
-    Args:
-        states: ``{"index": state, "web": state}``.
-
-    Returns:
-        The merged state.
-    """
-    index, web = states["index"], states["web"]
-    counts = dict(web.counts)
-    for key, value in index.counts.items():
-        counts[key] = counts.get(key, 0) + value
-    timings: dict[Stage, float] = {}
-    for stage, seconds in (*web.timings, *index.timings):
-        timings[stage] = max(seconds, timings.get(stage, 0.0))
-    order = {id(item): i for i, item in enumerate((*web.selected, *index.selected))}
-    selected = sorted((*web.selected, *index.selected), key=lambda p: (-p[1], order[id(p)]))
-    return FactCheckState(
-        statement=web.statement,
-        query=web.query,
-        started=min(web.started, index.started),
-        failures=(*web.failures, *index.failures),
-        timings=tuple(timings.items()),
-        counts=counts,
-        hits=(*web.hits, *index.hits),
-        pages=(*web.pages, *index.pages),
-        extracted=(*web.extracted, *index.extracted),
-        passages=(*web.passages, *index.passages),
-        selected=tuple(selected),
-    )
-
-
-def _prepare(value: object) -> FactCheckState:
-    request = coerce_request(value)
-    return FactCheckState.begin(request.statement, request.search_query)
-
-
-def _sync_and_async(func: Any, name: str) -> Runnable[Any, Any]:
-    """A cheap step that runs the same function on both paths (no executor on the async one)."""
-
-    async def afunc(value: Any) -> Any:
-        return func(value)
-
-    return RunnableLambda(func, afunc=afunc, name=name)
+        for rank, hit in enumerate(hits)
+    ]
 
 
 def build_checker(
@@ -326,8 +192,8 @@ def build_checker(
     k: int,
     granularity: Granularity = DEFAULT_GRANULARITY,
     fetcher: PageFetcher | None = None,
-) -> Runnable[FactCheckInput, FactCheckResult]:
-    """The fact-check pipeline of the service (see the module docs).
+) -> FactCheckChain:
+    """The fact-check chain of the service (see the module docs).
 
     Args:
         services: The service's index, judge and optional web search back-end.
@@ -336,42 +202,19 @@ def build_checker(
         fetcher: Page fetcher of the web stages (default: public addresses only).
 
     Returns:
-        A runnable ``statement -> FactCheckResult`` named ``fact_check``; every stage
-        dispatches the chain's progress events.
+        A :class:`~langchain_references.factcheck.chain.FactCheckChain` named ``fact_check``
+        over the index (and the web back-end); every stage dispatches the chain's progress
+        events.
     """
-    index_stage = IndexEvidenceStage(services.index, granularity=granularity, k=k)
-    aggregate = AggregateStage(WeightedVoteAggregator(), "relevance")
-    judge = JudgeStage(services.judge, DEFAULT_JUDGE_CONCURRENCY)
-    evidence: Runnable[FactCheckState, FactCheckState]
-    if services.search is None:
-        evidence = index_stage.as_runnable()
-    else:
-        chain = FactCheckChain(
-            search=services.search,
-            judge=services.judge,
-            embeddings=services.index.embeddings,
-            fetcher=fetcher,
-            k=k,
-            retrieval=services.settings.retrieval,
-        )
-        judge = next(s for s in chain.stages if isinstance(s, JudgeStage))
-        aggregate = next(s for s in chain.stages if isinstance(s, AggregateStage))
-        web: Runnable[FactCheckState, FactCheckState] = chain.stages[0].as_runnable()
-        for stage in chain.stages[1:]:
-            if stage.stage in ("judge", "aggregate"):
-                break
-            web = web | stage.as_runnable()
-        evidence = RunnableParallel(index=index_stage.as_runnable(), web=web) | (
-            _sync_and_async(merge_evidence, "merge")
-        )
-    pipeline = (
-        _sync_and_async(_prepare, "prepare")
-        | evidence
-        | judge.as_runnable()
-        | aggregate.as_runnable()
-        | _sync_and_async(to_result, "result")
+    return FactCheckChain(
+        search=services.search,
+        index=IndexPassages(services.index, granularity),
+        judge=services.judge,
+        embeddings=services.index.embeddings if services.search is not None else None,
+        fetcher=fetcher,
+        k=k,
+        retrieval=services.settings.retrieval,
     )
-    return pipeline.with_config(run_name="fact_check")
 
 
 async def check_stream(

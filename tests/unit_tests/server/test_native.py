@@ -48,6 +48,9 @@ def test_factcheck_json_is_the_chain_result(make_client: ClientFactory) -> None:
     assert [e.url for e in result.supporting] == ["https://landmarks.example.org/eiffel-tower"]
     assert result.supporting[0].text == "The tower is 330 metres tall."
     assert result.counts.judged == 3
+    # index entries are passages, not pages: nothing was fetched or extracted
+    counts = result.counts
+    assert (counts.hits, counts.fetched, counts.extracted, counts.passages) == (3, 0, 0, 3)
     assert result.neutral_count == 2
     assert list(result.timings) == ["search", "judge", "aggregate"]
 
