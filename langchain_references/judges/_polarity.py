@@ -134,6 +134,8 @@ _FROZEN_WORDS: Final = ("ice", "glaci", "glacier", "snow", "snowpack", "permafro
 _MAGNITUDE: Final = frozenset({"amount", "degree", "temperature"})
 #: Anchor roots read as another ("CO2" is carbon dioxide).
 _SAME_ROOT: Final = {"co2": "dioxid"}
+#: "CO 2" (a subscript lost in extraction, as in Wikipedia's text) and "CO₂" are "co2".
+_CO2: Final = re.compile(r"\bco(?: ?2|₂)(?!\w|\.\d)")
 
 # ------------------------------------------------------------------------------ the lexicon
 
@@ -568,7 +570,8 @@ def _tokenize(text: str) -> tuple[list[str], list[_Kind]]:
     words: list[str] = []
     kinds: list[_Kind] = []
     end = -1
-    for match in _TOKEN.finditer(text[:MAX_CHARS].lower().replace("’", "'")):
+    lowered = _CO2.sub("co2", text[:MAX_CHARS].lower().replace("’", "'"))
+    for match in _TOKEN.finditer(lowered):
         tok = match.group()
         attached, end = match.start() == end, match.end()
         first = tok[0]

@@ -396,3 +396,19 @@ def test_co2_and_carbon_dioxide_are_the_same_anchor() -> None:
     check = compare(analyse("Carbon dioxide fell."), analyse("CO2 rose."))
     assert [(c.kind, c.text) for c in check.conflicts] == [("direction", "fell vs rose")]
     assert compare(analyse("Carbon dioxide rose."), analyse("CO2 rose.")).conflicts == ()
+
+
+@pytest.mark.parametrize(
+    ("passage", "conflicts"),
+    [
+        ("Since 1950, CO 2 has increased.", ("decreased vs increased",)),  # extracted subscript
+        ("Since 1950, CO₂ has increased.", ("decreased vs increased",)),
+        ("Since 1950, CO2 has increased.", ("decreased vs increased",)),
+        ("Since 1950, CO has increased.", ()),  # carbon monoxide: another gas
+    ],
+)
+def test_co2_written_with_a_space_or_a_subscript_is_carbon_dioxide(
+    passage: str, conflicts: tuple[str, ...]
+) -> None:
+    check = compare(analyse("Since 1950, carbon dioxide has decreased."), analyse(passage))
+    assert tuple(c.text for c in check.conflicts) == conflicts
