@@ -170,6 +170,21 @@ def test_linear_confidence_is_the_old_rule(label: Label, relevance: float, expec
     assert linear_confidence(label, relevance, 0.25) == pytest.approx(expected)
 
 
+@pytest.mark.parametrize(
+    ("label", "threshold", "expected"),
+    [
+        (Label.UNKNOWN, 0.0, 0.5),  # nothing is below a zero threshold: no division by it
+        (Label.ENTAILS, 1.0, 1.0),  # nothing is above a threshold of one
+        (Label.CONTRADICTS, 1.0, 1.0),
+    ],
+)
+def test_linear_confidence_at_the_ends_of_the_threshold(
+    label: Label, threshold: float, expected: float
+) -> None:
+    for relevance in (0.0, 0.3, 1.0):
+        assert linear_confidence(label, relevance, threshold) == expected
+
+
 def test_shared_words_are_counted() -> None:
     f = lexical_features("Arctic sea ice is vanishing", "The sea ice of the Arctic melts fast.")
     assert f.shared == 3

@@ -191,6 +191,9 @@ def test_calibration_rejects_bad_parameters() -> None:
         heuristic.Calibration(entails=(0.0, 1.0), contradicts=ok, unknown=ok)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="unknown"):
         heuristic.Calibration(entails=ok, contradicts=ok, unknown=(float("nan"), 0, 0, 0))
+    with pytest.raises(ValueError, match="withheld"):
+        heuristic.Calibration(entails=ok, contradicts=ok, unknown=ok, withheld=(1.0, 2.0, 3.0))  # type: ignore[arg-type]
+    assert heuristic.Calibration(entails=ok, contradicts=ok, unknown=ok).withheld is None
 
 
 # ------------------------------------------------------------------ the benchmark's helpers
