@@ -124,10 +124,12 @@ _KNOWN_INT: Final = ("year", "citation_count", "influential_citation_count")
 GENERATION_SEPARATOR: Final = "__g"
 # 3-52 characters, so that "{name}__g{N}" fits the 63 characters older Chroma servers allow.
 _NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,50}[A-Za-z0-9]$")
-# The pointer's metadata: the current generation, whether it is complete, its size.
+# The pointer's metadata: the current generation, whether it is complete, its size, and
+# how many in-place updates (``add_records``) its generation has had.
 _GENERATION_KEY: Final = "lr_generation"
 _COMPLETE_KEY: Final = "lr_complete"
 _ENTRIES_KEY: Final = "lr_entries"
+_REVISION_KEY: Final = "lr_revision"
 _RECORDS_KEY: Final = "lr_records"
 _BUILT_AT_KEY: Final = "lr_built_at"
 _COSINE: Final[dict[str, Any]] = {"hnsw": {"space": "cosine"}}
@@ -594,6 +596,12 @@ def _collection(client: ClientAPI, name: str) -> Collection | None:
         raise
 
 
+def _revision(meta: Mapping[str, Any]) -> int:
+    """The in-place update count in a pointer's metadata (0 when absent or malformed)."""
+    value = meta.get(_REVISION_KEY, 0)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
 def _generations(client: ClientAPI, name: str) -> dict[int, str]:
     """The generation collections of index ``name``, by number."""
     pattern = re.compile(re.escape(name + GENERATION_SEPARATOR) + r"([1-9][0-9]{0,8})")
@@ -953,13 +961,28 @@ class EvidenceIndex:
     def pointed_generation(self) -> str | None:
         """The complete generation the index's pointer names now: one read of its metadata.
 
-        Nothing is written. A running service compares it with :attr:`generation` to notice
-        a build that switched the index (:mod:`~langchain_references.server.live`).
+        Nothing is written.
 
         Returns:
             The generation's collection name, or ``None`` when the pointer names none marked
             complete (an in-place update running, the pointer gone) or this index has no
             pointer (not opened by :meth:`open` or :meth:`build`).
+
+        Raises:
+            EvidenceIndexError: If Chroma cannot be read.
+        """
+        version = self.pointed_version()
+        return None if version is None else version[0]
+
+    def pointed_version(self) -> tuple[str, int] | None:
+        """The complete generation the pointer names now and its :attr:`revision`: one read.
+
+        Nothing is written. A running service compares it with ``(generation, revision)`` to
+        notice a build that switched the index or an ``add_records`` that updated its
+        generation in place (:mod:`~langchain_references.server.live`).
+
+        Returns:
+            ``(generation, revision)``, or ``None`` as for :meth:`pointed_generation`.
 
         Raises:
             EvidenceIndexError: If Chroma cannot be read.
@@ -972,8 +995,17 @@ class EvidenceIndex:
             raise EvidenceIndexError(f"cannot read index {self.name!r}: {exc}") from exc
         meta = {} if pointer is None else dict(pointer.metadata or {})
         generation = meta.get(_GENERATION_KEY)
-        complete = meta.get(_COMPLETE_KEY) is True
-        return generation if isinstance(generation, str) and complete else None
+        if not isinstance(generation, str) or meta.get(_COMPLETE_KEY) is not True:
+            return None
+        return generation, _revision(meta)
+
+    @property
+    def revision(self) -> int:
+        """How many in-place updates (:meth:`add_records`) the generation had when opened.
+
+        0 for a fresh build, or an index without a pointer.
+        """
+        return 0 if self._pointer is None else _revision(dict(self._pointer.metadata or {}))
 
     @property
     def reopenable(self) -> bool:
@@ -1145,6 +1177,7 @@ class EvidenceIndex:
                 _COMPLETE_KEY: True,
                 _ENTRIES_KEY: entries,
                 _RECORDS_KEY: len(unique),
+                _REVISION_KEY: 0,  # no in-place update yet
                 _BUILT_AT_KEY: datetime.now(UTC).isoformat(timespec="seconds"),
                 "embeddings": type(embeddings).__name__,
             }
@@ -1272,6 +1305,7 @@ class EvidenceIndex:
             meta[_COMPLETE_KEY] = complete
             if complete:
                 meta[_ENTRIES_KEY] = int(self._collection.count())
+                meta[_REVISION_KEY] = _revision(meta) + 1
             self._pointer.modify(metadata=meta)
         except Exception as exc:  # chromadb's errors share no base class
             raise EvidenceIndexError(f"cannot update index {self.name!r}: {exc}") from exc

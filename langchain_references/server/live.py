@@ -8,9 +8,11 @@ moves to the generation the pointer names:
 
 * **checked at most every** ``check_seconds`` (:data:`CHECK_SECONDS` by default): the first
   request after the interval reads the pointer's metadata (one Chroma read, nothing written);
-  when it names another complete generation, the index is opened on it
-  (:meth:`EvidenceIndex.reopen`, BM25 indexes loaded as at start-up) and replaces the old one.
-  Only one request checks at a time; the others go on with the index they have.
+  when it names another complete generation, or the same one after an in-place ``index add``
+  completed (its :attr:`~EvidenceIndex.revision` went up), the index is opened again on it
+  (:meth:`EvidenceIndex.reopen`, BM25 indexes loaded as at start-up, so the added records are
+  found by words too) and replaces the old one. Only one request checks at a time; the others
+  go on with the index they have.
 * **on a failed search** (its generation deleted by a second build within the interval): the
   pointer is read again. If it names another generation, the index is reopened on it (one
   reopen at a time: requests that failed together wait for it, then use it) and the search is
@@ -182,11 +184,11 @@ class LiveIndex:
         return self._index
 
     def _follow(self) -> None:
-        """Under the lock: reopen on the generation the pointer names, if it is another one."""
+        """Under the lock: reopen on the generation the pointer names, if it changed."""
         index = self._index
         try:
-            pointed = index.pointed_generation()
-            if pointed is not None and pointed != index.generation:
+            pointed = index.pointed_version()
+            if pointed is not None and pointed != (index.generation, index.revision):
                 self._switch(index.reopen())
         except EvidenceIndexError as exc:  # the generation it has still answers
             logger.warning(
@@ -224,11 +226,19 @@ class LiveIndex:
 
     def _switch(self, newer: EvidenceIndex) -> EvidenceIndex:
         """Under the lock: search ``newer`` from now on (one log line)."""
-        logger.info(
-            "index %r: switched from generation %r to %r",
-            newer.name,
-            self._index.generation,
-            newer.generation,
-        )
+        if newer.generation == self._index.generation:
+            logger.info(
+                "index %r: reopened generation %r after an update (revision %d)",
+                newer.name,
+                newer.generation,
+                newer.revision,
+            )
+        else:
+            logger.info(
+                "index %r: switched from generation %r to %r",
+                newer.name,
+                self._index.generation,
+                newer.generation,
+            )
         self._index = newer
         return newer

@@ -115,6 +115,42 @@ def test_the_interval_check_picks_up_one_rebuild(tmp_path: Path) -> None:
     assert live.count() == 6  # 3 abstracts, 3 sentences
 
 
+def test_an_update_in_place_is_picked_up_words_included(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    _build(tmp_path, "alpha")
+    clock = _Clock()
+    # BM25 alone: Chroma's dense search sees added entries at once, the BM25 index it loaded
+    # does not until the index is opened again
+    live = LiveIndex(_open(tmp_path, "bm25"), check_seconds=10, clock=clock)
+    fjords = "Fjords are carved by glaciers."
+
+    def found() -> list[str]:
+        return [hit.text for hit in live.search("fjords", granularity="phrase", k=1)]
+
+    assert found() != [fjords]
+    assert live.current.revision == 0
+    added = parse_evidence_record({"id": "gamma-0", "title": "gamma", "text": fjords})
+    _open(tmp_path).add_records([added])  # what `index add` does, in another process
+    clock.now = 9.9
+    assert found() != [fjords]  # not due: no pointer read
+    clock.now = 10.0
+    with caplog.at_level("INFO", logger="langchain_references.server.live"):
+        assert found() == [fjords]  # BM25 reloaded: the new record is found by its words
+    assert (live.generation, live.current.revision) == (f"{NAME}__g1", 1)
+    assert [r.getMessage() for r in caplog.records if r.name.endswith(".live")] == [
+        f"index {NAME!r}: reopened generation '{NAME}__g1' after an update (revision 1)"
+    ]
+    clock.now = 20.0
+    before = live.current
+    found()
+    assert live.current is before  # nothing changed since: not reopened again
+    _build(tmp_path, "beta")  # a build after updates: a new generation, revision 0 again
+    clock.now = 30.0
+    found()
+    assert (live.generation, live.current.revision) == (f"{NAME}__g2", 0)
+
+
 def test_no_complete_generation_is_a_503_naming_it_then_recovers(tmp_path: Path) -> None:
     _build(tmp_path, "alpha")
     served = _open(tmp_path)
