@@ -219,7 +219,7 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
             :class:`~langchain_references.factcheck.types.SearchHit` objects).
         judge: Runnable ``{"statement", "passage"} -> Judgement``, e.g. an
             :class:`~langchain_references.judges.LLMJudge`.
-        embeddings: Embeddings for the relevance stage's temporary Chroma collection. Defaults
+        embeddings: Embeddings of the relevance stage (statement and passages). Defaults
             to the offline :class:`~langchain_references.embeddings.MiniLMEmbeddings` unless
             ``vector_store`` is given.
         fetcher: Page fetcher; defaults to ``PageFetcher()`` (public addresses only, 10 s and
