@@ -1,9 +1,12 @@
 """Where an embedded evidence index keeps its BM25 indexes: one directory per generation.
 
 An index in ``persist_dir`` keeps, next to Chroma's files, ``lr_bm25/{generation}/{granularity}/``
-(a :class:`~langchain_references.retrieval.BM25Index` each). A build writes its generation's
-directory before it switches the pointer, so the BM25 index is switched with the vectors; the
-generations that a build deletes lose their directory too (:func:`prune`). A directory is
+(a :class:`~langchain_references.retrieval.BM25Index` each), and in each granularity's folder
+``vectors.npy``: the stored vector of each entry, in the BM25 index's order (float32), from
+which a hybrid search takes the cosine of the hits that BM25 alone found, instead of reading
+them from Chroma. A build writes its generation's directory before it switches the pointer,
+so both are switched with the collection; the generations that a build deletes lose their
+directory too (:func:`prune`). A directory is
 replaced atomically (written beside it, then renamed), so a reader never sees half of one.
 """
 
@@ -14,16 +17,32 @@ import shutil
 import uuid
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from langchain_references._optional import require
 from langchain_references.retrieval import BM25Index, LexicalIndexError
 
-__all__ = ["BM25_DIR", "bm25_root", "drop", "load_generation", "prune", "save_generation"]
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = [
+    "BM25_DIR",
+    "VECTORS_FILE",
+    "bm25_root",
+    "drop",
+    "load_generation",
+    "load_vectors",
+    "prune",
+    "save_generation",
+]
 
 logger = logging.getLogger(__name__)
 
 #: The folder of ``persist_dir`` that holds the BM25 indexes of its evidence indexes.
 BM25_DIR: Final = "lr_bm25"
+#: The file of a granularity's stored vectors (rows in its BM25 index's order).
+VECTORS_FILE: Final = "vectors.npy"
 _PARTIAL: Final = ".partial-"
 
 G = TypeVar("G", bound=str)
@@ -41,22 +60,38 @@ def bm25_root(persist_dir: str | Path) -> Path:
     return Path(persist_dir) / BM25_DIR
 
 
-def save_generation(root: Path, generation: str, indexes: Mapping[G, BM25Index]) -> None:
+def save_generation(
+    root: Path,
+    generation: str,
+    indexes: Mapping[G, BM25Index],
+    vectors: Mapping[G, npt.NDArray[np.float32]] | None = None,
+) -> None:
     """Write the BM25 indexes of a generation, replacing its directory in one rename.
 
     Args:
         root: :func:`bm25_root`.
         generation: The generation's collection name.
         indexes: Granularity -> its index.
+        vectors: Granularity -> the stored vectors of its entries, one row per id of its
+            index, in the same order (written as :data:`VECTORS_FILE`); ``None``: none.
 
     Raises:
         LexicalIndexError: If they cannot be written.
+        ValueError: If a granularity's vectors do not have one row per id of its index.
     """
+    for granularity, matrix in (vectors or {}).items():
+        if len(matrix) != len(indexes[granularity]):
+            raise ValueError(
+                f"{len(matrix)} vectors for the {len(indexes[granularity])} {granularity} entries"
+            )
     final = root / generation
     partial = root / f"{generation}{_PARTIAL}{uuid.uuid4().hex}"
     try:
         for granularity, index in indexes.items():
             index.save(partial / granularity)
+            if vectors is not None and granularity in vectors:
+                numpy: Any = require("numpy", "server", feature="The evidence index")
+                numpy.save(partial / granularity / VECTORS_FILE, vectors[granularity])
         old = None
         if final.exists():
             old = root / f"{generation}{_PARTIAL}{uuid.uuid4().hex}"
@@ -86,6 +121,47 @@ def load_generation(
         LexicalIndexError: If one is missing, damaged or made with another tokeniser.
     """
     return {g: BM25Index.load(root / generation / g) for g in granularities}
+
+
+def load_vectors(
+    root: Path, generation: str, indexes: Mapping[G, BM25Index]
+) -> dict[G, npt.NDArray[np.float32]] | None:
+    """Map the stored vectors of a generation's granularities from disk (read-only).
+
+    Args:
+        root: :func:`bm25_root`.
+        generation: The generation's collection name.
+        indexes: Granularity -> its BM25 index (as loaded by :func:`load_generation`).
+
+    Returns:
+        Granularity -> its vectors (one row per id of its index), or ``None`` when one is
+        missing, unreadable or not of the index's size (a generation saved by an older
+        version, or only BM25 saved): searches then read the vectors they need from Chroma.
+    """
+    numpy: Any = require("numpy", "server", feature="The evidence index")
+    found: dict[G, npt.NDArray[np.float32]] = {}
+    for granularity, index in indexes.items():
+        if not len(index):  # nothing to map (an empty file cannot be)
+            found[granularity] = numpy.zeros((0, 0), dtype=numpy.float32)
+            continue
+        path = root / generation / granularity / VECTORS_FILE
+        try:
+            matrix = numpy.load(path, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            logger.debug("no stored vectors for %s of %r: %s", granularity, generation, exc)
+            return None
+        if matrix.ndim != 2 or len(matrix) != len(index):
+            logger.warning(
+                "the stored vectors of %s in %r do not match its BM25 index (%s rows, %d "
+                "entries): not used",
+                granularity,
+                generation,
+                matrix.shape[0] if matrix.ndim else "no",
+                len(index),
+            )
+            return None
+        found[granularity] = matrix
+    return found
 
 
 def drop(root: Path, generation: str) -> None:

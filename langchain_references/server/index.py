@@ -38,9 +38,13 @@ default: the first :data:`FUSION_DEPTH` of each, fused by
 share of each granularity), rather than a query filtered on the granularity: Chroma's filtered
 query scans the filter's matches (about 80 times slower at 100k entries); a filtered query is
 the fallback when the unfiltered ones come back short. An embedded index keeps its BM25 indexes
-per generation, written before the switch (:mod:`~langchain_references.server.bm25_store`);
-an index on a Chroma server, or one built without them (``index build --retrieval dense``, older
-versions), gets them built in memory from its entries when opened.
+per generation, written before the switch (:mod:`~langchain_references.server.bm25_store`),
+with the stored vectors of their entries (a memory-mapped ``vectors.npy`` per granularity,
+in BM25 order): the cosine of a hit that BM25 alone found is taken from them, so that a
+search reads only the documents and metadata of its hits from Chroma. An index on a Chroma
+server, or one built without them (``index build --retrieval dense``, older versions), gets its
+BM25 indexes built in memory from its entries when opened, and reads those vectors with its
+hits.
 
 **Threads and processes.** One Chroma client per index, created under a process-wide lock;
 Chroma's clients are thread-safe, so searches run concurrently. Several worker processes may
@@ -83,6 +87,8 @@ from langchain_references.retrieval import (
 from langchain_references.server import bm25_store
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
     from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
     from langchain_core.embeddings import Embeddings
@@ -547,12 +553,29 @@ def _granularity_of(entry_id: str) -> Granularity:
     return "abstract" if entry_id.endswith(":abstract") else "phrase"
 
 
-def _cosine_distance(query: Sequence[float], vector: Sequence[float]) -> float:
-    """``1 - cosine`` of two vectors (1 when one is zero)."""
+def _cosine_distances(query: Sequence[float], vectors: Any) -> list[float]:
+    """``1 - cosine`` of the query with each vector (1 when one of the two is zero)."""
+    if len(vectors) == 0:
+        return []
     numpy: Any = require("numpy", "server", feature="The evidence index")
-    a, b = numpy.asarray(query, dtype=float), numpy.asarray(vector, dtype=float)
-    norm = float(numpy.linalg.norm(a) * numpy.linalg.norm(b))
-    return 1.0 - (float(a @ b) / norm if norm > 0 else 0.0)
+    a = numpy.asarray(query, dtype=numpy.float64)
+    b = numpy.asarray(vectors, dtype=numpy.float64)
+    norms = numpy.linalg.norm(b, axis=1) * numpy.linalg.norm(a)
+    dots = b @ a
+    safe = numpy.where(norms > 0, norms, 1.0)
+    return [float(d) for d in numpy.where(norms > 0, 1.0 - dots / safe, 1.0)]
+
+
+@dataclass(frozen=True, slots=True)
+class _StoredVectors:
+    """A granularity's saved vectors (rows in its BM25 order) and the row of each entry id."""
+
+    matrix: Any  # a read-only numpy array (memory-mapped)
+    rows: Mapping[str, int]
+
+    def take(self, ids: Sequence[str]) -> Any:
+        """The vectors of these entries, in order."""
+        return self.matrix[[self.rows[e] for e in ids]]
 
 
 def _check_query(granularity: str, k: int) -> None:
@@ -827,6 +850,8 @@ class EvidenceIndex:
         self.retrieval: Retrieval = check_retrieval(retrieval)
         self._bm25: dict[Granularity, BM25Index] | None = dict(bm25) if bm25 else None
         self._bm25_root = bm25_root
+        # the stored vectors of the BM25 indexes' entries (saved ones), and their rows by id
+        self._vectors: dict[Granularity, _StoredVectors] | None = None
         self._sizes: dict[Granularity, int] | None = None
         self._write_lock = threading.Lock()
         self._read_lock = threading.Lock()
@@ -1139,7 +1164,9 @@ class EvidenceIndex:
                 )
             if bm25_root is not None:  # saved with the generation, before the switch
                 index._bm25 = _bm25_of_records(unique)
-                bm25_store.save_generation(bm25_root, generation_name, index._bm25)
+                vectors = index._vectors_of(index._bm25)
+                bm25_store.save_generation(bm25_root, generation_name, index._bm25, vectors)
+                index._use_vectors(vectors)
             meta = {
                 _GENERATION_KEY: generation_name,
                 _COMPLETE_KEY: True,
@@ -1255,12 +1282,15 @@ class EvidenceIndex:
             if not saved and self._bm25 is None:
                 return
             self._bm25 = self._bm25_from_entries()
+            self._vectors = None
             if saved:
                 assert root is not None
+                vectors = self._vectors_of(self._bm25)
                 try:
-                    bm25_store.save_generation(root, self.generation, self._bm25)
+                    bm25_store.save_generation(root, self.generation, self._bm25, vectors)
                 except LexicalIndexError as exc:
                     raise EvidenceIndexError(f"cannot update index {self.name!r}: {exc}") from exc
+                self._use_vectors(vectors)
 
     def _mark(self, *, complete: bool) -> None:
         """Record in the pointer whether this generation is complete, and its size."""
@@ -1358,8 +1388,10 @@ class EvidenceIndex:
     def _load_or_build_bm25(self) -> dict[Granularity, BM25Index]:
         if self._bm25_root is not None:
             try:
-                loaded = bm25_store.load_generation(self._bm25_root, self.generation, GRANULARITIES)
-                return cast("dict[Granularity, BM25Index]", loaded)
+                loaded = cast(
+                    "dict[Granularity, BM25Index]",
+                    bm25_store.load_generation(self._bm25_root, self.generation, GRANULARITIES),
+                )
             except LexicalIndexError as exc:
                 logger.warning(
                     "index %r: %s; building the BM25 index in memory (run `index build` to "
@@ -1367,7 +1399,59 @@ class EvidenceIndex:
                     self.name,
                     exc,
                 )
+            else:
+                vectors = bm25_store.load_vectors(self._bm25_root, self.generation, loaded)
+                if vectors is not None:
+                    self._use_vectors(vectors, loaded)
+                return loaded
         return self._bm25_from_entries()
+
+    def _vectors_of(
+        self, bm25: Mapping[Granularity, BM25Index]
+    ) -> dict[Granularity, npt.NDArray[np.float32]]:
+        """The stored vectors of the BM25 indexes' entries, read from the generation.
+
+        One row per id of each index, in its order (float32, as Chroma keeps them); read
+        back from what was written, whichever engine embedded it.
+        """
+        numpy: Any = require("numpy", "server", feature="The evidence index")
+        out: dict[Granularity, npt.NDArray[np.float32]] = {}
+        for granularity, lexical in bm25.items():
+            ids = lexical.ids
+            rows: npt.NDArray[np.float32] | None = None
+            for start in range(0, len(ids), self.max_batch_size):
+                chunk = ids[start : start + self.max_batch_size]
+                try:
+                    got = self._collection.get(ids=list(chunk), include=["embeddings"])
+                except Exception as exc:  # chromadb's errors share no base class
+                    raise EvidenceIndexError(f"cannot read index {self.name!r}: {exc}") from exc
+                stored = got.get("embeddings")
+                by_id = dict(zip(got["ids"], [] if stored is None else stored, strict=True))
+                missing = [entry_id for entry_id in chunk if entry_id not in by_id]
+                if missing:
+                    raise EvidenceIndexError(
+                        f"index {self.name!r} has no vector for {len(missing)} entries "
+                        f"(first: {missing[0]!r})"
+                    )
+                block = numpy.asarray([by_id[e] for e in chunk], dtype=numpy.float32)
+                if rows is None:
+                    rows = numpy.empty((len(ids), block.shape[1]), dtype=numpy.float32)
+                rows[start : start + len(chunk)] = block
+            out[granularity] = numpy.zeros((0, 0), dtype=numpy.float32) if rows is None else rows
+        return out
+
+    def _use_vectors(
+        self,
+        vectors: Mapping[Granularity, npt.NDArray[np.float32]],
+        bm25: Mapping[Granularity, BM25Index] | None = None,
+    ) -> None:
+        """Search with these stored vectors, aligned with ``bm25`` (default: this index's)."""
+        lexical = self._bm25 if bm25 is None else bm25
+        assert lexical is not None
+        self._vectors = {
+            g: _StoredVectors(matrix, {e: i for i, e in enumerate(lexical[g].ids)})
+            for g, matrix in vectors.items()
+        }
 
     def _bm25_from_entries(self) -> dict[Granularity, BM25Index]:
         """Build the BM25 indexes from the generation's stored entries."""
@@ -1454,17 +1538,30 @@ class EvidenceIndex:
         ranked: Sequence[Sequence[str]],
         vectors: Sequence[Sequence[float]],
         distances: Sequence[Mapping[str, float]],
+        granularity: Granularity,
     ) -> list[list[EvidenceHit]]:
         """The hits of ranked entry ids, read in one ``get``.
 
-        An entry whose distance to its query is not known (found by BM25 alone) gets it
-        from its stored vector.
+        An entry whose distance to its query is not known (found by BM25 alone) gets it from
+        its stored vector: from the generation's saved vectors when it has them, else read
+        from Chroma with the hits.
         """
         wanted = list(dict.fromkeys(entry_id for ids in ranked for entry_id in ids))
         if not wanted:
             return [[] for _ in ranked]
-        unknown = any(e not in d for ids, d in zip(ranked, distances, strict=True) for e in ids)
-        include = ["documents", "metadatas", *(["embeddings"] if unknown else [])]
+        unknown = [
+            [e for e in ids if e not in known] for ids, known in zip(ranked, distances, strict=True)
+        ]
+        saved = (self._vectors or {}).get(granularity)
+        if saved is not None and all(e in saved.rows for ids in unknown for e in ids):
+            distances = [
+                {**known, **dict(zip(ids, _cosine_distances(vector, saved.take(ids)), strict=True))}
+                if ids
+                else known
+                for ids, vector, known in zip(unknown, vectors, distances, strict=True)
+            ]
+            unknown = [[] for _ in ranked]
+        include = ["documents", "metadatas", *(["embeddings"] if any(unknown) else [])]
         try:
             got = self._collection.get(ids=wanted, include=cast("Any", include))
         except Exception as exc:  # chromadb's errors share no base class
@@ -1479,18 +1576,17 @@ class EvidenceIndex:
             for entry_id, doc, meta, vector in zip(got["ids"], docs, metas, embedded, strict=True)
         }
         out: list[list[EvidenceHit]] = []
-        for ids, vector, known in zip(ranked, vectors, distances, strict=True):
+        for ids, vector, known, missing in zip(ranked, vectors, distances, unknown, strict=True):
+            if missing:  # read with the hits: their stored vectors (1.0 without one)
+                found = [e for e in missing if e in entries and entries[e][2] is not None]
+                read = _cosine_distances(vector, [entries[e][2] for e in found])
+                known = {**known, **dict(zip(found, read, strict=True))}
             hits = []
             for entry_id in ids:
                 if entry_id not in entries:  # deleted since the search: left out
                     continue
-                doc, meta, stored_vector = entries[entry_id]
-                distance = known.get(entry_id)
-                if distance is None:
-                    distance = (
-                        1.0 if stored_vector is None else _cosine_distance(vector, stored_vector)
-                    )
-                hits.append(_hit(entry_id, doc, meta, distance))
+                doc, meta, _ = entries[entry_id]
+                hits.append(_hit(entry_id, doc, meta, known.get(entry_id, 1.0)))
             out.append(hits)
         return out
 
@@ -1520,7 +1616,7 @@ class EvidenceIndex:
                     [e for e, _ in reciprocal_rank_fusion([[e for e, _ in d], b])][:k]
                     for d, b in zip(dense, best, strict=True)
                 ]
-        return self._read_hits(ranked, vectors, [dict(nearest) for nearest in dense])
+        return self._read_hits(ranked, vectors, [dict(nearest) for nearest in dense], granularity)
 
     def search(self, query: str, *, granularity: Granularity, k: int) -> list[EvidenceHit]:
         """The ``k`` entries of one granularity that best match ``query``, best first.
