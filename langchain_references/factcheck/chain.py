@@ -309,9 +309,9 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
         if limiter is not None and not isinstance(limiter, RateLimiter):
             raise TypeError(f"limiter must be a RateLimiter, not {type(limiter).__name__}")
         if embeddings is None and vector_store is None:
-            from langchain_references.embeddings import MiniLMEmbeddings
+            from langchain_references.embeddings import shared_minilm
 
-            embeddings = MiniLMEmbeddings()
+            embeddings = shared_minilm()
         self.cache = cache
         self.limiter = limiter
         self.search_identity = search_identity

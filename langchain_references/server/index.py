@@ -473,7 +473,8 @@ def load_embeddings(spec: str | None = None) -> Embeddings:
     """The embeddings named by ``spec``.
 
     Args:
-        spec: ``None`` or ``"minilm"`` for the offline all-MiniLM-L6-v2, or
+        spec: ``None`` or ``"minilm"`` for the offline all-MiniLM-L6-v2 (the process's one
+            instance, :func:`~langchain_references.embeddings.shared_minilm`), or
             ``"package.module:factory"``: a LangChain ``Embeddings`` class or function called
             without arguments (configure it with its environment variables).
 
@@ -487,9 +488,9 @@ def load_embeddings(spec: str | None = None) -> Embeddings:
     from langchain_core.embeddings import Embeddings
 
     if spec is None or spec == "minilm":
-        from langchain_references.embeddings import MiniLMEmbeddings
+        from langchain_references.embeddings import shared_minilm
 
-        return MiniLMEmbeddings()
+        return shared_minilm()
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise ValueError(f"embeddings must be 'minilm' or 'module:factory', got {spec!r}")
