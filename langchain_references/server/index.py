@@ -568,11 +568,15 @@ def _cosine_distances(query: Sequence[float], vectors: Any) -> list[float]:
 
 
 @dataclass(frozen=True, slots=True)
-class _StoredVectors:
-    """A granularity's saved vectors (rows in its BM25 order) and the row of each entry id."""
+class _Saved:
+    """A granularity's saved snapshot (rows in its BM25 order) and the row of each entry id.
+
+    ``entries`` is ``None`` when only the vectors were saved.
+    """
 
     matrix: Any  # a read-only numpy array (memory-mapped)
     rows: Mapping[str, int]
+    entries: bm25_store.SavedEntries | None = None
 
     def take(self, ids: Sequence[str]) -> Any:
         """The vectors of these entries, in order."""
@@ -851,8 +855,8 @@ class EvidenceIndex:
         self.retrieval: Retrieval = check_retrieval(retrieval)
         self._bm25: dict[Granularity, BM25Index] | None = dict(bm25) if bm25 else None
         self._bm25_root = bm25_root
-        # the stored vectors of the BM25 indexes' entries (saved ones), and their rows by id
-        self._vectors: dict[Granularity, _StoredVectors] | None = None
+        # the saved snapshot of the BM25 indexes' entries (vectors, documents), rows by id
+        self._saved: dict[Granularity, _Saved] | None = None
         self._sizes: dict[Granularity, int] | None = None
         self._write_lock = threading.Lock()
         self._read_lock = threading.Lock()
@@ -1165,9 +1169,9 @@ class EvidenceIndex:
                 )
             if bm25_root is not None:  # saved with the generation, before the switch
                 index._bm25 = _bm25_of_records(unique)
-                vectors = index._vectors_of(index._bm25)
-                bm25_store.save_generation(bm25_root, generation_name, index._bm25, vectors)
-                index._use_vectors(vectors)
+                vectors, stored = index._snapshot(index._bm25)
+                bm25_store.save_generation(bm25_root, generation_name, index._bm25, vectors, stored)
+                index._load_saved(bm25_root, index._bm25)
             meta = {
                 _GENERATION_KEY: generation_name,
                 _COMPLETE_KEY: True,
@@ -1283,15 +1287,15 @@ class EvidenceIndex:
             if not saved and self._bm25 is None:
                 return
             self._bm25 = self._bm25_from_entries()
-            self._vectors = None
+            self._saved = None
             if saved:
                 assert root is not None
-                vectors = self._vectors_of(self._bm25)
+                vectors, stored = self._snapshot(self._bm25)
                 try:
-                    bm25_store.save_generation(root, self.generation, self._bm25, vectors)
+                    bm25_store.save_generation(root, self.generation, self._bm25, vectors, stored)
                 except LexicalIndexError as exc:
                     raise EvidenceIndexError(f"cannot update index {self.name!r}: {exc}") from exc
-                self._use_vectors(vectors)
+                self._load_saved(root, self._bm25)
 
     def _mark(self, *, complete: bool) -> None:
         """Record in the pointer whether this generation is complete, and its size."""
@@ -1401,56 +1405,79 @@ class EvidenceIndex:
                     exc,
                 )
             else:
-                vectors = bm25_store.load_vectors(self._bm25_root, self.generation, loaded)
-                if vectors is not None:
-                    self._use_vectors(vectors, loaded)
+                self._load_saved(self._bm25_root, loaded)
                 return loaded
         return self._bm25_from_entries()
 
-    def _vectors_of(
+    def _snapshot(
         self, bm25: Mapping[Granularity, BM25Index]
-    ) -> dict[Granularity, npt.NDArray[np.float32]]:
-        """The stored vectors of the BM25 indexes' entries, read from the generation.
+    ) -> tuple[
+        dict[Granularity, npt.NDArray[np.float32]],
+        dict[Granularity, list[tuple[str | None, dict[str, Any] | None]]],
+    ]:
+        """The stored vectors, documents and metadata of the BM25 indexes' entries.
 
-        One row per id of each index, in its order (float32, as Chroma keeps them); read
-        back from what was written, whichever engine embedded it.
+        One row per id of each index, in its order (vectors float32, as Chroma keeps
+        them); read back from what the generation holds, whichever engine embedded it.
         """
         numpy: Any = require("numpy", "server", feature="The evidence index")
-        out: dict[Granularity, npt.NDArray[np.float32]] = {}
+        vectors: dict[Granularity, npt.NDArray[np.float32]] = {}
+        entries: dict[Granularity, list[tuple[str | None, dict[str, Any] | None]]] = {}
         for granularity, lexical in bm25.items():
             ids = lexical.ids
             rows: npt.NDArray[np.float32] | None = None
+            entries[granularity] = []
             for start in range(0, len(ids), self.max_batch_size):
                 chunk = ids[start : start + self.max_batch_size]
                 try:
-                    got = self._collection.get(ids=list(chunk), include=["embeddings"])
+                    got = self._collection.get(
+                        ids=list(chunk), include=["documents", "metadatas", "embeddings"]
+                    )
                 except Exception as exc:  # chromadb's errors share no base class
                     raise EvidenceIndexError(f"cannot read index {self.name!r}: {exc}") from exc
                 stored = got.get("embeddings")
-                by_id = dict(zip(got["ids"], [] if stored is None else stored, strict=True))
-                missing = [entry_id for entry_id in chunk if entry_id not in by_id]
+                blank: list[Any] = [None] * len(got["ids"])
+                by_id = {
+                    entry_id: (vector, doc, meta)
+                    for entry_id, vector, doc, meta in zip(
+                        got["ids"],
+                        blank if stored is None else stored,
+                        got.get("documents") or blank,
+                        got.get("metadatas") or blank,
+                        strict=True,
+                    )
+                }
+                missing = [e for e in chunk if e not in by_id or by_id[e][0] is None]
                 if missing:
                     raise EvidenceIndexError(
                         f"index {self.name!r} has no vector for {len(missing)} entries "
                         f"(first: {missing[0]!r})"
                     )
-                block = numpy.asarray([by_id[e] for e in chunk], dtype=numpy.float32)
+                block = numpy.asarray([by_id[e][0] for e in chunk], dtype=numpy.float32)
                 if rows is None:
                     rows = numpy.empty((len(ids), block.shape[1]), dtype=numpy.float32)
                 rows[start : start + len(chunk)] = block
-            out[granularity] = numpy.zeros((0, 0), dtype=numpy.float32) if rows is None else rows
-        return out
+                entries[granularity].extend(
+                    (by_id[e][1], None if by_id[e][2] is None else dict(by_id[e][2])) for e in chunk
+                )
+            vectors[granularity] = (
+                numpy.zeros((0, 0), dtype=numpy.float32) if rows is None else rows
+            )
+        return vectors, entries
 
-    def _use_vectors(
-        self,
-        vectors: Mapping[Granularity, npt.NDArray[np.float32]],
-        bm25: Mapping[Granularity, BM25Index] | None = None,
-    ) -> None:
-        """Search with these stored vectors, aligned with ``bm25`` (default: this index's)."""
-        lexical = self._bm25 if bm25 is None else bm25
-        assert lexical is not None
-        self._vectors = {
-            g: _StoredVectors(matrix, {e: i for i, e in enumerate(lexical[g].ids)})
+    def _load_saved(self, root: Path, bm25: Mapping[Granularity, BM25Index]) -> None:
+        """Search with the generation's saved snapshot (memory-mapped), if it has one."""
+        vectors = bm25_store.load_vectors(root, self.generation, bm25)
+        if vectors is None:
+            self._saved = None
+            return
+        entries = bm25_store.load_entries(root, self.generation, bm25)
+        self._saved = {
+            g: _Saved(
+                matrix,
+                {e: i for i, e in enumerate(bm25[g].ids)},
+                None if entries is None else entries[g],
+            )
             for g, matrix in vectors.items()
         }
 
@@ -1540,12 +1567,15 @@ class EvidenceIndex:
         vectors: Sequence[Sequence[float]],
         distances: Sequence[Mapping[str, float]],
         granularity: Granularity,
+        *,
+        queried: bool,
     ) -> list[list[EvidenceHit]]:
-        """The hits of ranked entry ids, read in one ``get``.
+        """The hits of ranked entry ids: from the generation's saved snapshot, else one ``get``.
 
         An entry whose distance to its query is not known (found by BM25 alone) gets it from
-        its stored vector: from the generation's saved vectors when it has them, else read
-        from Chroma with the hits.
+        its stored vector: from the snapshot's vectors when it has them, else read from
+        Chroma with the hits. With the snapshot's entries too, a search that ``queried`` the
+        collection (dense or hybrid) reads nothing more from Chroma.
         """
         wanted = list(dict.fromkeys(entry_id for ids in ranked for entry_id in ids))
         if not wanted:
@@ -1553,8 +1583,10 @@ class EvidenceIndex:
         unknown = [
             [e for e in ids if e not in known] for ids, known in zip(ranked, distances, strict=True)
         ]
-        saved = (self._vectors or {}).get(granularity)
-        if saved is not None and all(e in saved.rows for ids in unknown for e in ids):
+        saved = (self._saved or {}).get(granularity)
+        snapshot = saved is not None and all(e in saved.rows for e in wanted)
+        if snapshot:
+            assert saved is not None
             distances = [
                 {**known, **dict(zip(ids, _cosine_distances(vector, saved.take(ids)), strict=True))}
                 if ids
@@ -1562,11 +1594,20 @@ class EvidenceIndex:
                 for ids, vector, known in zip(unknown, vectors, distances, strict=True)
             ]
             unknown = [[] for _ in ranked]
-        include = ["documents", "metadatas", *(["embeddings"] if any(unknown) else [])]
-        try:
-            got = self._collection.get(ids=wanted, include=cast("Any", include))
-        except Exception as exc:  # chromadb's errors share no base class
-            raise EvidenceIndexError(f"search failed in index {self.name!r}: {exc}") from exc
+        # The snapshot's entries answer only a search that queried the collection too (hybrid):
+        # a generation deleted by a build then fails the search, and LiveIndex moves on.
+        if snapshot and saved is not None and saved.entries is not None and queried:
+            got: Any = {"ids": wanted, "documents": [], "metadatas": []}
+            for entry_id in wanted:
+                doc, meta = saved.entries.row(saved.rows[entry_id])
+                got["documents"].append(doc)
+                got["metadatas"].append(meta)
+        else:
+            include = ["documents", "metadatas", *(["embeddings"] if any(unknown) else [])]
+            try:
+                got = self._collection.get(ids=wanted, include=cast("Any", include))
+            except Exception as exc:  # chromadb's errors share no base class
+                raise EvidenceIndexError(f"search failed in index {self.name!r}: {exc}") from exc
         nothing: list[Any] = [None] * len(got["ids"])
         docs: list[Any] = got.get("documents") or nothing
         metas: list[Any] = got.get("metadatas") or nothing
@@ -1617,7 +1658,9 @@ class EvidenceIndex:
                     [e for e, _ in reciprocal_rank_fusion([[e for e, _ in d], b])][:k]
                     for d, b in zip(dense, best, strict=True)
                 ]
-        return self._read_hits(ranked, vectors, [dict(nearest) for nearest in dense], granularity)
+        distances = [dict(nearest) for nearest in dense]
+        queried = self.retrieval != "bm25"
+        return self._read_hits(ranked, vectors, distances, granularity, queried=queried)
 
     def search(self, query: str, *, granularity: Granularity, k: int) -> list[EvidenceHit]:
         """The ``k`` entries of one granularity that best match ``query``, best first.

@@ -1,9 +1,10 @@
-"""Hybrid search with the vectors saved beside the BM25 index: the same hits, fewer reads.
+"""Hybrid search with the entries' snapshot saved beside the BM25 index: same hits, no reads.
 
 The pinned hits (``data/pinned_hits.json``, k=20, hybrid and BM25) are those of the
-implementation before the vectors were saved (it read the vectors of the hits found by BM25
-alone from Chroma), on the corpus below with the offline MiniLM: the same ids in the same
-order, the same similarities. 14 of the 18 hybrid searches have hits found by BM25 alone.
+implementation before the snapshot was saved (it read the hits, and the vectors of those
+found by BM25 alone, from Chroma), on the corpus below with the offline MiniLM: the same ids
+in the same order, the same similarities. 14 of the 18 hybrid searches have hits found by
+BM25 alone.
 """
 
 from __future__ import annotations
@@ -106,10 +107,31 @@ def _check(index: EvidenceIndex, mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "bm25"])
-def test_hits_are_those_of_before_and_no_vector_is_read_from_chroma(
+def test_hits_are_those_of_before_and_chroma_is_not_read_again(
     pinned_dir: Path, minilm: MiniLMEmbeddings, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     index = _open(pinned_dir, minilm, mode)  # type: ignore[arg-type]
+    reads = _Reads(index, monkeypatch)
+    _check(index, mode)
+    if mode == "hybrid":
+        assert reads.includes == []  # the dense query only: hits from the saved snapshot
+    else:  # one read of the hits (so that a deleted generation fails), no vectors
+        assert reads.includes == [["documents", "metadatas"]] * 16  # "zzzz" finds nothing
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "bm25"])
+def test_without_saved_entries_the_hits_are_the_same_read_from_chroma(
+    pinned_dir: Path,
+    minilm: MiniLMEmbeddings,
+    mode: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    directory = tmp_path / "copy"
+    shutil.copytree(pinned_dir, directory)
+    saved = bm25_store.bm25_root(directory) / GENERATION / "abstract" / bm25_store.ENTRIES_FILE
+    saved.unlink()  # vectors only, as saved by an earlier version
+    index = _open(directory, minilm, mode)  # type: ignore[arg-type]
     reads = _Reads(index, monkeypatch)
     _check(index, mode)
     assert reads.includes
@@ -135,20 +157,30 @@ def test_without_saved_vectors_the_hits_are_the_same_read_from_chroma(
     assert any("embeddings" in include for include in reads.includes)
 
 
-def test_saved_vectors_are_the_stored_ones_in_bm25_order(
+def test_the_snapshot_is_what_chroma_stores_in_bm25_order(
     pinned_dir: Path, minilm: MiniLMEmbeddings
 ) -> None:
     index = _open(pinned_dir, minilm, "hybrid")
+    root = bm25_store.bm25_root(pinned_dir)
     for granularity, lexical in index._lexical().items():
-        saved = np.load(
-            bm25_store.bm25_root(pinned_dir) / GENERATION / granularity / bm25_store.VECTORS_FILE
-        )
+        saved = np.load(root / GENERATION / granularity / bm25_store.VECTORS_FILE)
         assert saved.dtype == np.float32
         assert saved.shape == (len(lexical), 384)
-        got = index._collection.get(ids=list(lexical.ids), include=["embeddings"])
-        stored = dict(zip(got["ids"], got["embeddings"], strict=True))
+        got = index._collection.get(
+            ids=list(lexical.ids), include=["embeddings", "documents", "metadatas"]
+        )
+        stored = {
+            entry_id: (vector, doc, meta)
+            for entry_id, vector, doc, meta in zip(
+                got["ids"], got["embeddings"], got["documents"], got["metadatas"], strict=True
+            )
+        }
+        entries = bm25_store.load_entries(root, GENERATION, {granularity: lexical})
+        assert entries is not None
         for row, entry_id in enumerate(lexical.ids):
-            assert np.array_equal(saved[row], stored[entry_id]), entry_id
+            vector, doc, meta = stored[entry_id]
+            assert np.array_equal(saved[row], vector), entry_id
+            assert entries[granularity].row(row) == (doc, dict(meta)), entry_id
 
 
 def test_vectors_of_another_size_are_not_used(
@@ -169,18 +201,31 @@ def test_vectors_of_another_size_are_not_used(
     assert any("embeddings" in include for include in reads.includes)
 
 
-def test_an_update_saves_the_vectors_of_the_new_entries(
-    pinned_dir: Path, minilm: MiniLMEmbeddings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("mode", ["hybrid", "bm25"])
+def test_an_update_saves_the_snapshot_of_the_new_entries(
+    pinned_dir: Path,
+    minilm: MiniLMEmbeddings,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
 ) -> None:
     directory = tmp_path / "copy"
     shutil.copytree(pinned_dir, directory)
     writer = EvidenceIndex.open(NAME, persist_dir=directory, embeddings=minilm, create=True)
     text = "Penguins huddle together to survive the Antarctic winter."
     writer.add_records([parse_evidence_record({"id": "peng-1", "title": "P", "text": text})])
-    index = _open(directory, minilm, "bm25")
+    index = _open(directory, minilm, mode)  # type: ignore[arg-type]
     reads = _Reads(index, monkeypatch)
     hits = index.search("penguins huddle", granularity="phrase", k=1)
     assert [h.id for h in hits] == ["peng-1:phrase:0"]
+    # in bm25 mode the similarity comes from the snapshot's vectors
     expected = (cosine(minilm.embed_query("penguins huddle"), minilm.embed_query(text)) + 1) / 2
     assert hits[0].similarity == pytest.approx(expected, abs=1e-6)
-    assert reads.includes == [["documents", "metadatas"]]
+    assert reads.includes == ([] if mode == "hybrid" else [["documents", "metadatas"]])
+    assert (hits[0].text, hits[0].title) == (text, "P")
+    assert hits[0].metadata == {
+        "record_id": "peng-1",
+        "title": "P",
+        "granularity": "phrase",
+        "position": 0,
+    }
