@@ -23,12 +23,13 @@ Everything is measured in one run and printed as tables (ratios, never absolute 
 Usage::
 
     python benchmarks/bench_retrieval.py [--data FILE] [--split all,second] [--scale 100000]
-        [--chain-claims 40] [--skip-quality] [--skip-scale] [--skip-chain]
+        [--scale-dir DIR] [--chain-claims 40] [--skip-quality] [--skip-scale] [--skip-chain]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import statistics
 import sys
@@ -52,7 +53,11 @@ from langchain_references.factcheck.stages import FactCheckState, JudgeStage, Re
 from langchain_references.factcheck.types import Passage
 from langchain_references.judges import HeuristicJudge
 from langchain_references.retrieval import RETRIEVAL_MODES
-from langchain_references.server.index import EvidenceIndex, parse_evidence_record
+from langchain_references.server.index import (
+    EvidenceIndex,
+    EvidenceIndexError,
+    parse_evidence_record,
+)
 
 K = 10
 GOLD = {
@@ -152,8 +157,23 @@ def _scale_records(sentences: Sequence[str], entries: int) -> list[Any]:
     return records
 
 
+def _scale_index(name: str, records: Sequence[Any], directory: Path, embeddings: Any) -> Any:
+    """``(index, build seconds or None)``: the index built, or reused if ``directory`` holds it."""
+    if directory.is_dir():
+        with contextlib.suppress(EvidenceIndexError):
+            return EvidenceIndex.open(name, persist_dir=directory, embeddings=embeddings), None
+    started = time.perf_counter()
+    built = EvidenceIndex.build(
+        name, records, persist_dir=directory, embeddings=embeddings, batch_size=5000
+    )
+    return built.index, time.perf_counter() - started
+
+
 def scale(claims: Sequence[ClaimRecord], sizes: Sequence[int], directory: Path) -> str:
-    """Search latency of each mode at each size, against direct Chroma queries."""
+    """Search latency of each mode at each size, against direct Chroma queries.
+
+    An index already in ``directory`` (``--scale-dir``) is reused, not built again.
+    """
     sentences = [ev.evidence for c in claims for ev in c.evidences]
     sentences = [s.strip().rstrip(".") + "." for s in dict.fromkeys(sentences) if len(s) > 20]
     queries = [c.claim for c in claims[:100]]
@@ -161,16 +181,9 @@ def scale(claims: Sequence[ClaimRecord], sizes: Sequence[int], directory: Path) 
     for size in sizes:
         embeddings = _LookupEmbeddings(queries)
         records = _scale_records(sentences, size)
-        started = time.perf_counter()
-        built = EvidenceIndex.build(
-            f"scale-{size}",
-            records,
-            persist_dir=directory / str(size),
-            embeddings=embeddings,
-            batch_size=5000,
-        )
-        build_s = time.perf_counter() - started
-        collection = built.index._collection
+        built, build_s = _scale_index(f"scale-{size}", records, directory / str(size), embeddings)
+        entries = built.count()
+        collection = built._collection
         vectors = [embeddings.embed_query(q) for q in queries]
 
         def direct(vector: list[float], where: Any = None, collection: Any = collection) -> None:
@@ -210,8 +223,8 @@ def scale(claims: Sequence[ClaimRecord], sizes: Sequence[int], directory: Path) 
         base = _ms(timed["direct"])
         rows.append(
             [
-                f"{built.entries:,}",
-                f"{build_s:.0f}",
+                f"{entries:,}",
+                "reused" if build_s is None else f"{build_s:.0f}",
                 "direct (Chroma, unfiltered)",
                 f"{base:.1f}",
                 f"{_ms(timed['direct'], 95):.1f}",
@@ -220,7 +233,7 @@ def scale(claims: Sequence[ClaimRecord], sizes: Sequence[int], directory: Path) 
         )
         rows.append(
             [
-                f"{built.entries:,}",
+                f"{entries:,}",
                 "",
                 "direct, granularity filter (before)",
                 f"{_ms(filtered):.1f}",
@@ -231,7 +244,7 @@ def scale(claims: Sequence[ClaimRecord], sizes: Sequence[int], directory: Path) 
         for mode in RETRIEVAL_MODES:
             rows.append(
                 [
-                    f"{built.entries:,}",
+                    f"{entries:,}",
                     "",
                     f"index.search, {mode}",
                     f"{_ms(timed[mode]):.1f}",
@@ -332,6 +345,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DATA, help="Climate-FEVER dev JSONL")
     parser.add_argument("--split", default="all,second", help="claim splits (all, first, second)")
     parser.add_argument("--scale", type=_ints, default=[100_000], help="index sizes (entries)")
+    parser.add_argument(
+        "--scale-dir",
+        type=Path,
+        default=None,
+        help="keep the scale indexes here and reuse them (default: built in a temporary folder)",
+    )
     parser.add_argument("--chain-claims", type=int, default=40)
     parser.add_argument("--skip-quality", action="store_true")
     parser.add_argument("--skip-scale", action="store_true")
@@ -349,7 +368,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             table = chain(claims, args.chain_claims)
             print(f"\n## Embedding of the relevance + judge stages\n{table}", flush=True)
         if not args.skip_scale and args.scale:
-            table = scale(claims, args.scale, Path(tmp) / "scale")
+            table = scale(claims, args.scale, args.scale_dir or Path(tmp) / "scale")
             print(f"\n## Query latency at scale (phrase, k={K})\n{table}", flush=True)
     return 0
 

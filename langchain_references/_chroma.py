@@ -99,7 +99,7 @@ def _new_ephemeral() -> ClientAPI:
         except ValueError:
             raise ValueError(
                 "An in-memory Chroma with custom settings exists in this process: "
-                "pass client=... to select_relevant"
+                "use a client of your own (a store on it as select_relevant's store=)"
             ) from exc
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["cosine", "cosines"]
+__all__ = ["cosine", "cosines", "top_cosines"]
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -22,3 +22,19 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 def cosines(query: Sequence[float], vectors: Sequence[Sequence[float]]) -> list[float]:
     """Return the cosine similarity of ``query`` with each of ``vectors``."""
     return [cosine(query, vector) for vector in vectors]
+
+
+def top_cosines(
+    query: Sequence[float], vectors: Sequence[Sequence[float]], k: int
+) -> list[tuple[int, float]]:
+    """Return the ``k`` vectors most similar to ``query``: ``(position, cosine)`` pairs.
+
+    Most similar first; equal cosines (the same vector twice) in position order. The cosines
+    are :func:`cosine`'s, exact, so equal vectors always tie.
+
+    Raises:
+        ValueError: If a vector's length differs from the query's.
+    """
+    similarities = cosines(query, vectors)
+    order = sorted(range(len(vectors)), key=lambda i: (-similarities[i], i))
+    return [(i, similarities[i]) for i in order[: max(0, k)]]

@@ -12,6 +12,11 @@ entirely on the local machine:
 * pooling follows the model's sentence-transformers configuration: inputs truncated to 256 word
   pieces, mean of the token vectors weighted by the attention mask, L2 normalization.
 
+:func:`shared_minilm` is the process's one default instance: every component that wants the
+default model (the evidence index, the offline judge, the fact-check chain, the command line)
+takes it, so that a process loads the model once and, through
+:func:`~langchain_references.embedding_cache.shared_cache`, embeds each text once.
+
 Nothing is downloaded at run time. Install with ``pip install ".[embeddings]"`` from a checkout of
 this project (the ``langchain-references`` on the public index is another project).
 """
@@ -51,6 +56,7 @@ __all__ = [
     "MiniLMEmbeddings",
     "default_model_path",
     "default_tokenizer_path",
+    "shared_minilm",
 ]
 
 logger = logging.getLogger(__name__)
@@ -411,6 +417,44 @@ class MiniLMEmbeddings(Embeddings):
             np.float32
         )
         return normalized
+
+
+class _Shared:
+    """The process's default :class:`MiniLMEmbeddings`, made once (a new one after a fork)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._embeddings: MiniLMEmbeddings | None = None
+        self._pid = 0
+
+    def get(self) -> MiniLMEmbeddings:
+        with self._lock:
+            if self._embeddings is None or self._pid != os.getpid():
+                self._embeddings = MiniLMEmbeddings()
+                self._pid = os.getpid()
+            return self._embeddings
+
+    def reset(self) -> None:
+        """Forget the instance (tests): the next :meth:`get` makes a new one."""
+        with self._lock:
+            self._embeddings = None
+
+
+_SHARED: Final = _Shared()
+
+
+def shared_minilm() -> MiniLMEmbeddings:
+    """Return the process's one default :class:`MiniLMEmbeddings` (default arguments).
+
+    Every call in a process returns the same object (made on the first call, loaded on its
+    first use), so that the components that use the default model (the evidence index, the
+    offline judge, the fact-check chain) load it once and share its vectors through
+    :func:`~langchain_references.embedding_cache.shared_cache`. A forked child gets its own.
+
+    Returns:
+        The shared embeddings.
+    """
+    return _SHARED.get()
 
 
 def _check_texts(texts: Sequence[object]) -> None:

@@ -50,7 +50,7 @@ from langchain_references.cli._common import (
 )
 from langchain_references.demo.answerer import ExtractiveAnswerer
 from langchain_references.demo.corpus import SAMPLE_QUESTION, load_documents
-from langchain_references.embeddings import EmbeddingModelError, MiniLMEmbeddings
+from langchain_references.embeddings import EmbeddingModelError, shared_minilm
 
 if TYPE_CHECKING:
     from langchain_chroma import Chroma
@@ -270,7 +270,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     out, err = streams(out, err)
     corpus = load_documents()
     try:
-        embeddings = MiniLMEmbeddings()
+        embeddings = shared_minilm()
         model = select_model(args.model, embeddings, offline=args.offline, notice=err)
         store = build_vector_store(embeddings, corpus)
     except EmbeddingModelError as exc:

@@ -317,10 +317,10 @@ _WEB_SEARCH_NAMES: Final = {
 @functools.cache
 def _embeddings() -> Embeddings:
     """The offline MiniLM embeddings, loaded once per process."""
-    from langchain_references.embeddings import EmbeddingModelError, MiniLMEmbeddings
+    from langchain_references.embeddings import EmbeddingModelError, shared_minilm
 
     try:
-        embeddings = MiniLMEmbeddings()
+        embeddings = shared_minilm()
         embeddings.embed_query("warm-up")  # load and verify the model now, not mid-run
     except EmbeddingModelError as exc:
         raise CLIError(str(exc)) from exc

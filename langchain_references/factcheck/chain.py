@@ -230,7 +230,7 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
             ``index``: no web evidence.
         judge: Runnable ``{"statement", "passage"} -> Judgement``, e.g. an
             :class:`~langchain_references.judges.LLMJudge`.
-        embeddings: Embeddings for the relevance stage's temporary Chroma collection. Defaults
+        embeddings: Embeddings of the relevance stage (statement and passages). Defaults
             to the offline :class:`~langchain_references.embeddings.MiniLMEmbeddings` unless
             ``vector_store`` is given.
         fetcher: Page fetcher; defaults to ``PageFetcher()`` (public addresses only, 10 s and
@@ -328,9 +328,9 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
         if limiter is not None and not isinstance(limiter, RateLimiter):
             raise TypeError(f"limiter must be a RateLimiter, not {type(limiter).__name__}")
         if search is not None and embeddings is None and vector_store is None:
-            from langchain_references.embeddings import MiniLMEmbeddings
+            from langchain_references.embeddings import shared_minilm
 
-            embeddings = MiniLMEmbeddings()
+            embeddings = shared_minilm()
         self.cache = cache
         self.limiter = limiter
         self.search_identity = search_identity

@@ -12,26 +12,20 @@ that holds the same embeddings object (the offline
 :class:`~langchain_references.judges.HeuristicJudge`) reuses the passages' vectors instead of
 embedding them again.
 
-For the dense ranking, by default the passages go into a fresh, uniquely named, in-memory
-Chroma collection that uses cosine distance; the ``k`` nearest to the statement are returned
-with their cosine similarity (``1 - cosine distance``, in ``[-1, 1]``, higher is closer), and
-the collection is deleted.
+For the dense ranking, by default the passages and the statement are embedded (through the
+shared cache) and ranked here by their exact cosine
+(:func:`~langchain_references._vectors.top_cosines`): most similar first, equal cosines in
+passage order; no collection is made.
 
 An existing :class:`langchain_chroma.Chroma` store can be used instead (e.g. a persistent or
-remote one): the passages are added under a unique run tag, the search is filtered on that
-tag, and they are deleted again afterwards; the store's own documents are never returned or
-touched. With an existing store, the passages are ranked by cosine similarity computed from the
-vectors Chroma returns, whatever distance the collection was built with.
+remote one): the passages are added under a unique run tag, read back with their vectors, and
+deleted again afterwards; the store's own documents are never returned or touched. With an
+existing store, the passages are ranked by cosine similarity computed from the vectors Chroma
+returns, whatever distance the collection was built with, in the same order.
 
-Chroma is always given an embedding function (without one it would try to download a model),
-and telemetry is off.
-
-**Threads and asyncio.** Chroma's in-memory system is one per process and its first-time set-up
-is not thread-safe (concurrent ``chromadb.EphemeralClient()`` calls fail with
-``KeyError: 'ephemeral'`` or ``'RustBindingsAPI' object has no attribute 'bindings'``), so
-:func:`chroma_client` creates the one client of the process under a lock and every temporary
-collection lives on it, under its own unique name, deleted after the run. Passages are written
-in batches no larger than the client's maximum batch size.
+:func:`chroma_client` is the process's one in-memory Chroma client (created once, under a lock,
+telemetry off), for an application that wants an in-memory store to pass as ``store``.
+Passages are written to a store in batches no larger than its client's maximum batch size.
 """
 
 from __future__ import annotations
@@ -46,7 +40,7 @@ from langchain_core.runnables.config import run_in_executor
 
 from langchain_references._chroma import SHARED_EPHEMERAL, ephemeral_client
 from langchain_references._optional import importing
-from langchain_references._vectors import cosine
+from langchain_references._vectors import cosine, top_cosines
 from langchain_references.embedding_cache import shared_cache
 from langchain_references.factcheck.types import Passage
 from langchain_references.retrieval import (
@@ -74,7 +68,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_K: Final = 20
 _RUN_KEY: Final = "lcr_run"
 _INDEX_KEY: Final = "lcr_index"
-_COSINE: Final[Any] = {"hnsw": {"space": "cosine"}}
 #: Batch size used when a store's client is unknown (Chroma's in-memory limit is 5,461).
 _FALLBACK_BATCH_SIZE: Final = 1000
 
@@ -99,8 +92,8 @@ def chroma_client() -> ClientAPI:
         The shared ephemeral client.
 
     Raises:
-        ValueError: If an in-memory Chroma with non-default settings already exists; pass
-            ``client=`` to :func:`select_relevant` then.
+        ValueError: If an in-memory Chroma with non-default settings already exists; use a
+            client of your own then.
     """
     return ephemeral_client()
 
@@ -144,17 +137,15 @@ class RelevanceOptions(TypedDict, total=False):
     """The keyword options of :func:`select_relevant`, which :func:`aselect_relevant` passes on.
 
     Attributes:
-        embeddings: Embeddings for a fresh, temporary collection.
+        embeddings: Embeddings of the statement and the passages.
         k: Number of passages to return (default :data:`DEFAULT_K`).
-        store: An existing Chroma store to use instead of a temporary collection.
-        client: Chroma client for the temporary collection.
+        store: An existing Chroma store that embeds and holds the passages instead.
         retrieval: ``"dense"``, ``"bm25"`` or ``"hybrid"`` (the default).
     """
 
     embeddings: Embeddings | None
     k: int
     store: Chroma | None
-    client: ClientAPI | None
     retrieval: Retrieval
 
 
@@ -165,7 +156,6 @@ def select_relevant(
     embeddings: Embeddings | None = None,
     k: int = DEFAULT_K,
     store: Chroma | None = None,
-    client: ClientAPI | None = None,
     retrieval: Retrieval = DEFAULT_RETRIEVAL,
 ) -> list[tuple[Passage, float]]:
     """Return the ``k`` passages most relevant to ``statement`` with their cosine similarity.
@@ -173,18 +163,16 @@ def select_relevant(
     Args:
         statement: The statement to find evidence for.
         passages: Candidate passages.
-        embeddings: Embeddings for a fresh, temporary collection.
+        embeddings: Embeddings of the statement and the passages.
         k: Number of passages to return (fewer if there are fewer passages).
-        store: An existing Chroma store to use instead of a temporary collection (then
+        store: An existing Chroma store to add the passages to for the run instead (then
             ``embeddings`` must be omitted: the store embeds with its own function).
-        client: Chroma client for the temporary collection (default: in-memory, telemetry
-            off).
         retrieval: How to rank: ``"dense"`` (cosine), ``"bm25"`` or ``"hybrid"`` (both,
             fused by reciprocal rank).
 
     Returns:
         ``(passage, similarity)`` pairs, most relevant first (in ``dense`` mode, most similar
-        first).
+        first, equal similarities in passage order).
 
     Raises:
         ValueError: If ``k`` < 1, or neither or both of ``embeddings`` and ``store`` are given,
@@ -200,7 +188,7 @@ def select_relevant(
         if source is None:
             raise ValueError("the Chroma store needs an embedding function")
     elif embeddings is None:
-        raise ValueError("pass embeddings (for a fresh collection) or an existing Chroma store")
+        raise ValueError("pass embeddings or an existing Chroma store")
     else:
         source = embeddings
     if not passages:
@@ -215,9 +203,7 @@ def select_relevant(
     if store is not None:
         dense = _select_in_store(statement, passages, store, depth, uuid.uuid4().hex)
     else:
-        dense = _select_in_collection(
-            statement, passages, shared_cache(source), depth, client or chroma_client()
-        )
+        dense = _select_by_vectors(statement, passages, shared_cache(source), depth)
     if retrieval == "dense":
         return [(passages[i], similarity) for i, similarity in dense]
     similarity = dict(dense)
@@ -231,26 +217,12 @@ def _lexical_ranking(statement: str, passages: Sequence[Passage]) -> list[int]:
     return [int(i) for i, _ in index.top(statement, len(passages))]
 
 
-def _select_in_collection(
-    statement: str, passages: Sequence[Passage], embeddings: Embeddings, k: int, client: ClientAPI
+def _select_by_vectors(
+    statement: str, passages: Sequence[Passage], embeddings: Embeddings, k: int
 ) -> list[tuple[int, float]]:
-    """The ``k`` nearest passages (positions) in a temporary collection, with their cosine."""
-    run = uuid.uuid4().hex
-    vectorstore = Chroma(
-        collection_name=f"lcr-passages-{run}",
-        embedding_function=embeddings,
-        client=client,
-        collection_configuration=_COSINE,
-    )
-    try:
-        _add(vectorstore, passages, run, _max_batch_size(client))
-        # Despite its name, this returns the raw cosine *distance* (0 = identical).
-        results = vectorstore.similarity_search_by_vector_with_relevance_scores(
-            embeddings.embed_query(statement), k=min(k, len(passages))
-        )
-    finally:
-        vectorstore.delete_collection()
-    return [(_index_of(doc.metadata), 1.0 - distance) for doc, distance in results]
+    """The ``k`` passages (positions) nearest the statement, with their cosine."""
+    vectors = embeddings.embed_documents([p.text for p in passages])
+    return top_cosines(embeddings.embed_query(statement), vectors, k)
 
 
 def _select_in_store(
@@ -269,12 +241,13 @@ def _select_in_store(
         stored = store.get(where={_RUN_KEY: run}, include=["metadatas", "embeddings"])
     finally:
         _delete(store, _ids(run, len(passages)), batch_size)
-    scored = [
-        (_index_of(dict(metadata)), cosine(query, [float(x) for x in vector]))
+    by_position = {
+        _index_of(dict(metadata)): [float(x) for x in vector]
         for metadata, vector in zip(stored["metadatas"], stored["embeddings"], strict=True)
-    ]
-    scored.sort(key=lambda pair: (-pair[1], pair[0]))
-    return scored[:k]
+    }
+    positions = sorted(by_position)
+    ranked = top_cosines(query, [by_position[i] for i in positions], k)
+    return [(positions[i], similarity) for i, similarity in ranked]
 
 
 async def aselect_relevant(

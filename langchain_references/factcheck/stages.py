@@ -480,7 +480,7 @@ class RelevanceStage(FactCheckStage[list[tuple[Passage, float]]]):
     """Keep the ``k`` passages most relevant to the statement (dense, BM25 or both fused).
 
     Args:
-        embeddings: Embeddings for a temporary collection (``None`` with ``vector_store``).
+        embeddings: Embeddings of the statement and passages (``None`` with ``vector_store``).
         vector_store: An existing Chroma store to use instead.
         k: Number of passages kept.
         retrieval: ``"dense"``, ``"bm25"`` or ``"hybrid"`` (see

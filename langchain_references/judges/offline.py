@@ -20,8 +20,9 @@ def offline_judge(*, use_embeddings: bool = True) -> HeuristicJudge:
     real assessments.
 
     Args:
-        use_embeddings: Try the offline all-MiniLM-L6-v2 embeddings; falls back to the
-            lexical-only heuristic (with a warning) when they cannot be loaded.
+        use_embeddings: Try the offline all-MiniLM-L6-v2 embeddings (the process's one
+            instance, :func:`~langchain_references.embeddings.shared_minilm`); falls back to
+            the lexical-only heuristic (with a warning) when they cannot be loaded.
 
     Returns:
         The judge.
@@ -29,9 +30,9 @@ def offline_judge(*, use_embeddings: bool = True) -> HeuristicJudge:
     embeddings: Embeddings | None = None
     if use_embeddings:
         try:
-            from langchain_references.embeddings import MiniLMEmbeddings
+            from langchain_references.embeddings import shared_minilm
 
-            candidate = MiniLMEmbeddings()
+            candidate = shared_minilm()  # the process's one model, not a second copy
             candidate.embed_query("probe")  # load (and verify) the model now
             embeddings = candidate
         except Exception as exc:  # any load failure: fall back to the lexical heuristic

@@ -38,9 +38,13 @@ default: the first :data:`FUSION_DEPTH` of each, fused by
 share of each granularity), rather than a query filtered on the granularity: Chroma's filtered
 query scans the filter's matches (about 80 times slower at 100k entries); a filtered query is
 the fallback when the unfiltered ones come back short. An embedded index keeps its BM25 indexes
-per generation, written before the switch (:mod:`~langchain_references.server.bm25_store`);
-an index on a Chroma server, or one built without them (``index build --retrieval dense``, older
-versions), gets them built in memory from its entries when opened.
+per generation, written before the switch (:mod:`~langchain_references.server.bm25_store`),
+with the stored vectors of their entries (a memory-mapped ``vectors.npy`` per granularity,
+in BM25 order): the cosine of a hit that BM25 alone found is taken from them, so that a
+search reads only the documents and metadata of its hits from Chroma. An index on a Chroma
+server, or one built without them (``index build --retrieval dense``, older versions), gets its
+BM25 indexes built in memory from its entries when opened, and reads those vectors with its
+hits.
 
 **Threads and processes.** One Chroma client per index, created under a process-wide lock;
 Chroma's clients are thread-safe, so searches run concurrently. Several worker processes may
@@ -83,6 +87,8 @@ from langchain_references.retrieval import (
 from langchain_references.server import bm25_store
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
     from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
     from langchain_core.embeddings import Embeddings
@@ -469,7 +475,8 @@ def load_embeddings(spec: str | None = None) -> Embeddings:
     """The embeddings named by ``spec``.
 
     Args:
-        spec: ``None`` or ``"minilm"`` for the offline all-MiniLM-L6-v2, or
+        spec: ``None`` or ``"minilm"`` for the offline all-MiniLM-L6-v2 (the process's one
+            instance, :func:`~langchain_references.embeddings.shared_minilm`), or
             ``"package.module:factory"``: a LangChain ``Embeddings`` class or function called
             without arguments (configure it with its environment variables).
 
@@ -483,9 +490,9 @@ def load_embeddings(spec: str | None = None) -> Embeddings:
     from langchain_core.embeddings import Embeddings
 
     if spec is None or spec == "minilm":
-        from langchain_references.embeddings import MiniLMEmbeddings
+        from langchain_references.embeddings import shared_minilm
 
-        return MiniLMEmbeddings()
+        return shared_minilm()
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise ValueError(f"embeddings must be 'minilm' or 'module:factory', got {spec!r}")
@@ -549,12 +556,33 @@ def _granularity_of(entry_id: str) -> Granularity:
     return "abstract" if entry_id.endswith(":abstract") else "phrase"
 
 
-def _cosine_distance(query: Sequence[float], vector: Sequence[float]) -> float:
-    """``1 - cosine`` of two vectors (1 when one is zero)."""
+def _cosine_distances(query: Sequence[float], vectors: Any) -> list[float]:
+    """``1 - cosine`` of the query with each vector (1 when one of the two is zero)."""
+    if len(vectors) == 0:
+        return []
     numpy: Any = require("numpy", "server", feature="The evidence index")
-    a, b = numpy.asarray(query, dtype=float), numpy.asarray(vector, dtype=float)
-    norm = float(numpy.linalg.norm(a) * numpy.linalg.norm(b))
-    return 1.0 - (float(a @ b) / norm if norm > 0 else 0.0)
+    a = numpy.asarray(query, dtype=numpy.float64)
+    b = numpy.asarray(vectors, dtype=numpy.float64)
+    norms = numpy.linalg.norm(b, axis=1) * numpy.linalg.norm(a)
+    dots = b @ a
+    safe = numpy.where(norms > 0, norms, 1.0)
+    return [float(d) for d in numpy.where(norms > 0, 1.0 - dots / safe, 1.0)]
+
+
+@dataclass(frozen=True, slots=True)
+class _Saved:
+    """A granularity's saved snapshot (rows in its BM25 order) and the row of each entry id.
+
+    ``entries`` is ``None`` when only the vectors were saved.
+    """
+
+    matrix: Any  # a read-only numpy array (memory-mapped)
+    rows: Mapping[str, int]
+    entries: bm25_store.SavedEntries | None = None
+
+    def take(self, ids: Sequence[str]) -> Any:
+        """The vectors of these entries, in order."""
+        return self.matrix[[self.rows[e] for e in ids]]
 
 
 def _check_query(granularity: str, k: int) -> None:
@@ -835,6 +863,8 @@ class EvidenceIndex:
         self.retrieval: Retrieval = check_retrieval(retrieval)
         self._bm25: dict[Granularity, BM25Index] | None = dict(bm25) if bm25 else None
         self._bm25_root = bm25_root
+        # the saved snapshot of the BM25 indexes' entries (vectors, documents), rows by id
+        self._saved: dict[Granularity, _Saved] | None = None
         self._sizes: dict[Granularity, int] | None = None
         self._write_lock = threading.Lock()
         self._read_lock = threading.Lock()
@@ -1171,7 +1201,9 @@ class EvidenceIndex:
                 )
             if bm25_root is not None:  # saved with the generation, before the switch
                 index._bm25 = _bm25_of_records(unique)
-                bm25_store.save_generation(bm25_root, generation_name, index._bm25)
+                vectors, stored = index._snapshot(index._bm25)
+                bm25_store.save_generation(bm25_root, generation_name, index._bm25, vectors, stored)
+                index._load_saved(bm25_root, index._bm25)
             meta = {
                 _GENERATION_KEY: generation_name,
                 _COMPLETE_KEY: True,
@@ -1288,12 +1320,15 @@ class EvidenceIndex:
             if not saved and self._bm25 is None:
                 return
             self._bm25 = self._bm25_from_entries()
+            self._saved = None
             if saved:
                 assert root is not None
+                vectors, stored = self._snapshot(self._bm25)
                 try:
-                    bm25_store.save_generation(root, self.generation, self._bm25)
+                    bm25_store.save_generation(root, self.generation, self._bm25, vectors, stored)
                 except LexicalIndexError as exc:
                     raise EvidenceIndexError(f"cannot update index {self.name!r}: {exc}") from exc
+                self._load_saved(root, self._bm25)
 
     def _mark(self, *, complete: bool) -> None:
         """Record in the pointer whether this generation is complete, and its size."""
@@ -1392,8 +1427,10 @@ class EvidenceIndex:
     def _load_or_build_bm25(self) -> dict[Granularity, BM25Index]:
         if self._bm25_root is not None:
             try:
-                loaded = bm25_store.load_generation(self._bm25_root, self.generation, GRANULARITIES)
-                return cast("dict[Granularity, BM25Index]", loaded)
+                loaded = cast(
+                    "dict[Granularity, BM25Index]",
+                    bm25_store.load_generation(self._bm25_root, self.generation, GRANULARITIES),
+                )
             except LexicalIndexError as exc:
                 logger.warning(
                     "index %r: %s; building the BM25 index in memory (run `index build` to "
@@ -1401,7 +1438,82 @@ class EvidenceIndex:
                     self.name,
                     exc,
                 )
+            else:
+                self._load_saved(self._bm25_root, loaded)
+                return loaded
         return self._bm25_from_entries()
+
+    def _snapshot(
+        self, bm25: Mapping[Granularity, BM25Index]
+    ) -> tuple[
+        dict[Granularity, npt.NDArray[np.float32]],
+        dict[Granularity, list[tuple[str | None, dict[str, Any] | None]]],
+    ]:
+        """The stored vectors, documents and metadata of the BM25 indexes' entries.
+
+        One row per id of each index, in its order (vectors float32, as Chroma keeps
+        them); read back from what the generation holds, whichever engine embedded it.
+        """
+        numpy: Any = require("numpy", "server", feature="The evidence index")
+        vectors: dict[Granularity, npt.NDArray[np.float32]] = {}
+        entries: dict[Granularity, list[tuple[str | None, dict[str, Any] | None]]] = {}
+        for granularity, lexical in bm25.items():
+            ids = lexical.ids
+            rows: npt.NDArray[np.float32] | None = None
+            entries[granularity] = []
+            for start in range(0, len(ids), self.max_batch_size):
+                chunk = ids[start : start + self.max_batch_size]
+                try:
+                    got = self._collection.get(
+                        ids=list(chunk), include=["documents", "metadatas", "embeddings"]
+                    )
+                except Exception as exc:  # chromadb's errors share no base class
+                    raise EvidenceIndexError(f"cannot read index {self.name!r}: {exc}") from exc
+                stored = got.get("embeddings")
+                blank: list[Any] = [None] * len(got["ids"])
+                by_id = {
+                    entry_id: (vector, doc, meta)
+                    for entry_id, vector, doc, meta in zip(
+                        got["ids"],
+                        blank if stored is None else stored,
+                        got.get("documents") or blank,
+                        got.get("metadatas") or blank,
+                        strict=True,
+                    )
+                }
+                missing = [e for e in chunk if e not in by_id or by_id[e][0] is None]
+                if missing:
+                    raise EvidenceIndexError(
+                        f"index {self.name!r} has no vector for {len(missing)} entries "
+                        f"(first: {missing[0]!r})"
+                    )
+                block = numpy.asarray([by_id[e][0] for e in chunk], dtype=numpy.float32)
+                if rows is None:
+                    rows = numpy.empty((len(ids), block.shape[1]), dtype=numpy.float32)
+                rows[start : start + len(chunk)] = block
+                entries[granularity].extend(
+                    (by_id[e][1], None if by_id[e][2] is None else dict(by_id[e][2])) for e in chunk
+                )
+            vectors[granularity] = (
+                numpy.zeros((0, 0), dtype=numpy.float32) if rows is None else rows
+            )
+        return vectors, entries
+
+    def _load_saved(self, root: Path, bm25: Mapping[Granularity, BM25Index]) -> None:
+        """Search with the generation's saved snapshot (memory-mapped), if it has one."""
+        vectors = bm25_store.load_vectors(root, self.generation, bm25)
+        if vectors is None:
+            self._saved = None
+            return
+        entries = bm25_store.load_entries(root, self.generation, bm25)
+        self._saved = {
+            g: _Saved(
+                matrix,
+                {e: i for i, e in enumerate(bm25[g].ids)},
+                None if entries is None else entries[g],
+            )
+            for g, matrix in vectors.items()
+        }
 
     def _bm25_from_entries(self) -> dict[Granularity, BM25Index]:
         """Build the BM25 indexes from the generation's stored entries."""
@@ -1488,21 +1600,48 @@ class EvidenceIndex:
         ranked: Sequence[Sequence[str]],
         vectors: Sequence[Sequence[float]],
         distances: Sequence[Mapping[str, float]],
+        granularity: Granularity,
+        *,
+        queried: bool,
     ) -> list[list[EvidenceHit]]:
-        """The hits of ranked entry ids, read in one ``get``.
+        """The hits of ranked entry ids: from the generation's saved snapshot, else one ``get``.
 
-        An entry whose distance to its query is not known (found by BM25 alone) gets it
-        from its stored vector.
+        An entry whose distance to its query is not known (found by BM25 alone) gets it from
+        its stored vector: from the snapshot's vectors when it has them, else read from
+        Chroma with the hits. With the snapshot's entries too, a search that ``queried`` the
+        collection (dense or hybrid) reads nothing more from Chroma.
         """
         wanted = list(dict.fromkeys(entry_id for ids in ranked for entry_id in ids))
         if not wanted:
             return [[] for _ in ranked]
-        unknown = any(e not in d for ids, d in zip(ranked, distances, strict=True) for e in ids)
-        include = ["documents", "metadatas", *(["embeddings"] if unknown else [])]
-        try:
-            got = self._collection.get(ids=wanted, include=cast("Any", include))
-        except Exception as exc:  # chromadb's errors share no base class
-            raise EvidenceIndexError(f"search failed in index {self.name!r}: {exc}") from exc
+        unknown = [
+            [e for e in ids if e not in known] for ids, known in zip(ranked, distances, strict=True)
+        ]
+        saved = (self._saved or {}).get(granularity)
+        snapshot = saved is not None and all(e in saved.rows for e in wanted)
+        if snapshot:
+            assert saved is not None
+            distances = [
+                {**known, **dict(zip(ids, _cosine_distances(vector, saved.take(ids)), strict=True))}
+                if ids
+                else known
+                for ids, vector, known in zip(unknown, vectors, distances, strict=True)
+            ]
+            unknown = [[] for _ in ranked]
+        # The snapshot's entries answer only a search that queried the collection too (hybrid):
+        # a generation deleted by a build then fails the search, and LiveIndex moves on.
+        if snapshot and saved is not None and saved.entries is not None and queried:
+            got: Any = {"ids": wanted, "documents": [], "metadatas": []}
+            for entry_id in wanted:
+                doc, meta = saved.entries.row(saved.rows[entry_id])
+                got["documents"].append(doc)
+                got["metadatas"].append(meta)
+        else:
+            include = ["documents", "metadatas", *(["embeddings"] if any(unknown) else [])]
+            try:
+                got = self._collection.get(ids=wanted, include=cast("Any", include))
+            except Exception as exc:  # chromadb's errors share no base class
+                raise EvidenceIndexError(f"search failed in index {self.name!r}: {exc}") from exc
         nothing: list[Any] = [None] * len(got["ids"])
         docs: list[Any] = got.get("documents") or nothing
         metas: list[Any] = got.get("metadatas") or nothing
@@ -1513,18 +1652,17 @@ class EvidenceIndex:
             for entry_id, doc, meta, vector in zip(got["ids"], docs, metas, embedded, strict=True)
         }
         out: list[list[EvidenceHit]] = []
-        for ids, vector, known in zip(ranked, vectors, distances, strict=True):
+        for ids, vector, known, missing in zip(ranked, vectors, distances, unknown, strict=True):
+            if missing:  # read with the hits: their stored vectors (1.0 without one)
+                found = [e for e in missing if e in entries and entries[e][2] is not None]
+                read = _cosine_distances(vector, [entries[e][2] for e in found])
+                known = {**known, **dict(zip(found, read, strict=True))}
             hits = []
             for entry_id in ids:
                 if entry_id not in entries:  # deleted since the search: left out
                     continue
-                doc, meta, stored_vector = entries[entry_id]
-                distance = known.get(entry_id)
-                if distance is None:
-                    distance = (
-                        1.0 if stored_vector is None else _cosine_distance(vector, stored_vector)
-                    )
-                hits.append(_hit(entry_id, doc, meta, distance))
+                doc, meta, _ = entries[entry_id]
+                hits.append(_hit(entry_id, doc, meta, known.get(entry_id, 1.0)))
             out.append(hits)
         return out
 
@@ -1554,7 +1692,9 @@ class EvidenceIndex:
                     [e for e, _ in reciprocal_rank_fusion([[e for e, _ in d], b])][:k]
                     for d, b in zip(dense, best, strict=True)
                 ]
-        return self._read_hits(ranked, vectors, [dict(nearest) for nearest in dense])
+        distances = [dict(nearest) for nearest in dense]
+        queried = self.retrieval != "bm25"
+        return self._read_hits(ranked, vectors, distances, granularity, queried=queried)
 
     def search(self, query: str, *, granularity: Granularity, k: int) -> list[EvidenceHit]:
         """The ``k`` entries of one granularity that best match ``query``, best first.

@@ -52,7 +52,7 @@ def memo(minilm: MiniLMEmbeddings) -> _Memo:
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch, memo: _Memo) -> None:
     # One model for the whole module (loading it is the slow part), no key from the machine.
-    monkeypatch.setattr(demo_main, "MiniLMEmbeddings", lambda: memo)
+    monkeypatch.setattr(demo_main, "shared_minilm", lambda: memo)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
 
@@ -305,7 +305,7 @@ def test_a_missing_embedding_model_is_a_clear_error(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     absent = tmp_path / "absent.onnx"
-    monkeypatch.setattr(demo_main, "MiniLMEmbeddings", lambda: MiniLMEmbeddings(model_path=absent))
+    monkeypatch.setattr(demo_main, "shared_minilm", lambda: MiniLMEmbeddings(model_path=absent))
     code, out, err = _demo()
     assert code == 2
     assert out == ""

@@ -51,7 +51,7 @@ def minilm() -> MiniLMEmbeddings:
 
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch, minilm: MiniLMEmbeddings) -> None:
-    monkeypatch.setattr(demo_main, "MiniLMEmbeddings", lambda: minilm)
+    monkeypatch.setattr(demo_main, "shared_minilm", lambda: minilm)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
 

@@ -190,7 +190,7 @@ def test_chroma_client_reuses_an_in_memory_chroma_with_other_settings(
 
     monkeypatch.setattr(chromadb, "EphemeralClient", always_fails)
     relevance._shared_client.reset()
-    with pytest.raises(ValueError, match="pass client="):
+    with pytest.raises(ValueError, match="use a client of your own"):
         chroma_client()
 
 
@@ -319,7 +319,7 @@ def _many_passages(count: int) -> list[Passage]:
     ]
 
 
-def test_more_passages_than_chromas_max_batch_size() -> None:
+def test_more_passages_than_chromas_max_batch_size_need_no_collection() -> None:
     count = chroma_client().get_max_batch_size() + 539  # 6,000 with Chroma's 5,461
     passages = _many_passages(count)
     results = select_relevant(
@@ -343,25 +343,6 @@ class _Recorder:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
-
-
-def test_writes_are_split_under_the_clients_max_batch_size(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    sizes: list[int] = []
-    real_add = Chroma.add_texts
-
-    def add_texts(self: Chroma, texts: Any, *args: Any, **kwargs: Any) -> list[str]:
-        texts = list(texts)
-        sizes.append(len(texts))
-        return real_add(self, texts, *args, **kwargs)
-
-    monkeypatch.setattr(Chroma, "add_texts", add_texts)
-    client: Any = _Recorder(chroma_client(), max_batch=2)
-    results = select_relevant(TEXTS[3], _passages(), embeddings=BagOfWords(), k=5, client=client)
-    assert sizes == [2, 2, 1]
-    assert results[0][0].text == TEXTS[3]
-    assert sorted(p.rank for p, _ in results) == [0, 1, 2, 3, 4]
 
 
 def test_existing_store_writes_and_deletes_in_batches(monkeypatch: pytest.MonkeyPatch) -> None:

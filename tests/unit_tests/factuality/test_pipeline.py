@@ -360,7 +360,7 @@ def test_default_judges(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptu
         def embed_query(self, text: str) -> list[float]:
             raise embeddings_module.EmbeddingModelError("weights missing")
 
-    monkeypatch.setattr(embeddings_module, "MiniLMEmbeddings", Unloadable)
+    monkeypatch.setattr(embeddings_module, "shared_minilm", Unloadable)
     with caplog.at_level(logging.WARNING):
         judge = offline_judge()
     assert isinstance(judge, HeuristicJudge)

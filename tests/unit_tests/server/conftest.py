@@ -17,7 +17,7 @@ pytest.importorskip("chromadb", reason="the evidence index needs the [server] ex
 from fastapi.testclient import TestClient
 from langchain_core.runnables import RunnableConfig
 
-from langchain_references.embeddings import MiniLMEmbeddings
+from langchain_references.embeddings import MiniLMEmbeddings, shared_minilm
 from langchain_references.judges import Judge, Judgement, Label, offline_judge
 from langchain_references.judges.heuristic import HeuristicJudge
 from langchain_references.loading import load_records
@@ -33,8 +33,8 @@ INDEX_NAME = "test-corpus"
 
 @pytest.fixture(scope="session")
 def embeddings() -> MiniLMEmbeddings:
-    """The offline MiniLM embeddings, loaded once."""
-    return MiniLMEmbeddings()
+    """The offline MiniLM embeddings, loaded once: the process's one (the judge's too)."""
+    return shared_minilm()
 
 
 @pytest.fixture(scope="session")

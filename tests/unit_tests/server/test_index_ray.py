@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 pytest.importorskip("ray", reason="the Ray engine needs the [ray] extra")
@@ -18,6 +19,7 @@ pytest.importorskip("ray", reason="the Ray engine needs the [ray] extra")
 from langchain_references.cli import main
 from langchain_references.engine import RayOptions, ray_session
 from langchain_references.loading import load_records
+from langchain_references.server import bm25_store
 from langchain_references.server import index as index_module
 from langchain_references.server.index import (
     BuildResult,
@@ -104,6 +106,23 @@ def test_ray_and_local_engines_build_the_same_index(tmp_path: Path) -> None:
     _same_entries(ray.index, local.index)
     reopened = EvidenceIndex.open("same", persist_dir=tmp_path / "r")  # saved BM25 included
     assert _answers(reopened) == _answers(ray.index) == _answers(local.index)
+    for granularity in ("abstract", "phrase"):  # the snapshot beside BM25: one code path
+        saved = [bm25_store.bm25_root(tmp_path / e) / "same__g1" / granularity for e in "rl"]
+        vectors = [np.load(folder / bm25_store.VECTORS_FILE) for folder in saved]
+        rows = 8 if granularity == "abstract" else 16  # 24 entries, 8 records
+        assert vectors[0].shape == vectors[1].shape == (rows, 384)
+        assert np.abs(vectors[0] - vectors[1]).max() <= 1e-6
+        entries = [
+            [
+                json.loads(line)
+                for line in (folder / bm25_store.ENTRIES_FILE)
+                .read_text(encoding="utf-8")
+                .splitlines()
+            ]
+            for folder in saved
+        ]
+        assert entries[0] == entries[1]
+        assert len(entries[0]) == rows
 
 
 def test_ray_workers_build_into_a_chroma_server(
