@@ -240,8 +240,8 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
             :class:`~langchain_references.factcheck.verdict.WeightedVoteAggregator`.
         k: Number of passages kept by the relevance stage and judged.
         max_results: Number of search results fetched.
-        vector_store: An existing Chroma store for the relevance stage instead of a temporary
-            collection (the passages are added under a run tag and removed afterwards).
+        vector_store: An existing Chroma store for the relevance stage, which then embeds
+            the passages (they are added under a run tag and removed afterwards).
         max_concurrency: Judge calls in flight when the caller's ``config`` sets no
             ``max_concurrency`` (the caller's value wins).
         weight_by: Rank given to the aggregator for each passage: its position in the

@@ -151,6 +151,25 @@ def test_an_update_in_place_is_picked_up_words_included(
     assert (live.generation, live.current.revision) == (f"{NAME}__g2", 0)
 
 
+def test_a_record_updated_in_place_is_served_with_its_new_text(tmp_path: Path) -> None:
+    _build(tmp_path, "alpha")
+    clock = _Clock()
+    # hybrid reads hits' texts from the snapshot saved with the generation: reopened too
+    live = LiveIndex(_open(tmp_path, "hybrid"), check_seconds=10, clock=clock)
+
+    def texts() -> list[str]:
+        hits = live.search("glaciers melt", granularity="abstract", k=3)
+        return sorted(hit.text for hit in hits)
+
+    assert texts() == _texts("alpha")
+    changed = parse_evidence_record(
+        {"id": "alpha-0", "title": "alpha", "text": "Record alpha 0: glaciers melt faster."}
+    )
+    _open(tmp_path).add_records([changed])
+    clock.now = 10.0
+    assert texts() == sorted(["Record alpha 0: glaciers melt faster.", *_texts("alpha")[1:]])
+
+
 def test_no_complete_generation_is_a_503_naming_it_then_recovers(tmp_path: Path) -> None:
     _build(tmp_path, "alpha")
     served = _open(tmp_path)
