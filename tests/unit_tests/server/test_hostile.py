@@ -60,6 +60,30 @@ def test_splitting_stops_at_the_sentence_budget() -> None:
     ]
 
 
+def test_splitting_reads_no_more_than_a_window_past_the_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import pysbd
+
+    from langchain_references.citations.sentences import SEGMENT_WINDOW
+
+    read: list[int] = []
+    real = pysbd.Segmenter.processor
+
+    def counting(self: pysbd.Segmenter, text: str) -> Any:
+        read.append(len(text))
+        return real(self, text)
+
+    monkeypatch.setattr(pysbd.Segmenter, "processor", counting)
+    with pytest.raises(LimitExceededError):
+        split_with_offsets("a. " * 100_000, max_sentences=200)  # 300,000 characters
+    assert read == [SEGMENT_WINDOW]  # 333 sentences: the first window is past the budget
+    read.clear()
+    with pytest.raises(LimitExceededError):
+        split_with_offsets("Sea level rises.\n" * 10_000, max_sentences=200)  # a line each
+    assert read == [16] * 201
+
+
 def test_article_over_the_sentence_budget_is_a_413_naming_it(make_client: ClientFactory) -> None:
     client = make_client(max_sentences=50)
     response = client.post("/v1/article", json={"text": "a. " * 10_000})
