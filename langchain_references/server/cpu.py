@@ -51,9 +51,9 @@ _pool: ProcessPoolExecutor | None = None
 def _init_worker() -> None:
     """Worker initializer: a lower priority, and no Ctrl-C (the server handles it).
 
-    At :data:`WORKER_NICENESS` the kernel runs the service's process first whenever it is
-    ready (a request arrived), even when the worker is busy with a hostile text on a core
-    they share.
+    At :data:`WORKER_NICENESS` the worker weighs about a tenth of the service's process for
+    the kernel's scheduler: on a core they share, a request that arrives while the worker
+    splits a hostile text gets the core almost at once.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
