@@ -17,7 +17,15 @@ and today's:
 3. time per character on prose and on a text of many periods (``"a.b a.b ..."``), which the
    old splitter handled in quadratic time.
 
-    python benchmarks/bench_splitter.py [--data PATH] [--seeds 13,14,...]
+A fourth table (alone with ``--pysbd-only``, which needs no data) is about the pysbd splitter
+of whole texts (``sentence_spans``): for texts of N characters, N doubling, of ``"a. "``,
+``"【"``, ``"<sup>"`` and long prose, the milliseconds of pysbd's ``segment`` (which finds
+every sentence again with ``re.finditer`` over the whole text: the old splitter's inner step),
+of pysbd's processor alone on the whole text (what ``sentence_spans`` calls, per window), and
+of ``sentence_spans`` (windows of ``SEGMENT_WINDOW``), each with its ratio to the previous N
+(2.0 per doubling is linear, 4.0 quadratic).
+
+    python benchmarks/bench_splitter.py [--data PATH] [--seeds 13,14,...] [--pysbd-only]
 """
 
 from __future__ import annotations
@@ -41,7 +49,12 @@ from climate_fever import ClaimRecord, load_climate_fever, split_claims
 import langchain_references.citations.evaluation as evaluation
 from langchain_references.citations import evaluate_answers
 from langchain_references.citations.evaluation import parse_answer_record
-from langchain_references.citations.sentences import CitedSentence, split_cited_sentences
+from langchain_references.citations.sentences import (
+    CitedSentence,
+    sentence_segmenter,
+    sentence_spans,
+    split_cited_sentences,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 BEFORE = "0fbb6db037daa020b9eee8e4c4503ea0a48bd2d7"
@@ -175,13 +188,75 @@ def ns_per_char(split: Splitter, text: str, repeat: int = 3) -> float:
     return statistics.median(times) / len(text) * 1e9
 
 
+#: Texts of the pysbd table: a unit repeated to N characters.
+PYSBD_TEXTS = {
+    '"a. "': "a. ",
+    '"【"': "【",
+    '"<sup>"': "<sup>",
+    "prose": (
+        "Dr. Smith saw 3.5 m of sea ice in the U.S. on Jan. 5, 2020 (he said). "
+        'Then it melted! Why? "It is warm," she said. The end is near... '
+    ),
+}
+PYSBD_SIZES = (2_000, 4_000, 8_000, 16_000, 32_000)
+#: pysbd's own ``segment`` is quadratic: not timed past this size.
+SEGMENT_MAX = 8_000
+
+
+def ms(call: Callable[[], object], repeat: int = 3) -> float:
+    """Median milliseconds of ``call()``."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
+def pysbd_table() -> None:
+    """Time of pysbd's segment, its processor and ``sentence_spans`` as N doubles."""
+    print("4. pysbd splitter: ms (ratio to the previous N), median of 3")
+    columns = ("pysbd segment", "pysbd processor", "sentence_spans")
+    header = f"{'text':<10}{'N':>8}" + "".join(f"{c:>22}" for c in columns)
+    print(header)
+    print("-" * len(header))
+    ms(lambda: sentence_spans("Warm up. " * 200))
+    for label, unit in PYSBD_TEXTS.items():
+        previous: list[float | None] = [None, None, None]
+        for size in PYSBD_SIZES:
+            text = (unit * (size // len(unit) + 1))[:size]
+            calls: list[Callable[[], object] | None] = [
+                (lambda t=text: sentence_segmenter().segment(t)) if size <= SEGMENT_MAX else None,
+                lambda t=text: sentence_segmenter().processor(t).process(),
+                lambda t=text: sentence_spans(t),
+            ]
+            cells = ""
+            for i, call in enumerate(calls):
+                if call is None:
+                    cells += f"{'(skipped)':>22}"
+                    previous[i] = None
+                    continue
+                took = ms(call)
+                before = previous[i]
+                ratio = f"({took / before:.2f})" if before else ""
+                cells += f"{took:>14,.1f} {ratio:>7}"
+                previous[i] = took
+            print(f"{label:<10}{size:>8}{cells}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=ev.DEFAULT_DATA)
     parser.add_argument("--seeds", default="13,14,15,16,17,18,19,20,21,22")
     parser.add_argument("--before", default=BEFORE)
+    parser.add_argument(
+        "--pysbd-only", action="store_true", help="only the pysbd table (no data needed)"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
+    if args.pysbd_only:
+        pysbd_table()
+        return 0
     if not args.data.is_file():
         print(f"data file not found: {args.data}", file=sys.stderr)
         return 2
@@ -238,6 +313,8 @@ def main() -> int:
             print(f"{label:<22}{size:>9}{cells}")
     print(f"{DOTS_LABEL:<22}{200_000:>9}{'(skipped)':>10}", end="")
     print(f"{ns_per_char(split_cited_sentences, dots):>10,.0f}")
+    print()
+    pysbd_table()
     return 0
 
 

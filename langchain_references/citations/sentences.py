@@ -524,16 +524,23 @@ def sentence_segmenter(language: str = "en") -> Any:
 
 
 _BLANKS: Final = re.compile(r"\s*")
-#: Characters pysbd segments at once. Its time grows with the square of the sentences it is
-#: given (10,000 sentences of ``"a. "`` take minutes in one call), so a longer text is
-#: segmented in windows of about this size: linear in the text.
+#: Characters pysbd segments at once. Its processor's time grows faster than the text on
+#: long prose (its abbreviation rules rescan the text: x3.9 per doubling at 32,000
+#: characters, ``benchmarks/bench_splitter.py``), so a longer text is segmented in windows of
+#: about this size: linear in the text, and a caller with a budget stops after one window.
 SEGMENT_WINDOW: Final = 1_000
 
 
 def _segment(segmenter: Any, text: str) -> list[tuple[int, int]]:
-    """The sentences pysbd finds in ``text``, as offsets (what it drops or changes: one)."""
+    """The sentences pysbd finds in ``text``, as offsets (what it drops or changes: one).
+
+    pysbd's own ``segment`` locates each sentence it found by searching the whole text again
+    from its start (``re.finditer`` per sentence, even without ``char_span``): quadratic in
+    the sentences. Its processor gives the same sentences without that step, and each one
+    is located here with ``str.find`` from the end of the previous one: linear.
+    """
     try:
-        pieces: list[str] = segmenter.segment(text)
+        pieces: list[str] = segmenter.processor(text).process() if text else []
     except Exception:  # pysbd is a heuristic: keep the text whole rather than fail
         logger.debug("Sentence splitting failed; keeping the text as one sentence", exc_info=True)
         pieces = []

@@ -25,6 +25,7 @@ the environment the ``serve`` command sets (:meth:`ServerSettings.from_env`): th
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import hmac
 import importlib
@@ -35,7 +36,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit
 
@@ -57,6 +58,7 @@ from fastapi.encoders import jsonable_encoder  # noqa: E402
 from fastapi.exceptions import RequestValidationError  # noqa: E402
 from fastapi.responses import JSONResponse, Response  # noqa: E402
 
+from langchain_references.server import cpu  # noqa: E402
 from langchain_references.server.guard import ClientDisconnectedError  # noqa: E402
 
 if TYPE_CHECKING:
@@ -402,6 +404,20 @@ def _optional_routers(names: Iterable[str]) -> list[str]:
     return [name for name in names if importlib.util.find_spec(f"{__package__}.{name}") is not None]
 
 
+#: Modules of the functions the handlers run in the CPU worker process (imported at start-up).
+CPU_BOUND_MODULES: Final = (
+    "langchain_references.server.article",
+    "langchain_references.server.index",
+)
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """Start the CPU worker process with the service: it is up before the first request."""
+    await cpu.start(*CPU_BOUND_MODULES)
+    yield
+
+
 def create_app(settings: ServerSettings, *, services: Services | None = None) -> FastAPI:
     """Build the service's application.
 
@@ -435,6 +451,7 @@ def create_app(settings: ServerSettings, *, services: Services | None = None) ->
         docs_url=None,  # served offline by server.docs, under a CSP
         redoc_url=None,
         swagger_ui_oauth2_redirect_url=None,
+        lifespan=_lifespan,
     )
     app.state.services = services
     app.include_router(compat.router)

@@ -43,7 +43,6 @@ from fastapi.responses import Response
 from langchain_core.documents import Document
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from starlette.concurrency import run_in_threadpool
 
 from langchain_references.citations.sentences import (
     CitedSentence,
@@ -57,6 +56,7 @@ from langchain_references.factcheck.fetch import PageFetcher
 from langchain_references.factcheck.result import FactCheckProgress, FactCheckResult
 from langchain_references.judges.base import JudgeInfo
 from langchain_references.numbering import SourceNumbering
+from langchain_references.server.cpu import run_cpu_bound
 from langchain_references.server.events import (
     PROGRESS_EVENT,
     RESULT_EVENT,
@@ -159,7 +159,7 @@ def split_with_offsets(text: str, *, max_sentences: int | None = None) -> list[S
     line); pysbd splits each line into sentences
     (:func:`~langchain_references.citations.sentences.iter_sentence_spans`, linear in the
     text), so the offsets are exact: ``text[start:end]`` is the sentence. CPU-bound: the
-    service runs it in a worker thread.
+    service runs it in its CPU worker process (:mod:`~langchain_references.server.cpu`).
 
     Args:
         text: The article.
@@ -187,7 +187,7 @@ def split_with_offsets(text: str, *, max_sentences: int | None = None) -> list[S
 
 
 def _sentences_and_claims(text: str, max_sentences: int) -> tuple[list[Sentence], list[Sentence]]:
-    """The article's sentences and its claims (the CPU-bound step, run in a worker thread)."""
+    """The article's sentences and its claims (CPU-bound: run in the CPU worker process)."""
     sentences = split_with_offsets(text, max_sentences=max_sentences)
     return sentences, [s for s in sentences if is_claim(s)]
 
@@ -481,7 +481,7 @@ async def article(
             logger.info("Article URL refused or unreadable: %s", error.message)
             return error_response(error)
         settings.check_article(text)
-    sentences, claims = await run_in_threadpool(_sentences_and_claims, text, settings.max_sentences)
+    sentences, claims = await run_cpu_bound(_sentences_and_claims, text, settings.max_sentences)
     settings.check_claims([s.text for s in claims])
     checker = build_checker(services, k=k, granularity=body.granularity, fetcher=fetcher)
     events = article_events(

@@ -39,6 +39,7 @@ from starlette.concurrency import run_in_threadpool
 
 from langchain_references.judges import Judgement, Label
 from langchain_references.judges.base import JudgeInfo, JudgeInputLike
+from langchain_references.server.cpu import run_cpu_bound
 from langchain_references.server.guard import guarded
 from langchain_references.server.index import (
     EvidenceHit,
@@ -596,7 +597,7 @@ _add_routes("phrase")
 async def split(text: TextToSplit, services: ServicesDep) -> list[str]:
     """Split a text into sentences."""
     services.settings.check_article(text.text)
-    return await run_in_threadpool(split_sentences, text.text)
+    return await run_cpu_bound(split_sentences, text.text)
 
 
 @router.get("/healthcheck")

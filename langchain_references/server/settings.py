@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Annotated, Final, TypeAlias
+from typing import Annotated, Any, Final, TypeAlias
 
 from pydantic import AfterValidator
 
@@ -70,6 +70,14 @@ class LimitExceededError(LangchainReferencesError, ValueError):
         self.maximum = maximum
         self.actual = actual
         self.status_code = status_code
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle with the keyword argument (raised in a CPU worker process, answered here)."""
+        return (_limit_exceeded, (self.limit, self.maximum, self.actual, self.status_code))
+
+
+def _limit_exceeded(limit: str, maximum: int, actual: int, status_code: int) -> LimitExceededError:
+    return LimitExceededError(limit, maximum, actual, status_code=status_code)
 
 
 def _encodable(text: str) -> str:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from langchain_references.citations import sentences
 from langchain_references.citations.sentences import (
@@ -38,7 +42,7 @@ def test_a_failing_segmenter_keeps_the_text_whole(monkeypatch: pytest.MonkeyPatc
         def __init__(self, **_: object) -> None:
             pass
 
-        def segment(self, text: str) -> list[str]:
+        def processor(self, text: str) -> object:
             raise RuntimeError("boom")
 
     import pysbd
@@ -63,9 +67,9 @@ class _CountingSegmenter:
     def __init__(self, language: str = "en") -> None:
         self._inner = sentence_segmenter(language)
 
-    def segment(self, text: str) -> list[str]:
+    def processor(self, text: str) -> Any:
         _CountingSegmenter.calls.append(len(text))
-        return list(self._inner.segment(text))
+        return self._inner.processor(text)
 
 
 @pytest.fixture
@@ -106,3 +110,92 @@ def test_iterating_stops_early(counting: list[int]) -> None:
     spans = sentences.iter_sentence_spans("a. " * 100_000)
     assert [next(spans) for _ in range(3)] == [(0, 2), (3, 5), (6, 8)]
     assert counting == [SEGMENT_WINDOW]
+
+
+# ------------------------------------------------ linear inside a window: no re-search per sentence
+
+
+def _pysbd_segment_spans(text: str) -> list[tuple[int, int]]:
+    """The old splitter (pysbd's ``segment``, which re-searches the text per sentence)."""
+    spans: list[tuple[int, int]] = []
+    cursor = 0
+    for piece in sentence_segmenter().segment(text):
+        stripped = piece.strip()
+        if not stripped:
+            continue
+        start = text.find(stripped, cursor)
+        if start < 0 or text[cursor:start].strip():
+            break
+        spans.append((start, start + len(stripped)))
+        cursor = start + len(stripped)
+    rest = text[cursor:]
+    if rest.strip():
+        start = cursor + len(rest) - len(rest.lstrip())
+        spans.append((start, start + len(rest.strip())))
+    return spans
+
+
+def test_pysbd_never_searches_the_text_again_per_sentence(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # pysbd's segment() finds each sentence again with re.finditer over the whole text
+    # (quadratic in the sentences); the splitter locates them itself, from a moving cursor.
+    import pysbd
+
+    searched: list[int] = []
+
+    def spy(self: Any, sents: list[str]) -> list[Any]:
+        searched.append(len(sents))
+        raise AssertionError("pysbd's per-sentence search ran")
+
+    monkeypatch.setattr(pysbd.Segmenter, "sentences_with_char_spans", spy)
+    text = "a. " * 300 + "Sea level rises. Ice melts!"
+    pieces = [text[a:b] for a, b in sentence_spans(text)]
+    assert pieces == ["a."] * 300 + ["Sea level rises.", "Ice melts!"]
+    assert searched == []
+
+
+_WORDS = [
+    "the", "sea", "ice", "melts", "Dr.", "Smith", "U.S.", "e.g.", "3.5", "Jan.", "Mr.",
+    "St.", "(he said)", '"Quote."', "[1]", "...", "fig.", "2", "p.m.", "approx.", "1.",
+    "a)", "www.x.com", "file.pdf", "10%", "café", "😀",
+]  # fmt: skip
+_ENDS = [". ", "! ", "? ", '." ', ".) ", "... ", "\n", ".\n", " ", "\t", ": "]
+
+
+@st.composite
+def _prose(draw: st.DrawFn) -> str:
+    sentences = draw(
+        st.lists(
+            st.tuples(
+                st.lists(st.sampled_from(_WORDS), min_size=1, max_size=10),
+                st.booleans(),
+                st.sampled_from(_ENDS),
+            ),
+            min_size=1,
+            max_size=25,
+        )
+    )
+    out = []
+    for words, capital, end in sentences:
+        first = words[0].capitalize() if capital else words[0]
+        out.append(" ".join([first, *words[1:]]) + end)
+    return "".join(out)[:SEGMENT_WINDOW]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=_prose())
+def test_same_sentences_as_pysbd_segment_on_prose(text: str) -> None:
+    assert sentences._segment(sentence_segmenter(), text) == _pysbd_segment_spans(text)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.text(alphabet=st.sampled_from(list("aB .!?\n\"'()[]…,:01*【<sup>\t")), max_size=400))
+def test_offsets_slice_back_and_no_text_is_lost(text: str) -> None:
+    spans = list(sentences.iter_sentence_spans(text, window=64))
+    pieces = [text[a:b] for a, b in spans]
+    assert all(piece and piece == piece.strip() for piece in pieces)
+    bounds = [0, *(x for span in spans for x in span), len(text)]
+    gaps = [text[bounds[i] : bounds[i + 1]] for i in range(0, len(bounds), 2)]
+    assert bounds == sorted(bounds)
+    assert all(not gap.strip() for gap in gaps)  # only blanks between the sentences

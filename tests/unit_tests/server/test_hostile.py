@@ -60,6 +60,30 @@ def test_splitting_stops_at_the_sentence_budget() -> None:
     ]
 
 
+def test_splitting_reads_no_more_than_a_window_past_the_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import pysbd
+
+    from langchain_references.citations.sentences import SEGMENT_WINDOW
+
+    read: list[int] = []
+    real = pysbd.Segmenter.processor
+
+    def counting(self: pysbd.Segmenter, text: str) -> Any:
+        read.append(len(text))
+        return real(self, text)
+
+    monkeypatch.setattr(pysbd.Segmenter, "processor", counting)
+    with pytest.raises(LimitExceededError):
+        split_with_offsets("a. " * 100_000, max_sentences=200)  # 300,000 characters
+    assert read == [SEGMENT_WINDOW]  # 333 sentences: the first window is past the budget
+    read.clear()
+    with pytest.raises(LimitExceededError):
+        split_with_offsets("Sea level rises.\n" * 10_000, max_sentences=200)  # a line each
+    assert read == [16] * 201
+
+
 def test_article_over_the_sentence_budget_is_a_413_naming_it(make_client: ClientFactory) -> None:
     client = make_client(max_sentences=50)
     response = client.post("/v1/article", json={"text": "a. " * 10_000})
@@ -72,33 +96,49 @@ def test_article_over_the_sentence_budget_is_a_413_naming_it(make_client: Client
     }
 
 
-def on_event_loop() -> bool:
-    """Whether the calling thread is running an event loop (a handler, not a worker thread)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
-def test_article_splitting_runs_off_the_event_loop(
+def test_article_splitting_runs_in_the_cpu_worker_process(
     make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    seen: list[bool] = []
-    split = article_module._sentences_and_claims
+    handed: list[tuple[Any, ...]] = []
+    real = article_module.run_cpu_bound
 
-    def recording(*args: Any) -> Any:
-        seen.append(on_event_loop())
-        return split(*args)
+    async def recording(function: Callable[..., Any], *args: Any) -> Any:
+        handed.append((function, *args))
+        return await real(function, *args)
 
-    monkeypatch.setattr(article_module, "_sentences_and_claims", recording)
+    monkeypatch.setattr(article_module, "run_cpu_bound", recording)
     client = make_client()
     response = client.post("/v1/article", json={"text": "The Eiffel Tower is 330 metres tall."})
     assert response.status_code == 200
     assert [c["text"] for c in response.json()["claims"]] == [
         "The Eiffel Tower is 330 metres tall."
     ]
-    assert seen == [False]
+    assert handed == [
+        (
+            article_module._sentences_and_claims,
+            "The Eiffel Tower is 330 metres tall.",
+            client.app.state.services.settings.max_sentences,  # type: ignore[attr-defined]
+        )
+    ]
+
+
+def test_api_split_runs_in_the_cpu_worker_process(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    handed: list[tuple[Any, ...]] = []
+    real = compat.run_cpu_bound
+
+    async def recording(function: Callable[..., Any], *args: Any) -> Any:
+        handed.append((function, *args))
+        return await real(function, *args)
+
+    monkeypatch.setattr(compat, "run_cpu_bound", recording)
+    client = TestClient(
+        create_app(services.settings, services=services), base_url="http://localhost"
+    )
+    response = client.post("/api/split", json={"text": "Sea level rises. Ice melts."})
+    assert response.json() == ["Sea level rises.", "Ice melts."]
+    assert handed == [(compat.split_sentences, "Sea level rises. Ice melts.")]
 
 
 # --------------------------------------------------------------------------- verify budgets

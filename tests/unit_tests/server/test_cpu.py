@@ -1,0 +1,60 @@
+"""The CPU worker process: CPU-bound work on untrusted text leaves the service's GIL alone."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pickle
+from concurrent.futures.process import BrokenProcessPool
+
+import pytest
+
+from langchain_references.server import cpu
+from langchain_references.server.article import _sentences_and_claims
+from langchain_references.server.settings import LimitExceededError
+
+
+def test_work_runs_in_another_process_at_a_lower_priority() -> None:
+    async def main() -> tuple[int, int]:
+        pid = await cpu.run_cpu_bound(os.getpid)
+        niceness = await cpu.run_cpu_bound(os.nice, 0)
+        return pid, niceness
+
+    pid, niceness = asyncio.run(main())
+    assert pid != os.getpid()
+    assert niceness == min(19, os.nice(0) + cpu.WORKER_NICENESS)
+
+
+def test_results_and_limit_errors_come_back_as_they_were() -> None:
+    text = "The sea rises four millimetres a year. Why? Ice melts."
+    sentences, claims = asyncio.run(cpu.run_cpu_bound(_sentences_and_claims, text, 10))
+    assert [(s.index, s.start, s.end, s.text) for s in sentences] == [
+        (0, 0, 38, "The sea rises four millimetres a year."),
+        (1, 39, 43, "Why?"),
+        (2, 44, 54, "Ice melts."),
+    ]
+    assert [s.index for s in claims] == [0]
+    with pytest.raises(LimitExceededError) as caught:
+        asyncio.run(cpu.run_cpu_bound(_sentences_and_claims, "a. " * 1_000, 5))
+    error = caught.value
+    assert (error.limit, error.maximum, error.actual, error.status_code) == (
+        "max_sentences",
+        5,
+        6,
+        413,
+    )
+    assert str(error) == "max_sentences is 5, the request has 6"
+
+
+def test_a_limit_error_pickles_with_its_fields() -> None:
+    error = pickle.loads(pickle.dumps(LimitExceededError("max_top_k", 3, 9, status_code=400)))
+    assert (error.limit, error.maximum, error.actual, error.status_code) == ("max_top_k", 3, 9, 400)
+
+
+def test_a_dead_worker_fails_its_call_and_the_next_call_gets_a_new_one() -> None:
+    async def main() -> int:
+        with pytest.raises(BrokenProcessPool):
+            await cpu.run_cpu_bound(os._exit, 1)
+        return await cpu.run_cpu_bound(os.getpid)
+
+    assert asyncio.run(main()) != os.getpid()
