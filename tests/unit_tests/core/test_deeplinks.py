@@ -142,6 +142,13 @@ def test_markdown_and_html_link_inline_citations_deep_but_not_the_list() -> None
     assert "#:~:" not in HTMLReferenceStyle(deep_links=True).format_all_references([(1, doc)])
 
 
+@pytest.mark.parametrize("quote", [42, ["Sea level rose 20 cm."], {"text": "Sea level"}])
+def test_a_quote_that_is_not_a_string_is_ignored(quote: object) -> None:
+    doc = _doc("Since 1900, sea level rose 20 cm.", **{QUOTE_KEY: quote})
+    inline = MarkdownReferenceStyle(deep_links=True).format_reference(1, doc)
+    assert inline == "<sup>[[1](https://a.org/x?a=1&amp;b=2)]</sup>"
+
+
 def test_deep_links_are_off_by_default_and_text_style_has_none() -> None:
     doc = _doc("Sea level rose 20 cm since 1900.", **{QUOTE_KEY: "Sea level rose 20 cm"})
     for md in (MarkdownReferenceStyle(), MarkdownReferenceStyle(deep_links=False)):

@@ -15,6 +15,8 @@ from langchain_core.runnables.utils import AddableDict
 
 from langchain_references import REFERENCES_EVENT, TextReferenceStyle, manage_references
 from langchain_references.citations.streaming import StreamingCitationCheck
+from langchain_references.citations.verifier import CitationVerifier
+from tests.unit_tests.citations.test_streaming import ContainsJudge
 from tests.unit_tests.fakes import StreamingChatModel, text_chunks
 
 DOCS = [
@@ -251,3 +253,27 @@ def test_the_references_event_comes_once_per_run_in_every_mode() -> None:
 
     asyncio.run(run())
     assert events.names == [REFERENCES_EVENT] * 4
+
+
+class AsyncOnlyVerifier(CitationVerifier):
+    """Its sync ``verify`` fails: only an async run may check citations with it."""
+
+    def verify(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the sync verify ran")
+
+
+def test_the_async_drivers_check_citations_with_averify() -> None:
+    wrapped = manage_references(
+        generator_of(PIECES),
+        style=TextReferenceStyle(),
+        verifier=AsyncOnlyVerifier(ContainsJudge()),
+    )
+
+    async def run() -> tuple[list[Any], Any]:
+        return [c async for c in wrapped.astream(INPUT)], await wrapped.ainvoke(INPUT)
+
+    streamed, invoked = asyncio.run(run())
+    assert text_of(streamed).startswith(EXPECTED)
+    assert text_of([invoked]).startswith(EXPECTED)
+    with pytest.raises(AssertionError, match="the sync verify ran"):
+        list(wrapped.stream(INPUT))  # the sync driver does use verify
