@@ -53,7 +53,8 @@ TEXTS = [
 ]
 
 
-def _passages() -> list[Passage]:
+def passages_of(texts: list[str]) -> list[Passage]:
+    """One passage per text, ranked in order, each from a page of its own."""
     return [
         Passage(
             text=t,
@@ -63,8 +64,12 @@ def _passages() -> list[Passage]:
             index_in_page=0,
             n_tokens=len(t.split()),
         )
-        for i, t in enumerate(TEXTS)
+        for i, t in enumerate(texts)
     ]
+
+
+def _passages() -> list[Passage]:
+    return passages_of(TEXTS)
 
 
 def _lcr_collections() -> list[str]:

@@ -15,7 +15,7 @@ from langchain_references.factcheck.types import Passage
 from langchain_references.judges import HeuristicJudge
 from langchain_references.retrieval import BM25Index, reciprocal_rank_fusion
 
-from .test_relevance import BagOfWords, _cos
+from .test_relevance import BagOfWords, _cos, passages_of
 
 
 class Counting(Embeddings):
@@ -52,17 +52,7 @@ TEXTS = [
 
 
 def _passages() -> list[Passage]:
-    return [
-        Passage(
-            text=t,
-            url=f"https://example.org/{i}",
-            title=f"t{i}",
-            rank=i,
-            index_in_page=0,
-            n_tokens=len(t.split()),
-        )
-        for i, t in enumerate(TEXTS)
-    ]
+    return passages_of(TEXTS)
 
 
 def _dense_order() -> list[int]:

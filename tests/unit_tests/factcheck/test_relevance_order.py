@@ -18,7 +18,7 @@ from langchain_chroma import Chroma
 from langchain_references._vectors import cosine, top_cosines
 from langchain_references.factcheck.relevance import chroma_client, select_relevant
 from langchain_references.factcheck.types import Passage
-from tests.unit_tests.factcheck.test_relevance import TEXTS, BagOfWords
+from tests.unit_tests.factcheck.test_relevance import TEXTS, BagOfWords, passages_of
 
 TIE_TEXTS = [
     TEXTS[2],
@@ -63,17 +63,7 @@ EXPECTED: dict[tuple[str, str, int], list[int]] = {
 
 
 def _passages() -> list[Passage]:
-    return [
-        Passage(
-            text=t,
-            url=f"https://example.org/{i}",
-            title=f"t{i}",
-            rank=i,
-            index_in_page=0,
-            n_tokens=len(t.split()),
-        )
-        for i, t in enumerate(TIE_TEXTS)
-    ]
+    return passages_of(TIE_TEXTS)
 
 
 @pytest.mark.parametrize(("statement", "mode", "k"), list(EXPECTED))
