@@ -318,20 +318,24 @@ class BrokenBatchJudge(KeywordJudge):
     ],
 )
 async def test_a_judge_failing_on_the_whole_batch_fails_the_passages_not_the_run(
-    tern_site: str, mode: str, short: bool, reason: str
+    tern_site: str, mode: str, short: bool, reason: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     chain = make_chain(recording(tern_site, list(TERN_PAGES)), BrokenBatchJudge(short=short))
 
-    if mode == "sync":
-        result = chain.invoke(STATEMENT)
-    else:
-        result = await chain.ainvoke(STATEMENT)
+    with caplog.at_level("WARNING", logger=stages.__name__):
+        if mode == "sync":
+            result = chain.invoke(STATEMENT)
+        else:
+            result = await chain.ainvoke(STATEMENT)
 
     assert (result.verdict, result.confidence) == (Verdict.ERROR, 0.0)
     assert result.error == f"the judge failed on all 3 passages: {reason} (and 2 more)"
     assert result.counts.judge_errors == result.counts.judged == 3
     assert [(f.stage, f.reason) for f in result.failed_sources] == [("judge", reason)] * 3
     assert list(result.timings) == list(STAGES)
+    logged = [r.getMessage() for r in caplog.records if r.name == stages.__name__]
+    whole_batch = f"The judge failed on the whole batch: {reason}"
+    assert (whole_batch in logged) is not short  # a short answer fails in finish, not recover
 
 
 async def test_async_path_is_native_and_offloads_cpu_work(tern_site: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -11,7 +12,10 @@ from fastapi.testclient import TestClient
 from langchain_references.demo.site import serve_pages
 from langchain_references.factcheck.result import FactCheckResult
 from langchain_references.factcheck.search import RecordedSearch
+from langchain_references.factcheck.verdict import Verdict
 from langchain_references.server.article import is_claim, split_with_offsets
+from langchain_references.server.factcheck_api import build_checker
+from langchain_references.server.services import Services
 from tests.unit_tests.server._native_fixtures import (
     make_app,
     make_client,
@@ -420,3 +424,18 @@ def test_article_references_never_carry_an_unsafe_source(make_client: ClientFact
         }
     ]
     assert "javascript:" not in response.text
+
+
+def test_the_service_checker_gives_the_same_result_on_both_drivers(services: Services) -> None:
+    checker = build_checker(services, k=3)
+    statement = "The Eiffel Tower is 330 metres tall."
+
+    sync = checker.invoke(statement)
+    async_ = asyncio.run(checker.ainvoke(statement))
+
+    def comparable(result: FactCheckResult) -> dict[str, Any]:
+        return result.model_dump(exclude={"timings", "total_s"})
+
+    assert comparable(sync) == comparable(async_)
+    assert (sync.counts.hits, sync.counts.fetched, sync.counts.judged) == (3, 0, 3)
+    assert sync.verdict is not Verdict.ERROR
