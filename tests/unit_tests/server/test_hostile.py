@@ -184,6 +184,13 @@ def test_abstract_verify_over_the_judging_budget_is_a_413_and_judges_nothing(
     )
     assert within.status_code == 200
     assert len(judge.passages) == len(within.json()[0]) <= 5
+    # the request's own top_k counts, not the server's default: 2 claims x 1 entry is within
+    two = client.post(
+        "/api/abstract/verify/batch?filter_nei=false",
+        json={"claims": ["ice", "honey bees"], "top_k": 1},
+    )
+    assert two.status_code == 200
+    assert len(two.json()) == 2
 
 
 def test_a_verify_request_sure_to_exceed_the_budget_embeds_nothing(
