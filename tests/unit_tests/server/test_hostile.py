@@ -17,9 +17,9 @@ import pytest
 import uvicorn
 from fastapi import Request
 from fastapi.testclient import TestClient
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 
-from langchain_references.judges import Judge, Judgement
+from langchain_references.judges import Judgement
 from langchain_references.server import article as article_module
 from langchain_references.server import compat
 from langchain_references.server.app import EscapingFormatter, create_app
@@ -156,7 +156,7 @@ class SlowJudge(ScriptedJudge):
         return super()._judge(statement, passage, config=config)
 
 
-def _compat_client(services: Services, judge: Judge, **limits: Any) -> TestClient:
+def _compat_client(services: Services, judge: Any, **limits: Any) -> TestClient:
     settings = replace(services.settings, **limits)
     return TestClient(
         create_app(
@@ -193,6 +193,20 @@ def test_abstract_verify_over_the_judging_budget_is_a_413_and_judges_nothing(
     assert len(two.json()) == 2
 
 
+def test_a_verify_request_that_may_meet_the_budget_exactly_is_answered(
+    services: Services,
+) -> None:
+    """One claim with a top_k past the index's size judges each sentence entry once:
+    exactly the budget when the budget is the number of entries, which is allowed."""
+    entries = services.index.count("phrase")
+    settings = {"max_judged": entries, "max_top_k": entries + 1}
+    client = _compat_client(services, ScriptedJudge(), **settings)
+    body = {"claims": ["sea level rise"], "top_k": entries + 1}
+    response = client.post("/api/phrase/verify/batch?filter_nei=false", json=body)
+    assert response.status_code == 200, response.json()
+    assert len(response.json()[0]) == entries
+
+
 def test_a_verify_request_sure_to_exceed_the_budget_embeds_nothing(
     services: Services, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -214,6 +228,7 @@ def test_a_verify_request_sure_to_exceed_the_budget_embeds_nothing(
     assert response.status_code == 413
     assert response.json()["limit"] == "max_judged"
     assert response.json()["actual"] == 100 * min(10, services.index.count("abstract"))
+    assert response.json()["maximum"] == 100
     assert embedded == []
     # with a threshold the count is only known after the search: checked there
     thresholded = client.post(
@@ -456,3 +471,24 @@ def test_an_unexpected_failure_is_a_json_500(make_app: Callable[..., Any]) -> No
         "detail": "the request failed on the server",
         "code": "internal_error",
     }
+
+
+def test_a_judge_runnable_that_raises_is_a_failed_item_with_no_confidence(
+    services: Services, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A judge that is any runnable (not a Judge, which records its own errors) raising:
+    each pair it raised on is NOT_ENOUGH_INFO with probability 0 and the error, logged."""
+
+    def explode(pair: Any) -> Judgement:
+        raise RuntimeError("judge exploded")
+
+    client = _compat_client(services, RunnableLambda(explode))
+    body = {"claims": ["sea level rise"], "top_k": 1}
+    with caplog.at_level("WARNING", logger="langchain_references.server.compat"):
+        response = client.post("/api/phrase/verify/batch?filter_nei=false", json=body)
+    assert response.status_code == 200
+    ((item,),) = response.json()
+    assert (item["label"], item["probability"]) == ("NOT_ENOUGH_INFO", 0.0)
+    assert item["error"] == "RuntimeError: judge exploded"
+    logged = [r.getMessage() for r in caplog.records if r.name.endswith(".compat")]
+    assert logged == ["judging failed: RuntimeError: judge exploded"]

@@ -41,11 +41,17 @@ ARTICLE = (
 # --------------------------------------------------------------------------- factcheck
 
 
-def test_factcheck_json_is_the_chain_result(make_client: ClientFactory) -> None:
+def test_factcheck_json_is_the_chain_result(
+    make_client: ClientFactory, caplog: pytest.LogCaptureFixture
+) -> None:
     client = make_client(use_judge=ScriptedJudge({"330 metres": "supports"}))
-    response = client.post(
-        "/v1/factcheck", json={"statement": "The Eiffel Tower is 330 metres tall.", "top_k": 3}
-    )
+    with caplog.at_level("INFO", logger="langchain_references.server.factcheck_api"):
+        response = client.post(
+            "/v1/factcheck",
+            json={"statement": "The Eiffel Tower is 330 metres tall.", "top_k": 3},
+        )
+    logged = [r.getMessage() for r in caplog.records if r.name.endswith(".factcheck_api")]
+    assert logged == ["Checked a statement: supported"]
     assert response.status_code == 200
     result = FactCheckResult.model_validate(response.json())
     assert result.verdict.value == "supported"
