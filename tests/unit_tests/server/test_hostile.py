@@ -492,3 +492,9 @@ def test_a_judge_runnable_that_raises_is_a_failed_item_with_no_confidence(
     assert item["error"] == "RuntimeError: judge exploded"
     logged = [r.getMessage() for r in caplog.records if r.name.endswith(".compat")]
     assert logged == ["judging failed: RuntimeError: judge exploded"]
+
+
+def test_verified_items_refuses_judgements_that_do_not_match_the_units() -> None:
+    judgement = Judgement(label="entails", confidence=0.9)
+    with pytest.raises(ValueError, match="zip"):
+        compat.verified_items([], [judgement], filter_nei=False)
