@@ -28,12 +28,13 @@ import multiprocessing
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Final, TypeVar
 
-__all__ = ["CPU_WORKERS", "WORKER_NICENESS", "run_cpu_bound", "start"]
+__all__ = ["CPU_WORKERS", "PARENT_CHECK_SECONDS", "WORKER_NICENESS", "run_cpu_bound", "start"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,13 +49,29 @@ _lock = threading.Lock()
 _pool: ProcessPoolExecutor | None = None
 
 
-def _init_worker() -> None:
-    """Worker initializer: a lower priority, and no Ctrl-C (the server handles it).
+#: Seconds between two checks, in a worker, that the process that started it still runs.
+PARENT_CHECK_SECONDS: Final = 1.0
+
+
+def _exit_with(parent: int, interval: float) -> None:
+    """Leave (``os._exit``) once ``parent`` is no longer this process's parent."""
+    while os.getppid() == parent:
+        time.sleep(interval)
+    os._exit(0)
+
+
+def _init_worker(parent: int, interval: float = PARENT_CHECK_SECONDS) -> None:
+    """Worker initializer: a lower priority, no Ctrl-C, and no life after its parent's.
 
     At :data:`WORKER_NICENESS` the worker weighs about a tenth of the service's process for
     the kernel's scheduler: on a core they share, a request that arrives while the worker
-    splits a hostile text gets the core almost at once.
+    splits a hostile text gets the core almost at once. A parent that dies without shutting
+    the pool down (killed, or ended by ``os._exit``) would leave the worker waiting for work
+    for ever: a daemon thread ends it within ``interval`` seconds of its parent's death.
     """
+    threading.Thread(
+        target=_exit_with, args=(parent, interval), name="parent-watch", daemon=True
+    ).start()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         os.nice(WORKER_NICENESS)
@@ -76,6 +93,7 @@ def _get_pool() -> ProcessPoolExecutor:
                 CPU_WORKERS,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_init_worker,
+                initargs=(os.getpid(),),
             )
         return _pool
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 import pickle
+import subprocess
+import sys
+import time
 from concurrent.futures.process import BrokenProcessPool
 
 import pytest
@@ -58,3 +61,31 @@ def test_a_dead_worker_fails_its_call_and_the_next_call_gets_a_new_one() -> None
         return await cpu.run_cpu_bound(os.getpid)
 
     assert asyncio.run(main()) != os.getpid()
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, exited but not reaped, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_the_worker_does_not_outlive_a_parent_that_dies_without_shutting_it_down() -> None:
+    script = (
+        "import asyncio, os\n"
+        "from langchain_references.server import cpu\n"
+        "print(asyncio.run(cpu.run_cpu_bound(os.getpid)), flush=True)\n"
+        "os._exit(0)\n"  # no shutdown: as a killed server, or a test run ended by os._exit
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
+    )
+    worker = int(done.stdout.split()[0])
+    deadline = time.monotonic() + 10 * cpu.PARENT_CHECK_SECONDS
+    while _running(worker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _running(worker), f"worker {worker} still runs after its parent died"
