@@ -8,9 +8,14 @@ else the search hit's title, else the URL. Plain-text pages pass through unchang
 
 Each page has a budget: a body over ``max_chars`` characters is not parsed, and a page whose
 extraction runs past ``timeout_s`` seconds becomes a failure while the other pages go on.
-Pages are extracted on worker threads (at most ``max_workers`` at a time, never on the event
-loop); a thread that overruns its budget cannot be interrupted, so it is abandoned (a daemon
-thread, logged) and its page reported as a failure.
+Each HTML page is parsed in a worker process (``_isolation.call_isolated``; at most
+``max_workers`` at a time; workers are reused between pages):
+
+* trafilatura is not thread-safe: concurrent ``extract`` calls in one process crash it now and
+  then with SIGSEGV or SIGABRT inside libxml2 (trafilatura issues #840 and #925), which would
+  end a server or a batch run; a crash in a worker is that page's failure;
+* a page over its time budget has its worker killed, instead of a thread that cannot be
+  interrupted parsing on.
 
 Trafilatura never fetches anything here: it receives the HTML fetched by
 :class:`~langchain_references.factcheck.fetch.PageFetcher`.
@@ -19,16 +24,19 @@ Trafilatura never fetches anything here: it receives the HTML fetched by
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
-import queue
 import threading
-import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import partial
 from typing import Final, TypedDict, Unpack
 
+from langchain_references._isolation import (
+    WorkerDiedError,
+    WorkerStoppedError,
+    WorkerTimeoutError,
+    call_isolated,
+)
 from langchain_references._optional import importing
 from langchain_references.factcheck.types import (
     ExtractedPage,
@@ -201,57 +209,69 @@ class _Limits:
             raise ValueError(f"max_workers must be >= 1, got {self.max_workers}")
 
 
-def _start(
-    page: FetchedPage,
-    min_main_chars: int,
-    max_chars: int,
-    done: Callable[[ExtractedPage | Failure], None],
-) -> None:
-    """Extract ``page`` on a new daemon thread and pass the result (never an error) to ``done``."""
-    context = contextvars.copy_context()
-
-    def work() -> None:
-        try:
-            result = context.run(
-                extract_page, page, min_main_chars=min_main_chars, max_chars=max_chars
-            )
-        except Exception as exc:  # extract_page already catches trafilatura's errors
-            logger.error("Unexpected error extracting %s", page.url, exc_info=exc)
-            result = _failure(page, f"unexpected {type(exc).__name__}: {exc}")
-        done(result)
-
-    threading.Thread(target=work, name=f"extract-{page.rank}", daemon=True).start()
-
-
-def _put(
-    finished: queue.SimpleQueue[tuple[int, ExtractedPage | Failure]],
-    index: int,
-    result: ExtractedPage | Failure,
-) -> None:
-    finished.put((index, result))
-
-
 def _timed_out(page: FetchedPage, timeout_s: float) -> Failure:
     logger.warning(
-        "Extraction of %s passed its %ss budget; its thread is abandoned", page.url, timeout_s
+        "Extraction of %s passed its %ss budget; its process is killed", page.url, timeout_s
     )
     return _failure(page, f"extraction timeout after {timeout_s}s")
 
 
-def _report(results: Sequence[ExtractedPage | Failure | None]) -> ExtractReport:
+def _report(results: Sequence[ExtractedPage | Failure]) -> ExtractReport:
     return ExtractReport(
         pages=[r for r in results if isinstance(r, ExtractedPage)],
         failures=[r for r in results if isinstance(r, Failure)],
     )
 
 
+def _extract_in_worker(
+    page: FetchedPage, min_main_chars: int, max_chars: int
+) -> ExtractedPage | Failure:
+    """:func:`extract_page`, as called in a worker process."""
+    return extract_page(page, min_main_chars=min_main_chars, max_chars=max_chars)
+
+
+#: The function a worker process runs for a page (module-level, pickled by reference).
+_IN_WORKER: Callable[[FetchedPage, int, int], ExtractedPage | Failure] = _extract_in_worker
+
+
+def _isolated(page: FetchedPage, limits: _Limits, stop: threading.Event) -> ExtractedPage | Failure:
+    """Extract ``page`` in a worker process, killed past the page's time budget or on ``stop``.
+
+    A page that needs no parsing (plain text, or over the size budget) is handled here; a
+    worker that dies (a crash in libxml2, the out-of-memory killer) is that page's failure.
+    """
+    if page.is_plain_text or len(page.body) > limits.max_chars:  # nothing to parse
+        return extract_page(page, min_main_chars=limits.min_main_chars, max_chars=limits.max_chars)
+    try:
+        return call_isolated(
+            _IN_WORKER,
+            page,
+            limits.min_main_chars,
+            limits.max_chars,
+            timeout_s=limits.timeout_s,
+            stop=stop,
+        )
+    except WorkerTimeoutError:
+        return _timed_out(page, limits.timeout_s or 0.0)
+    except WorkerDiedError as exc:
+        return _failure(page, f"extraction process died: {exc}")
+    except WorkerStoppedError:
+        return _failure(page, "extraction stopped")
+    except Exception as exc:  # extract_page already catches trafilatura's errors
+        logger.error("Unexpected error extracting %s", page.url, exc_info=exc)
+        return _failure(page, f"unexpected {type(exc).__name__}: {exc}")
+
+
 def extract_all(pages: Sequence[FetchedPage], **options: Unpack[ExtractOptions]) -> ExtractReport:
     """Extract every page; pages without text, too large or too slow become failures.
 
+    Each HTML page is parsed in a worker process (at most ``max_workers`` at a time), killed
+    when it passes ``timeout_s``.
+
     Args:
         pages: Fetched pages.
-        **options: The bounds (:class:`ExtractOptions`); with ``timeout_s=None`` the pages
-            are extracted on the calling thread.
+        **options: The bounds (:class:`ExtractOptions`); ``timeout_s=None`` gives no time
+            budget.
 
     Returns:
         Extracted pages and failures, each in input order.
@@ -260,71 +280,31 @@ def extract_all(pages: Sequence[FetchedPage], **options: Unpack[ExtractOptions])
         ValueError: If ``min_main_chars`` is negative or another bound is not positive.
     """
     limits = _Limits(**options)
-    min_main_chars, max_chars, timeout_s = limits.min_main_chars, limits.max_chars, limits.timeout_s
-    if timeout_s is None:
-        return _report(
-            [extract_page(p, min_main_chars=min_main_chars, max_chars=max_chars) for p in pages]
-        )
-    results: list[ExtractedPage | Failure | None] = [None] * len(pages)
-    finished: queue.SimpleQueue[tuple[int, ExtractedPage | Failure]] = queue.SimpleQueue()
-    deadlines: dict[int, float] = {}  # running pages
-    waiting = iter(range(len(pages)))
-    while True:
-        while len(deadlines) < limits.max_workers and (index := next(waiting, None)) is not None:
-            deadlines[index] = time.monotonic() + timeout_s
-            _start(pages[index], min_main_chars, max_chars, partial(_put, finished, index))
-        if not deadlines:
-            break
+    stop = threading.Event()
+    with ThreadPoolExecutor(limits.max_workers, thread_name_prefix="extract") as pool:
         try:
-            index, result = finished.get(
-                timeout=max(0.0, min(deadlines.values()) - time.monotonic())
-            )
-        except queue.Empty:
-            now = time.monotonic()
-            for late in [i for i, deadline in deadlines.items() if deadline <= now]:
-                del deadlines[late]
-                results[late] = _timed_out(pages[late], timeout_s)
-            continue
-        if index in deadlines:  # else it already timed out
-            del deadlines[index]
-            results[index] = result
-    return _report(results)
+            return _report(list(pool.map(lambda page: _isolated(page, limits, stop), pages)))
+        finally:  # an interrupt (Ctrl-C): kill the workers still running before waiting
+            stop.set()
 
 
 async def aextract_all(
     pages: Sequence[FetchedPage], **options: Unpack[ExtractOptions]
 ) -> ExtractReport:
-    """Async :func:`extract_all`: pages are extracted on worker threads, off the event loop.
+    """Async :func:`extract_all`: the same worker processes, waited for off the event loop.
 
-    Same arguments, result and errors as :func:`extract_all` (with ``timeout_s=None`` the
-    pages still run on worker threads, without a time budget).
+    Same arguments, result and errors as :func:`extract_all`; cancelling the call kills the
+    workers still running.
     """
     limits = _Limits(**options)
-    min_main_chars, max_chars, timeout_s = limits.min_main_chars, limits.max_chars, limits.timeout_s
-    loop = asyncio.get_running_loop()
     slots = asyncio.Semaphore(limits.max_workers)
+    stop = threading.Event()
 
     async def one(page: FetchedPage) -> ExtractedPage | Failure:
         async with slots:
-            future: asyncio.Future[ExtractedPage | Failure] = loop.create_future()
+            return await asyncio.to_thread(_isolated, page, limits, stop)
 
-            def done(result: ExtractedPage | Failure) -> None:
-                try:
-                    loop.call_soon_threadsafe(_settle, future, result)
-                except RuntimeError:  # an abandoned page ending after its loop closed
-                    logger.debug("Extraction of %s ended after the event loop closed", page.url)
-
-            _start(page, min_main_chars, max_chars, done)
-            try:
-                return await asyncio.wait_for(future, timeout_s)
-            except TimeoutError:  # only with a timeout_s
-                return _timed_out(page, timeout_s or 0.0)
-
-    return _report(await asyncio.gather(*(one(page) for page in pages)))
-
-
-def _settle(
-    future: asyncio.Future[ExtractedPage | Failure], result: ExtractedPage | Failure
-) -> None:
-    if not future.done():  # a timed-out page's future is already cancelled
-        future.set_result(result)
+    try:
+        return _report(await asyncio.gather(*(one(page) for page in pages)))
+    finally:
+        stop.set()

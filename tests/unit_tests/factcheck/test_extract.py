@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-import threading
+import asyncio
+import os
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from langchain_references.factcheck.extract import (
 from langchain_references.factcheck.fetch import PageFetcher
 from langchain_references.factcheck.types import ExtractedPage, FetchedPage, SearchHit
 from tests.unit_tests.conftest import LocalSite
+from tests.unit_tests.factcheck import _worker_pages
 
 # (fixture file, title, sentences from the article body, navigation text that must not appear)
 FIXTURE_PAGES = [
@@ -166,62 +168,113 @@ def test_extract_html_returns_text_and_title(html_fixture_dir: Path) -> None:
 _GOOD_HTML = "<html><body><article><p>" + "Arctic terns fly from pole to pole. " * 10 + "</p>"
 
 
-def _hang_on_slow_pages(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
-    """Make extraction of any page mentioning ``SLOW`` block until the returned event is set."""
-    release = threading.Event()
-    real = extract_module._extract_html
-
-    def extract(html: str, url: str | None, min_main_chars: int) -> str:
-        if "SLOW" in html:
-            release.wait(30)
-        return real(html, url, min_main_chars)
-
-    monkeypatch.setattr(extract_module, "_extract_html", extract)
-    return release
+@pytest.fixture
+def hostile_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker processes run :func:`_worker_pages.hostile` (SLOW, CRASH and PID pages)."""
+    monkeypatch.setattr(extract_module, "_IN_WORKER", _worker_pages.hostile)
 
 
-def test_a_page_over_its_time_budget_is_a_failure_and_the_others_go_on(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    release = _hang_on_slow_pages(monkeypatch)
-    pages = [_page("<html><body><p>SLOW</p></body></html>", rank=0), _page(_GOOD_HTML, rank=1)]
+def _gone(pid: int) -> bool:
     try:
-        report = extract_all(pages, timeout_s=0.5, max_workers=1)
-    finally:
-        release.set()
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.mark.usefixtures("hostile_worker")
+def test_a_page_over_its_time_budget_is_a_failure_its_worker_killed_and_the_others_go_on(
+    tmp_path: Path,
+) -> None:
+    pid_file = tmp_path / "pid"
+    slow = _page(f"<html><body><p>SLOW PID {pid_file}</p></body></html>", rank=0)
+    report = extract_all([slow, _page(_GOOD_HTML, rank=1)], timeout_s=0.5, max_workers=1)
     assert [p.rank for p in report.pages] == [1]
     assert [(f.rank, f.reason) for f in report.failures] == [(0, "extraction timeout after 0.5s")]
+    assert _gone(int(pid_file.read_text()))  # killed, not left parsing
 
 
-async def test_async_extraction_has_the_same_time_budget(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    release = _hang_on_slow_pages(monkeypatch)
-    pages = [_page("<html><body><p>SLOW</p></body></html>", rank=0), _page(_GOOD_HTML, rank=1)]
-    try:
-        report = await aextract_all(pages, timeout_s=0.5, max_workers=1)
-    finally:
-        release.set()
+@pytest.mark.usefixtures("hostile_worker")
+async def test_async_extraction_has_the_same_time_budget(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    slow = _page(f"<html><body><p>SLOW PID {pid_file}</p></body></html>", rank=0)
+    report = await aextract_all([slow, _page(_GOOD_HTML, rank=1)], timeout_s=0.5, max_workers=1)
     assert [p.rank for p in report.pages] == [1]
     assert [f.reason for f in report.failures] == ["extraction timeout after 0.5s"]
+    assert _gone(int(pid_file.read_text()))
 
 
-def test_a_page_over_the_size_budget_is_a_failure_without_parsing(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.usefixtures("hostile_worker")
+@pytest.mark.parametrize("driver", ["sync", "async"])
+async def test_a_crash_while_parsing_is_that_pages_failure_and_the_run_goes_on(
+    driver: str,
 ) -> None:
-    parsed: list[int] = []
-    real = extract_module._extract_html
+    # trafilatura crashes now and then (SIGSEGV, SIGABRT in libxml2) when threads of one
+    # process call it at once: such a crash must not end the process that asked
+    pages = [
+        _page(_GOOD_HTML, rank=0),
+        _page("<html><body><p>CRASH</p></body></html>", rank=1),
+        _page(_GOOD_HTML.replace("terns", "geese"), rank=2),
+    ]
+    if driver == "sync":
+        report = extract_all(pages, max_workers=2)
+    else:
+        report = await aextract_all(pages, max_workers=2)
+    assert [p.rank for p in report.pages] == [0, 2]
+    assert ["geese" in p.text for p in report.pages] == [False, True]
+    assert [(f.rank, f.stage) for f in report.failures] == [(1, "extract")]
+    assert report.failures[0].reason == (
+        "extraction process died: the worker process ended (exit code -6)"
+    )
 
-    def extract(html: str, url: str | None, min_main_chars: int) -> str:
-        parsed.append(len(html))
-        return real(html, url, min_main_chars)
 
-    monkeypatch.setattr(extract_module, "_extract_html", extract)
-    big = _GOOD_HTML + "<p>" + "x" * 5_000 + "</p>"
+async def test_cancelling_an_async_extraction_kills_its_worker(
+    hostile_worker: None, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "pid"
+    slow = _page(f"<html><body><p>SLOW PID {pid_file}</p></body></html>")
+    task = asyncio.ensure_future(aextract_all([slow], timeout_s=None))
+    for _ in range(300):
+        if pid_file.exists() and pid_file.read_text():
+            break
+        await asyncio.sleep(0.05)
+    pid = int(pid_file.read_text())
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for _ in range(40):
+        if _gone(pid):
+            break
+        await asyncio.sleep(0.05)
+    assert _gone(pid)
+
+
+@pytest.mark.parametrize("driver", ["sync", "async"])
+async def test_html_is_never_parsed_in_the_calling_process(
+    monkeypatch: pytest.MonkeyPatch, driver: str
+) -> None:
+    def refuse(*args: object, **kwargs: object) -> str:
+        raise AssertionError("trafilatura called in the calling process")
+
+    monkeypatch.setattr(extract_module.trafilatura, "extract", refuse)
+    pages = [_page(_GOOD_HTML, rank=0), _page(_GOOD_HTML.replace("terns", "geese"), rank=1)]
+    if driver == "sync":
+        report = extract_all(pages)
+    else:
+        report = await aextract_all(pages)
+    assert report.failures == []
+    assert [p.text.split()[1] for p in report.pages] == ["terns", "geese"]
+
+
+@pytest.mark.usefixtures("hostile_worker")
+def test_a_page_over_the_size_budget_is_a_failure_without_parsing() -> None:
+    # a CRASH page reaching a worker would be "extraction process died": it must not get there
+    big = _GOOD_HTML + "<p>CRASH" + "x" * 5_000 + "</p>"
     report = extract_all([_page(big, rank=0), _page(_GOOD_HTML, rank=1)], max_chars=2_000)
     assert [p.rank for p in report.pages] == [1]
-    assert report.failures[0].reason.startswith("too large to extract")
-    assert parsed == [len(_GOOD_HTML)]
+    assert [(f.rank, f.reason) for f in report.failures] == [
+        (0, f"too large to extract: {len(big)} > 2000 characters")
+    ]
 
 
 def test_extract_all_rejects_bad_budgets() -> None:

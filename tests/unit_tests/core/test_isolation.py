@@ -1,0 +1,90 @@
+"""``_isolation.call_isolated``: calls in reusable worker processes, killed when they overrun."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from langchain_references._isolation import (
+    WorkerStoppedError,
+    WorkerTimeoutError,
+    call_isolated,
+)
+from tests.unit_tests.core import _isolated_functions as functions
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_a_call_returns_its_result_from_another_process_that_is_reused() -> None:
+    first_pid, total = call_isolated(functions.pid_and_sum, 2, 3)
+    second_pid, again = call_isolated(functions.pid_and_sum, 40, 2)
+    assert (total, again) == (5, 42)
+    assert first_pid != os.getpid()
+    assert second_pid == first_pid  # the idle worker took the second call
+
+
+def test_what_the_function_raises_is_raised_and_the_worker_stays() -> None:
+    with pytest.raises(KeyError, match="no such key"):
+        call_isolated(functions.fail, "no such key")
+    assert call_isolated(functions.pid_and_sum, 1, 1)[1] == 2
+
+
+def test_printing_in_the_worker_does_not_corrupt_the_answer() -> None:
+    assert call_isolated(functions.shout, "terns") == "TERNS"
+    assert call_isolated(functions.shout, "geese") == "GEESE"
+
+
+def test_a_call_past_its_budget_is_a_timeout_and_the_next_call_gets_a_fresh_worker() -> None:
+    before, _ = call_isolated(functions.pid_and_sum, 0, 0)
+    with pytest.raises(WorkerTimeoutError):  # the same (last idle) worker takes the call
+        call_isolated(functions.sleep, 30.0, timeout_s=0.3)
+    with pytest.raises(ProcessLookupError):  # killed and reaped, not left sleeping
+        os.kill(before, 0)
+    pid, _ = call_isolated(functions.pid_and_sum, 0, 0)
+    assert pid != before
+    assert call_isolated(functions.sleep, 0.0, timeout_s=5.0) == pid
+
+
+def test_stop_ends_a_running_call_promptly() -> None:
+    stop = threading.Event()
+    threading.Timer(0.3, stop.set).start()
+    started = time.monotonic()
+    with pytest.raises(WorkerStoppedError):
+        call_isolated(functions.sleep, 30.0, stop=stop)
+    assert time.monotonic() - started < 20  # not the 30 s of the call
+
+
+def test_a_script_without_a_main_guard_is_not_run_again_by_the_workers(tmp_path: Path) -> None:
+    # multiprocessing's spawn and forkserver import the caller's __main__ in each child: a
+    # script calling the package at top level would run again there (or fail)
+    script = tmp_path / "script.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            from langchain_references._isolation import call_isolated
+            from tests.unit_tests.core import _isolated_functions as functions
+
+            print("top level ran")
+            print(call_isolated(functions.shout, "once")[:4])
+            """
+        ),
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["top level ran", "ONCE"]
