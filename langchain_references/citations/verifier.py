@@ -67,6 +67,23 @@ WorthyPredicate = Callable[[CitedSentence], bool]
 PassageLike = str | Document
 
 
+def runnable_judge(judge: object) -> Runnable[JudgeInputLike, Judgement]:
+    """Check that the judge given to a checker is a runnable (the citation and atom checkers).
+
+    Args:
+        judge: The judge (any ``Runnable[{"statement", "passage"}, Judgement]``).
+
+    Returns:
+        ``judge``, typed as a judge runnable.
+
+    Raises:
+        TypeError: If ``judge`` is not a ``Runnable``.
+    """
+    if not isinstance(judge, Runnable):
+        raise TypeError(f"judge must be a Runnable judge, not {type(judge).__name__}")
+    return judge
+
+
 @dataclass(frozen=True, slots=True)
 class CitationVerdict:
     """Whether one citation of a sentence supports it.
@@ -326,9 +343,7 @@ class CitationVerifier:
         max_concurrency: int | None = None,
         separator: str = DEFAULT_SEPARATOR,
     ) -> None:
-        if not isinstance(judge, Runnable):
-            raise TypeError(f"judge must be a Runnable judge, not {type(judge).__name__}")
-        self.judge = judge
+        self.judge = runnable_judge(judge)
         self.info = judge_info(judge)
         self.is_worthy = is_worthy
         self.max_concurrency = check_concurrency(max_concurrency)

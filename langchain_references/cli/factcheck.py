@@ -59,7 +59,7 @@ import io
 import logging
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO, cast
@@ -116,6 +116,7 @@ __all__ = [
     "CLIError",
     "ProgressDisplay",
     "ProgressHandler",
+    "StatementReports",
     "cached_check",
     "check_statements",
     "check_statements_on_ray",
@@ -569,58 +570,105 @@ def settle_statement(
     return outcome
 
 
+@dataclass
+class StatementReports:
+    """Where the checks of statements go, on either engine (the same for both).
+
+    Attributes:
+        display: Progress display.
+        emit: ``emit(index, result)``, called in input order.
+        judge: The chain's judge, named by the result of a check that raised.
+        reused: The index of each statement whose finished check the chain's run cache had
+            (:meth:`~langchain_references.factcheck.chain.FactCheckChain.cached_result`).
+        failed: How many statements could not be checked (the check raised, or the verdict
+            is ``error``).
+    """
+
+    display: ProgressDisplay
+    emit: Callable[[int, FactCheckResult], None]
+    judge: JudgeInfo | None = None
+    reused: list[int] = field(default_factory=list)
+    failed: int = 0
+
+    def reuse(self, index: int, cached: FactCheckResult) -> FactCheckResult:
+        """Show statement ``index``'s check found in the run cache, and note it as reused.
+
+        Args:
+            index: 0-based statement index.
+            cached: Its finished check (:func:`cached_check`).
+
+        Returns:
+            ``cached``.
+        """
+        self.display.reused(index, cached)
+        self.reused.append(index)
+        return cached
+
+    def settle(
+        self, index: int, statement: str, outcome: FactCheckResult | BaseException
+    ) -> FactCheckResult:
+        """:func:`settle_statement` with this display and judge.
+
+        Args:
+            index: 0-based statement index.
+            statement: The statement.
+            outcome: The chain's result, or the exception its check raised.
+
+        Returns:
+            The result to report.
+        """
+        return settle_statement(index, statement, outcome, display=self.display, judge=self.judge)
+
+    def report(self, index: int, result: FactCheckResult) -> None:
+        """Emit statement ``index``'s result (in input order) and count it if it failed.
+
+        Args:
+            index: 0-based statement index.
+            result: Its result.
+        """
+        self.failed += not result.checked
+        self.emit(index, result)
+
+
 async def check_statements(
     chain: Runnable[str, FactCheckResult],
     statements: Sequence[str],
     *,
     concurrency: int,
-    display: ProgressDisplay,
-    emit: Any,
-    judge: JudgeInfo | None = None,
-    reused: list[int] | None = None,
+    reports: StatementReports,
 ) -> int:
-    """Check statements concurrently in this process and emit each result in input order.
+    """Check statements concurrently in this process and report each result in input order.
 
-    Each check's result or exception goes through :func:`settle_statement` (as on Ray).
+    Each check's result or exception goes through :meth:`StatementReports.settle` (as on Ray).
 
     Args:
-        chain: The fact-check chain (its progress events reach ``display``).
+        chain: The fact-check chain (its progress events reach ``reports.display``).
         statements: The statements.
         concurrency: Statements checked at once.
-        display: Progress display.
-        emit: ``emit(index, result)`` called in input order as results become available.
-        judge: The chain's judge, named by the result of a check that raised.
-        reused: Gets the index of each statement whose finished check the chain's run cache
-            had (:meth:`~langchain_references.factcheck.chain.FactCheckChain.cached_result`).
+        reports: Where the results go, as they become available.
 
     Returns:
-        The number of statements that could not be checked (the check raised, or the
-        verdict is ``error``).
+        The number of statements that could not be checked (``reports.failed``).
     """
     semaphore = asyncio.Semaphore(concurrency)
 
     async def check(index: int, statement: str) -> FactCheckResult:
         cached = await asyncio.to_thread(cached_check, chain, statement)
         if cached is not None:
-            display.reused(index, cached)
-            if reused is not None:
-                reused.append(index)
-            return cached
+            return reports.reuse(index, cached)
         async with semaphore:
-            handler = ProgressHandler(display, index)
+            handler = ProgressHandler(reports.display, index)
             result = await chain.ainvoke(statement, {"callbacks": [handler]})
-            return settle_statement(index, statement, result, display=display, judge=judge)
+            return reports.settle(index, statement, result)
 
     tasks = [asyncio.create_task(check(i, s)) for i, s in enumerate(statements)]
-    failed = 0
     for index, task in enumerate(tasks):
         try:
             result = await task
         except Exception as exc:  # one statement failing must not stop the others
-            result = settle_statement(index, statements[index], exc, display=display, judge=judge)
-        failed += not result.checked
-        emit(index, result)
-    return failed
+            result = reports.settle(index, statements[index], exc)
+        reports.report(index, result)
+    return reports.failed
 
 
 def _worker_chain(args: argparse.Namespace) -> FactCheckChain:
@@ -634,49 +682,38 @@ def check_statements_on_ray(
     args: argparse.Namespace,
     options: RayOptions,
     *,
-    display: ProgressDisplay,
-    emit: Any,
-    judge: JudgeInfo | None = None,
-    reused: list[int] | None = None,
+    reports: StatementReports,
 ) -> int:
-    """Check statements on Ray actors and emit each result in input order.
+    """Check statements on Ray actors and report each result in input order.
 
     The statements the run cache has a finished check of (looked up here, by ``chain``) are
     reused; the others go to the actors, each of which builds its own chain from ``args`` once.
-    Each result or exception goes through :func:`settle_statement` (as in this process).
+    Each result or exception goes through :meth:`StatementReports.settle` (as in this process).
 
     Args:
         chain: This process's chain: its run cache tells what is finished.
         statements: The statements.
         args: The parsed arguments (the actors build their chains from them).
         options: The Ray run.
-        display: Progress display (one line per finished statement).
-        emit: ``emit(index, result)`` called in input order.
-        judge: The chain's judge, named by the result of a check that raised.
-        reused: Gets the index of each statement reused from the run cache.
+        reports: Where the results go (one progress line per finished statement).
 
     Returns:
-        The number of statements that could not be checked.
+        The number of statements that could not be checked (``reports.failed``).
     """
     done: dict[int, FactCheckResult] = {}
     for index, statement in enumerate(statements):
         cached = cached_check(chain, statement)
         if cached is not None:
-            display.reused(index, cached)
-            done[index] = cached
-            if reused is not None:
-                reused.append(index)
+            done[index] = reports.reuse(index, cached)
     todo = [i for i in range(len(statements)) if i not in done]
-    failed = 0
     with run_on_ray([statements[i] for i in todo], _worker_chain, args, options) as results:
         for index, statement in enumerate(statements):
             result = done.get(index)
             if result is None:
                 _, outcome = next(results)  # in input order, as ``todo``
-                result = settle_statement(index, statement, outcome, display=display, judge=judge)
-            failed += not result.checked
-            emit(index, result)
-    return failed
+                result = reports.settle(index, statement, outcome)
+            reports.report(index, result)
+    return reports.failed
 
 
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -732,31 +769,20 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             except CLIError as exc:
                 err.write(f"error: {exc}\n")
                 return 2
-            display = ProgressDisplay(err, len(statements), enabled=not args.quiet)
-            judge = getattr(chain, "judge_info", None)  # any Runnable may stand in
+            reports = StatementReports(
+                ProgressDisplay(err, len(statements), enabled=not args.quiet),
+                emit,
+                getattr(chain, "judge_info", None),  # any Runnable may stand in
+                reused,
+            )
             if options is None:
                 failed = run_sync(
                     check_statements(
-                        chain,
-                        statements,
-                        concurrency=args.concurrency,
-                        display=display,
-                        emit=emit,
-                        judge=judge,
-                        reused=reused,
+                        chain, statements, concurrency=args.concurrency, reports=reports
                     )
                 )
             else:
-                failed = check_statements_on_ray(
-                    chain,
-                    statements,
-                    args,
-                    options,
-                    display=display,
-                    emit=emit,
-                    judge=judge,
-                    reused=reused,
-                )
+                failed = check_statements_on_ray(chain, statements, args, options, reports=reports)
     except KeyboardInterrupt as exc:  # main says "interrupted" with this note
         note = f"{written} of {len(statements)} statement(s) reported"
         exc.add_note(note)

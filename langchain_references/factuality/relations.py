@@ -36,6 +36,7 @@ from typing import Final
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from langchain_references._concurrency import check_concurrency, with_default_concurrency
+from langchain_references.citations.verifier import runnable_judge
 from langchain_references.factuality.model import (
     Atom,
     Context,
@@ -214,9 +215,7 @@ class RelationJudge:
         max_concurrency: int | None = None,
         include_title: bool = True,
     ) -> None:
-        if not isinstance(judge, Runnable):
-            raise TypeError(f"judge must be a Runnable judge, not {type(judge).__name__}")
-        self.judge = judge
+        self.judge = runnable_judge(judge)
         self.version = normalize_version(version)
         candidate_pairs([], [], version=self.version, top_k=top_k)  # validates top_k
         self.top_k = top_k

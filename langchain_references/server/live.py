@@ -42,7 +42,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, Final, Generic, Never, Self, TypeVar, overload
 
 from langchain_references.server.index import (
     EvidenceHit,
@@ -64,6 +64,28 @@ logger = logging.getLogger(__name__)
 CHECK_SECONDS: Final = 5.0
 
 _T = TypeVar("_T")
+
+
+class _OfCurrent(Generic[_T]):
+    """A read-only attribute of :class:`LiveIndex`: the same attribute of its current index."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, live: None, owner: type | None = None) -> Self: ...
+
+    @overload
+    def __get__(self, live: LiveIndex, owner: type | None = None) -> _T: ...
+
+    def __get__(self, live: LiveIndex | None, owner: type | None = None) -> Self | _T:
+        if live is None:
+            return self
+        value: _T = getattr(live.current, self._name)
+        return value
+
+    def __set__(self, live: LiveIndex, value: Never) -> None:
+        raise AttributeError(f"property {self._name!r} of 'LiveIndex' object has no setter")
 
 
 class LiveIndex:
@@ -102,30 +124,16 @@ class LiveIndex:
         """The index object searched now (replaced when the pointer moves)."""
         return self._index
 
-    @property
-    def name(self) -> str:
-        """The index name."""
-        return self._index.name
-
-    @property
-    def location(self) -> str:
-        """Where the index lives (a directory or a URL)."""
-        return self._index.location
-
-    @property
-    def generation(self) -> str:
-        """The generation searched now."""
-        return self._index.generation
-
-    @property
-    def embeddings(self) -> Embeddings:
-        """The embeddings of the entries and the queries (the same across generations)."""
-        return self._index.embeddings
-
-    @property
-    def retrieval(self) -> Retrieval:
-        """How searches rank (the same across generations)."""
-        return self._index.retrieval
+    #: The index name.
+    name: _OfCurrent[str] = _OfCurrent()
+    #: Where the index lives (a directory or a URL).
+    location: _OfCurrent[str] = _OfCurrent()
+    #: The generation searched now.
+    generation: _OfCurrent[str] = _OfCurrent()
+    #: The embeddings of the entries and the queries (the same across generations).
+    embeddings: _OfCurrent[Embeddings] = _OfCurrent()
+    #: How searches rank (the same across generations).
+    retrieval: _OfCurrent[Retrieval] = _OfCurrent()
 
     def count(self, granularity: Granularity | None = None) -> int:
         """:meth:`EvidenceIndex.count` of the current generation."""

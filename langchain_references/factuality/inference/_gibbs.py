@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from langchain_references.factuality.inference._network import FloatArray, IntArray, Network
+from langchain_references.factuality.inference._result import GibbsReport
 
 Float32Array = npt.NDArray[np.float32]
 
@@ -51,28 +52,18 @@ class GibbsRun:
     Attributes:
         marginals: ``P(x_v = 1)`` of every variable.
         errors: Estimated absolute error of every marginal.
-        sweeps: Sweeps run (each resamples every variable of every chain once).
-        chains: Independent chains.
-        converged: Whether every estimated error fell below the tolerance.
-        swap_rate: Lowest acceptance rate of replica exchanges between two neighbouring
-            levels (``1.0`` without tempering, which has no ladder to check).
-        hot_rate: Share of their variables the hottest replicas changed per sweep
-            (``1.0`` without tempering).
-        mixed: Whether the ladder of replicas works: ``swap_rate`` of at least
-            :data:`MIN_RATE` and the hottest replicas changing at least that share of
-            their variables per sweep. Otherwise the cold chains
-            explore alone, a network of near-hard factors can freeze them all, and their
-            agreement says nothing: the errors are then not to be trusted.
+        report: The sampling statistics: sweeps run (each resamples every variable of every
+            chain once), chains, replicas per chain, whether every estimated error fell
+            below the tolerance, and whether the ladder of replicas works (``swap_rate``
+            and ``hot_rate``, both ``1.0`` without tempering, which has no ladder to check,
+            of at least :data:`MIN_RATE`). When it does not, the cold chains explore alone,
+            a network of near-hard factors can freeze them all, and their agreement says
+            nothing: the errors are then not to be trusted.
     """
 
     marginals: FloatArray
     errors: FloatArray
-    sweeps: int
-    chains: int
-    converged: bool
-    swap_rate: float = 1.0
-    hot_rate: float = 1.0
-    mixed: bool = True
+    report: GibbsReport
 
 
 def ising(net: Network) -> tuple[FloatArray, FloatArray]:
@@ -320,16 +311,10 @@ def run_gibbs(
             out_errors = np.empty(n)
             out_marginals[couplings.order] = marginals
             out_errors[couplings.order] = errors
-            return GibbsRun(
-                out_marginals,
-                out_errors,
-                sweeps,
-                chains,
-                mixed and below,
-                swap_rate,
-                hot_rate,
-                mixed,
+            report = GibbsReport(
+                sweeps, chains, levels, mixed and below, swap_rate, hot_rate, mixed
             )
+            return GibbsRun(out_marginals, out_errors, report)
 
 
 def _swap(

@@ -431,7 +431,6 @@ def _run_gibbs(
     plain_sweeps = budget // max(per_replica * _CHAINS, 1)
     run: GibbsRun | None = None
     spent = 0
-    used_levels = 1
     if sub.n <= _GIBBS_MAX_VARS and plain_sweeps >= _GIBBS_MIN_SWEEPS:
         run = run_gibbs(
             couplings,
@@ -441,8 +440,8 @@ def _run_gibbs(
             seed=options["seed"],
             targets=targets,
         )
-        spent = run.sweeps * per_replica * _CHAINS
-        if not run.converged:
+        spent = run.report.sweeps * per_replica * _CHAINS
+        if not run.report.converged:
             run = None
     if run is None:
         max_sweeps = min((budget - spent) // max(per_replica * columns, 1), _GIBBS_MAX_SWEEPS)
@@ -467,34 +466,25 @@ def _run_gibbs(
             hottest=_HOTTEST,
             targets=targets,
         )
-        used_levels = levels
-    report = GibbsReport(
-        sweeps=run.sweeps,
-        chains=run.chains,
-        levels=used_levels,
-        converged=run.converged,
-        swap_rate=run.swap_rate,
-        hot_rate=run.hot_rate,
-        mixed=run.mixed,
-    )
-    if not run.mixed:
+    report = run.report
+    if not report.mixed:
         logger.warning(
             "Gibbs sampling did not mix (lowest replica-exchange rate %.3g, hottest "
             "replicas changing %.3g of their variables per sweep; both need %.2g): its "
             "marginals get no error estimate",
-            run.swap_rate,
-            run.hot_rate,
+            report.swap_rate,
+            report.hot_rate,
             MIN_RATE,
         )
         if not forced:
             return report  # BP's answer stands, without an estimate
     for local, v in enumerate(nodes.tolist()):
         marginal[v] = run.marginals[local]
-        errors[v] = float(run.errors[local]) if run.mixed else None
-    if run.mixed and not run.converged:
+        errors[v] = float(run.errors[local]) if report.mixed else None
+    if report.mixed and not report.converged:
         logger.warning(
             "Gibbs sampling reached its budget (%d sweeps) with an estimated error of %.3g",
-            run.sweeps,
+            report.sweeps,
             float(run.errors.max(initial=0.0)),
         )
     return report

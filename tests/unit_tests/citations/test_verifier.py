@@ -208,7 +208,7 @@ def test_any_runnable_judge_and_exceptions_become_failures() -> None:
     assert by_id[1].precise
     assert by_id[2].alone is not None
     assert "cannot judge" in (by_id[2].alone.error or "")
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="judge must be a Runnable judge, not function"):
         CitationVerifier(decide)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_concurrency"):
         CitationVerifier(RunnableLambda(decide), max_concurrency=0)

@@ -155,7 +155,7 @@ def test_a_bare_interrupt_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path:
 
 def test_factcheck_ctrl_c_keeps_the_reports_written(monkeypatch: pytest.MonkeyPatch) -> None:
     async def check_statements(chain: Any, statements: list[str], **kwargs: Any) -> int:
-        kwargs["emit"](0, FactCheckResult.could_not_check(statements[0], "test"))
+        kwargs["reports"].report(0, FactCheckResult.could_not_check(statements[0], "test"))
         raise KeyboardInterrupt
 
     monkeypatch.setattr(factcheck_cli, "build_chain", lambda *args: object())

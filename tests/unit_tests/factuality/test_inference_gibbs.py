@@ -146,10 +146,11 @@ def test_a_broken_ladder_is_reported_and_leaves_bp_standing(
     broken = run_gibbs(
         net, chains=16, max_sweeps=4000, tolerance=0.01, seed=0, levels=2, hottest=1e-4
     )
-    assert broken.swap_rate < MIN_RATE
-    assert not broken.mixed
-    assert not broken.converged
-    assert broken.sweeps == 8 * 25  # stopped at the first check: more sweeps would not help
+    assert broken.report.swap_rate < MIN_RATE
+    assert not broken.report.mixed
+    assert not broken.report.converged
+    assert broken.report.levels == 2
+    assert broken.report.sweeps == 8 * 25  # stopped at the first check: more sweeps would not help
     # in the dispatch, such a run changes nothing: BP's answer stands, without an estimate
     # (on a hard graph, whose plain chains disagree, so that the ladder runs)
     budgets = _BP_THAT_FAILS

@@ -229,7 +229,7 @@ def test_constructor_checks() -> None:
         RelationJudge(judge, version=1, top_k=0)
     with pytest.raises(ValueError, match="max_concurrency"):
         RelationJudge(judge, max_concurrency=0)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="judge must be a Runnable judge, not function"):
         RelationJudge(by_keyword)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="unknown context"):
         RelationJudge(judge).judge_pairs([Atom("a0", "x", contexts=("zz",))], CONTEXTS)

@@ -115,6 +115,27 @@ def test_the_interval_check_picks_up_one_rebuild(tmp_path: Path) -> None:
     assert live.count() == 6  # 3 abstracts, 3 sentences
 
 
+def test_the_index_attributes_are_the_current_generations(tmp_path: Path) -> None:
+    _build(tmp_path, "alpha")
+    clock = _Clock()
+    opened = _open(tmp_path, "bm25")
+    live = LiveIndex(opened, check_seconds=10, clock=clock)
+    _build(tmp_path, "beta")
+    clock.now = 10.0
+    live.count()  # due: moves to the new generation
+    current = live.current
+    assert current is not opened
+    assert (live.name, live.location, live.generation) == (
+        NAME,
+        current.location,
+        f"{NAME}__g2",
+    )
+    assert (live.embeddings, live.retrieval) == (current.embeddings, "bm25")
+    with pytest.raises(AttributeError, match="'generation'"):
+        live.generation = "other"  # type: ignore[assignment]
+    assert live.generation == f"{NAME}__g2"
+
+
 def test_an_update_in_place_is_picked_up_words_included(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
