@@ -8,8 +8,10 @@ server, a batch run, a test session), and a parse that hangs cannot be interrupt
 
 * a crash of the worker is :class:`WorkerDiedError` for that call, and the caller goes on;
 * past ``timeout_s`` (or when ``stop`` is set) the worker is killed: the CPU it used is freed;
-* workers are reused between calls (one call at a time each): a call costs the pickling of
-  its arguments and result, not a process start.
+* workers are reused between calls (one call at a time each, at most :data:`MAX_WORKERS` at
+  once): a call costs the pickling of its arguments and result, not a process start;
+* workers run at a lower priority (:data:`WORKER_NICENESS`) and ignore Ctrl-C (the caller
+  handles it and kills the workers it was waiting for).
 
 Workers are ``python -m langchain_references._isolation`` processes reading calls on their
 standard input (length-prefixed pickles) and writing results on their standard output; they
@@ -27,6 +29,7 @@ import logging
 import os
 import pickle
 import select
+import signal
 import subprocess
 import sys
 import threading
@@ -37,6 +40,8 @@ from typing import IO, Any, Final, TypeVar, cast
 from langchain_references.errors import LangchainReferencesError
 
 __all__ = [
+    "MAX_WORKERS",
+    "WORKER_NICENESS",
     "IsolationError",
     "WorkerDiedError",
     "WorkerStoppedError",
@@ -50,6 +55,10 @@ T = TypeVar("T")
 
 #: Calls running at the same time in this process (one worker each); more calls wait.
 MAX_WORKERS: Final = max(2, os.cpu_count() or 2)
+#: How much lower the workers' scheduling priority is than their parent's (``nice``): at 10 a
+#: worker weighs about a tenth of a normal process for the kernel, so a service's event loop
+#: gets a core it shares with a worker almost at once.
+WORKER_NICENESS: Final = 10
 #: Idle workers kept for the next calls; more are ended when they finish.
 MAX_IDLE_WORKERS: Final = MAX_WORKERS
 #: Seconds a worker may take to start a call (a new worker imports the function's module).
@@ -211,6 +220,9 @@ def _call(request: bytes, timeout_s: float | None, stop: threading.Event | None)
 
 def _serve() -> None:  # pragma: no cover - runs in the worker process
     """The worker: answer calls read on standard input until it closes."""
+    with contextlib.suppress(OSError):  # not permitted: run at the parent's priority
+        os.nice(WORKER_NICENESS)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     requests = sys.stdin.buffer
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # what the called code prints goes to standard error, not into the answers

@@ -8,10 +8,10 @@ import pickle
 import subprocess
 import sys
 import time
-from concurrent.futures.process import BrokenProcessPool
 
 import pytest
 
+from langchain_references._isolation import WorkerDiedError
 from langchain_references.server import cpu
 from langchain_references.server.article import _sentences_and_claims
 from langchain_references.server.settings import LimitExceededError
@@ -55,12 +55,14 @@ def test_a_limit_error_pickles_with_its_fields() -> None:
 
 
 def test_a_dead_worker_fails_its_call_and_the_next_call_gets_a_new_one() -> None:
-    async def main() -> int:
-        with pytest.raises(BrokenProcessPool):
+    async def main() -> tuple[int, int]:
+        before = await cpu.run_cpu_bound(os.getpid)
+        with pytest.raises(WorkerDiedError, match="exit code 1"):  # the same (idle) worker
             await cpu.run_cpu_bound(os._exit, 1)
-        return await cpu.run_cpu_bound(os.getpid)
+        return before, await cpu.run_cpu_bound(os.getpid)
 
-    assert asyncio.run(main()) != os.getpid()
+    before, after = asyncio.run(main())
+    assert after not in (before, os.getpid())
 
 
 def _running(pid: int) -> bool:
@@ -74,6 +76,7 @@ def _running(pid: int) -> bool:
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
 def test_the_worker_does_not_outlive_a_parent_that_dies_without_shutting_it_down() -> None:
+    # its standard input closes with the parent
     script = (
         "import asyncio, os\n"
         "from langchain_references.server import cpu\n"
@@ -85,7 +88,36 @@ def test_the_worker_does_not_outlive_a_parent_that_dies_without_shutting_it_down
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
     )
     worker = int(done.stdout.split()[0])
-    deadline = time.monotonic() + 10 * cpu.PARENT_CHECK_SECONDS
+    deadline = time.monotonic() + 10
     while _running(worker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _running(worker), f"worker {worker} still runs after its parent died"
+
+
+def test_a_cancelled_call_has_its_worker_killed() -> None:
+    async def main() -> int:
+        worker = await cpu.run_cpu_bound(os.getpid)  # the idle worker the next call takes
+        call = asyncio.ensure_future(cpu.run_cpu_bound(time.sleep, 60))
+        await asyncio.sleep(0.5)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        return worker
+
+    worker = asyncio.run(main())
+    deadline = time.monotonic() + 10
+    while _running(worker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _running(worker), "a cancelled call's worker still computes"
+
+
+async def test_start_up_readies_every_worker_at_once() -> None:
+    from langchain_references import _isolation
+
+    for worker in list(_isolation._idle):  # start from no idle worker
+        _isolation._end(worker)
+    _isolation._idle.clear()
+    await cpu.start("langchain_references.server.article")
+    assert len(_isolation._idle) == _isolation.MAX_WORKERS
+    pids = {await cpu.run_cpu_bound(os.getpid) for _ in range(_isolation.MAX_WORKERS)}
+    assert pids <= {worker.pid for worker in _isolation._idle}
