@@ -9,30 +9,57 @@ The other parts live in subpackages, each with a small public API:
 * :mod:`langchain_references.factcheck`: the fact-check chain (search, fetch, judge, verdict);
 * :mod:`langchain_references.factuality`: FactReasoner-style long-form factuality.
 
-Every exception the package raises on purpose is a :class:`LangchainReferencesError`.
+Every exception the package raises on purpose is a :class:`LangchainReferencesError`. The
+names are imported on first access.
 ``__version__`` is the installed version (``"0+unknown"`` when the package is not installed).
 """
 
-import importlib.metadata
+from __future__ import annotations
 
-from langchain_references.chat_model import ReferencedChatModel
-from langchain_references.errors import LangchainReferencesError
-from langchain_references.failures import Failure
-from langchain_references.manager import (
-    REFERENCES_EVENT,
-    MissingDocumentsError,
-    ReferencedRunnable,
-    manage_references,
-)
-from langchain_references.prompting import FORMAT_REFERENCES, format_documents
-from langchain_references.rewriter import UsedReference
-from langchain_references.styles import (
-    EmptyReferenceStyle,
-    HTMLReferenceStyle,
-    MarkdownReferenceStyle,
-    ReferenceStyle,
-    TextReferenceStyle,
-)
+import importlib.metadata
+from typing import TYPE_CHECKING
+
+from langchain_references._optional import lazy_exports
+
+if TYPE_CHECKING:
+    from langchain_references.chat_model import ReferencedChatModel
+    from langchain_references.errors import LangchainReferencesError
+    from langchain_references.failures import Failure
+    from langchain_references.manager import (
+        REFERENCES_EVENT,
+        MissingDocumentsError,
+        ReferencedRunnable,
+        manage_references,
+    )
+    from langchain_references.prompting import FORMAT_REFERENCES, format_documents
+    from langchain_references.rewriter import UsedReference
+    from langchain_references.styles import (
+        EmptyReferenceStyle,
+        HTMLReferenceStyle,
+        MarkdownReferenceStyle,
+        ReferenceStyle,
+        TextReferenceStyle,
+    )
+
+#: Public name -> the submodule that defines it (imported on first access: a worker process or
+#: the command line that needs one submodule does not load LangChain for the others).
+_EXPORTS = {
+    "ReferencedChatModel": "chat_model",
+    "LangchainReferencesError": "errors",
+    "Failure": "failures",
+    "REFERENCES_EVENT": "manager",
+    "MissingDocumentsError": "manager",
+    "ReferencedRunnable": "manager",
+    "manage_references": "manager",
+    "FORMAT_REFERENCES": "prompting",
+    "format_documents": "prompting",
+    "UsedReference": "rewriter",
+    "EmptyReferenceStyle": "styles",
+    "HTMLReferenceStyle": "styles",
+    "MarkdownReferenceStyle": "styles",
+    "ReferenceStyle": "styles",
+    "TextReferenceStyle": "styles",
+}
 
 try:
     __version__: str = importlib.metadata.version("langchain-references")
@@ -57,3 +84,5 @@ __all__ = [
     "format_documents",
     "manage_references",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

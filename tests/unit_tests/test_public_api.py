@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import subprocess
+import sys
 
 import pytest
 
@@ -224,3 +226,18 @@ def test_one_loader_convention() -> None:
         annotation = inspect.signature(loader).return_annotation
         assert "LoadResult" in str(annotation), loader
     assert LoadResult.__dataclass_fields__.keys() == {"records", "errors"}
+
+
+def test_the_package_imports_its_names_on_first_access() -> None:
+    # an extraction worker process imports langchain_references.factcheck.extract: it must
+    # not pay for LangChain (1.5 s a worker when the package imported its names eagerly)
+    code = (
+        "import sys, langchain_references.factcheck.extract, langchain_references as lr\n"
+        "print('langchain_core' in sys.modules)\n"
+        "lr.manage_references\n"
+        "print('langchain_core' in sys.modules, 'manage_references' in dir(lr))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.splitlines() == ["False", "True True"]
