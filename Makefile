@@ -61,6 +61,7 @@ bench: $(DEV_STAMP)
 	$(PY) benchmarks/bench_streaming.py
 	$(PY) benchmarks/bench_fetch_latency.py
 	$(PY) benchmarks/bench_hostile.py
+	$(PY) benchmarks/bench_extract.py
 	$(PY) benchmarks/bench_inference.py
 	$(PY) benchmarks/eval_climate_fever.py --judge gold
 	$(PY) benchmarks/eval_climate_fever.py --judge heuristic --split second
