@@ -142,6 +142,31 @@ def test_markdown_and_html_link_inline_citations_deep_but_not_the_list() -> None
     assert "#:~:" not in HTMLReferenceStyle(deep_links=True).format_all_references([(1, doc)])
 
 
+def test_an_inline_citation_of_a_pdf_chunk_links_to_its_page() -> None:
+    """The chunk's page (a PDF by its path or its content type) wins over its quote inline."""
+    by_path = Document(
+        "Sea level rose 20 cm.",
+        metadata={"source": "https://a.org/r.pdf", "page": 3, QUOTE_KEY: "Sea level rose 20 cm."},
+    )
+    by_type = Document(
+        "Sea level rose 20 cm.",
+        metadata={
+            "source": "https://a.org/report",
+            "page_number": 7,
+            "content_type": "application/pdf",
+        },
+    )
+    md = MarkdownReferenceStyle(deep_links=True)
+    assert [md.format_reference(1, by_path), md.format_reference(2, by_type)] == [
+        "<sup>[[1](https://a.org/r.pdf#page=4)]</sup>",
+        "<sup>[[2](https://a.org/report#page=7)]</sup>",
+    ]
+    assert HTMLReferenceStyle(deep_links=True).format_reference(1, by_path) == (
+        '<sup><a href="https://a.org/r.pdf#page=4">1</a></sup>'
+    )
+    assert "#page=" not in md.format_all_references([(1, by_path), (2, by_type)])
+
+
 @pytest.mark.parametrize("quote", [42, ["Sea level rose 20 cm."], {"text": "Sea level"}])
 def test_a_quote_that_is_not_a_string_is_ignored(quote: object) -> None:
     doc = _doc("Since 1900, sea level rose 20 cm.", **{QUOTE_KEY: quote})

@@ -285,11 +285,42 @@ def test_source_id_key_metadata_key() -> None:
     assert render(ByPage(), "[1](id=2)[1](id=1)", docs) == "[1][1]\n\n- [1] 3"
 
 
-def test_invalid_source_id_key() -> None:
+@pytest.mark.parametrize(("key", "kind"), [(42, "int"), (b"source", "bytes")])
+def test_invalid_source_id_key_is_named_by_its_type(key: object, kind: str) -> None:
     style = TextReferenceStyle()
-    style.source_id_key = 42  # type: ignore[assignment]
-    with pytest.raises(TypeError, match="source_id_key"):
+    style.source_id_key = key  # type: ignore[assignment]
+    with pytest.raises(TypeError) as raised:
         style.get_source_id(A)
+    assert str(raised.value) == (f"source_id_key must be a metadata key or a callable, not {kind}")
+
+
+def test_an_empty_source_id_is_no_source_id() -> None:
+    """An empty source is none (listed by title); a falsy but non-empty one is a source."""
+    style = TextReferenceStyle()
+    empty = Document("e", metadata={"source": "", "title": "Untitled source"})
+    zero = Document("z", metadata={"source": 0})
+    assert [style.get_source_id(doc) for doc in (empty, zero, A)] == [None, "0", "https://a.org/x"]
+    assert render(style, "[1](id=1)[2](id=2)", [empty, zero]) == (
+        "[1][2]\n\n- [1] Untitled source\n- [2] 0"
+    )
+
+
+class FieldKey(TextReferenceStyle):
+    """A style whose metadata key is chosen per instance, through a property."""
+
+    def __init__(self, field: str) -> None:
+        super().__init__()
+        self.field = field
+
+    @property
+    def source_id_key(self) -> str:  # type: ignore[override]
+        return self.field
+
+
+def test_a_property_source_id_key_reads_the_metadata_key_it_returns() -> None:
+    docs = [Document("a", metadata={"url": "u1"}), Document("b", metadata={"url": "u1"})]
+    assert FieldKey("url").get_source_id(docs[0]) == "u1"
+    assert render(FieldKey("url"), "[1](id=1)[2](id=2)", docs) == "[1][1]\n\n- [1] u1"
 
 
 class Tracer(EmptyReferenceStyle):
