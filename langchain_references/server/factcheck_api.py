@@ -176,7 +176,7 @@ def _passages(hits: list[EvidenceHit]) -> list[IndexedPassage]:
                 url=evidence_link(hit),
                 title=hit.title or hit.record_id,
                 rank=rank,
-                index_in_page=int(hit.metadata.get("position", 0) or 0),
+                index_in_page=int(hit.metadata.get("position") or 0),
                 n_tokens=max(1, len(hit.text.split())),
             ),
             similarity=_cosine(hit),

@@ -25,6 +25,7 @@ from langchain_references.server import compat
 from langchain_references.server.app import EscapingFormatter, create_app
 from langchain_references.server.article import split_with_offsets
 from langchain_references.server.guard import ClientDisconnectedError, guarded
+from langchain_references.server.index import EvidenceIndex
 from langchain_references.server.services import Services
 from langchain_references.server.settings import LimitExceededError
 from tests.unit_tests.server._native_fixtures import (
@@ -241,6 +242,66 @@ def test_a_verify_request_sure_to_exceed_the_budget_embeds_nothing(
     assert within.status_code == 200
     assert len(embedded) == 110
     assert judge.passages != []
+
+
+def test_the_early_refusal_counts_the_requests_own_top_k_not_the_default(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The count before the search uses the top_k the request asks for: a request within the
+    budget by its own top_k is answered even when the server's default would exceed it, and
+    one over it by its own top_k is refused before any query is embedded, even when the
+    default would be within it."""
+    embedded: list[str] = []
+    embeddings = services.index.embeddings
+    embed_query = embeddings.embed_query
+
+    def counting(text: str) -> list[float]:
+        embedded.append(text)
+        return embed_query(text)
+
+    monkeypatch.setattr(embeddings, "embed_query", counting)
+    assert services.index.count("phrase") > 3
+    path = "/api/phrase/verify/batch?filter_nei=false"
+    judge = ScriptedJudge()
+    claims = ["sea level rise", "honey bees", "glaciers"]
+    generous = _compat_client(services, judge, max_judged=5, default_top_k=3)
+    within = generous.post(path, json={"claims": claims[:2], "top_k": 2})
+    assert within.status_code == 200, within.json()
+    assert [len(items) for items in within.json()] == [2, 2]
+    assert len(embedded) == 2
+    strict = _compat_client(services, judge, max_judged=5, default_top_k=1)
+    over = strict.post(path, json={"claims": claims, "top_k": 2})
+    assert over.status_code == 413
+    assert (over.json()["limit"], over.json()["maximum"], over.json()["actual"]) == (
+        "max_judged",
+        5,
+        3 * 2,
+    )
+    assert len(embedded) == 2  # refused before its searches
+
+
+def test_in_process_a_verify_call_sure_to_exceed_the_budget_is_refused_naming_the_count(
+    services: Services,
+) -> None:
+    """averify_claims over the index itself (not the live index the app wraps it in): the
+    count before the search reads the index's size of the granularity asked for."""
+    assert isinstance(services.index, EvidenceIndex)
+    entries = services.index.count("abstract")
+    tight = Services(
+        settings=replace(services.settings, max_judged=entries),
+        index=services.index,
+        judge=ScriptedJudge(),
+    )
+    claims = ["sea ice", "honey bees"]
+    with pytest.raises(LimitExceededError) as raised:
+        asyncio.run(compat.averify_claims(tight, claims, granularity="abstract", top_k=entries + 1))
+    error = raised.value
+    assert (error.limit, error.maximum, error.actual, error.status_code) == (
+        "max_judged",
+        entries,
+        2 * entries,
+        413,
+    )
 
 
 def test_a_request_past_its_time_budget_is_a_503_and_its_judging_stops(

@@ -136,6 +136,29 @@ def test_the_index_attributes_are_the_current_generations(tmp_path: Path) -> Non
     assert live.generation == f"{NAME}__g2"
 
 
+def test_the_judging_budget_counts_the_entries_of_the_generation_served(tmp_path: Path) -> None:
+    """A verify request sure to exceed ``max_judged`` is refused by the count of the
+    entries of the generation served now, not of the one served when it was first counted."""
+    _build(tmp_path, "alpha")  # 3 abstracts
+    clock = _Clock()
+    live = LiveIndex(_open(tmp_path), check_seconds=10, clock=clock)
+    settings = ServerSettings(index_name=NAME, persist_dir=tmp_path, max_judged=5)
+    services = Services(settings=settings, index=live, judge=ScriptedJudge())
+    client = TestClient(create_app(settings, services=services), base_url="http://localhost")
+    body = {"claims": ["glaciers melt", "ice sheets shrink"], "top_k": 10}
+
+    def refused() -> tuple[int, Any]:
+        response = client.post("/api/abstract/verify/batch", json=body)
+        return response.status_code, response.json().get("actual")
+
+    assert refused() == (413, 2 * 3)
+    _build(tmp_path, "beta", filler=5)  # 8 abstracts
+    clock.now = 10.0
+    assert _answer(client) == (200, _texts("beta"))  # the service now serves beta
+    assert live.count("abstract") == 8
+    assert refused() == (413, 2 * 8)
+
+
 def test_an_update_in_place_is_picked_up_words_included(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -4,18 +4,28 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from langchain_core.callbacks import adispatch_custom_event
+from langchain_core.runnables import RunnableLambda
 
 from langchain_references.demo.site import serve_pages
-from langchain_references.factcheck.result import FactCheckResult
+from langchain_references.factcheck.fetch import PageFetcher
+from langchain_references.factcheck.result import PROGRESS_EVENT as FACTCHECK_PROGRESS
+from langchain_references.factcheck.result import FactCheckProgress, FactCheckResult
 from langchain_references.factcheck.search import RecordedSearch
 from langchain_references.factcheck.verdict import Verdict
+from langchain_references.retrieval import Retrieval
 from langchain_references.server.article import is_claim, split_with_offsets
-from langchain_references.server.factcheck_api import build_checker
+from langchain_references.server.factcheck_api import build_checker, check_stream
+from langchain_references.server.index import EvidenceIndex, parse_evidence_record
 from langchain_references.server.services import Services
+from langchain_references.server.settings import ServerSettings
+from tests.unit_tests.server._build_fakes import WordHashEmbeddings
 from tests.unit_tests.server._native_fixtures import (
     make_app,
     make_client,
@@ -445,3 +455,90 @@ def test_the_service_checker_gives_the_same_result_on_both_drivers(services: Ser
     assert comparable(sync) == comparable(async_)
     assert (sync.counts.hits, sync.counts.fetched, sync.counts.judged) == (3, 0, 3)
     assert sync.verdict is not Verdict.ERROR
+
+
+def test_a_check_that_ends_without_a_result_is_an_error_after_its_progress() -> None:
+    """A pipeline whose run ends without a FactCheckResult (a programming error) is never
+    shown as a result: its progress events pass, then check_stream raises naming the cause."""
+    progress = FactCheckProgress(statement="Paris.", stage="search", done=False)
+
+    async def no_result(statement: str) -> str:
+        await adispatch_custom_event(FACTCHECK_PROGRESS, progress)
+        return "not a result"
+
+    items: list[Any] = []
+
+    async def run() -> None:
+        async for item in check_stream(RunnableLambda(no_result), "Paris."):  # type: ignore[arg-type]
+            items.append(item)
+
+    with pytest.raises(RuntimeError) as raised:
+        asyncio.run(run())
+    assert str(raised.value) == "the fact-check pipeline ended without a result"
+    assert items == [progress]
+
+
+class RecordingEmbeddings(WordHashEmbeddings):
+    """Word-hash embeddings that record the documents they embed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.documents: list[str] = []
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.documents.extend(texts)
+        return super().embed_documents(texts)
+
+
+GLACIERS = "Glaciers in the Alps are melting fast."
+# the closer by cosine (it shares the statement's words, however common) ...
+ALPS = (
+    "In the Alps the peaks are in the sun and the valleys are in the shade; the Alps are in "
+    "the heart of the continent and the Alps are the pride of the region in the summer."
+)
+# ... and the closer by BM25 (it shares the statement's rarer words)
+SURVEY = (
+    "Scientists who surveyed valleys over long years report that glaciers melting fast worry "
+    "everyone, from farmers to skiers to engineers building dams downstream today."
+)
+BEES = "Honey bees make honey from nectar."
+
+
+def test_the_web_passages_are_ranked_by_the_index_model_and_the_servers_retrieval(
+    tmp_path: Path,
+) -> None:
+    """With a web back-end the relevance stage embeds the web passages with the index's
+    model (the service's one model, whatever it is) and ranks them as the settings'
+    ``retrieval`` says; without one the checker has no relevance stage and no model."""
+    model = RecordingEmbeddings()
+    records = [parse_evidence_record({"id": "bees", "title": "Bees", "text": BEES})]
+    EvidenceIndex.build("web-idx", records, persist_dir=tmp_path, embeddings=model)
+    index = EvidenceIndex.open("web-idx", persist_dir=tmp_path, embeddings=model)
+    settings = ServerSettings(index_name="web-idx", persist_dir=tmp_path)
+    fetcher = PageFetcher(allow_private=True, timeout_s=5.0)
+    with serve_pages({"/alps.txt": ALPS, "/survey.txt": SURVEY}) as base:
+        hits = [
+            {"title": name, "snippet": "", "link": f"{base}{name}.txt"}
+            for name in ("alps", "survey")
+        ]
+        search = RecordedSearch({GLACIERS: hits})
+
+        def judged(retrieval: Retrieval) -> list[str]:
+            """The passages judged with k=1: the web passage kept, and the index's entry."""
+            judge = ScriptedJudge()
+            services = Services(
+                settings=replace(settings, retrieval=retrieval),
+                index=index,
+                judge=judge,
+                search=search,
+            )
+            build_checker(services, k=1, fetcher=fetcher).invoke(GLACIERS)
+            return sorted(judge.passages)  # judged concurrently: in no set order
+
+        model.documents.clear()
+        assert judged("dense") == sorted([ALPS, BEES])
+        assert sorted(model.documents) == sorted([ALPS, SURVEY])
+        assert judged("bm25") == sorted([SURVEY, BEES])
+
+    index_only = build_checker(Services(settings=settings, index=index, judge=ScriptedJudge()), k=1)
+    assert index_only.embeddings is None
