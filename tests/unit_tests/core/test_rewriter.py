@@ -7,6 +7,8 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_references import MarkdownReferenceStyle, TextReferenceStyle
+from langchain_references import rewriter as rewriter_module
+from langchain_references.deeplinks import QuoteFinder
 from langchain_references.rewriter import ReferenceRewriter
 from langchain_references.styles import ReferenceStyle
 
@@ -118,3 +120,65 @@ def test_deep_links_read_the_citing_sentence_from_its_first_character() -> None:
         out += rewriter.finish()
         (link,) = re.findall(r"\[\[1\]\(([^)]*)\)\]", out)
         assert expected in link, link
+
+
+class CountingDeep(MarkdownReferenceStyle):
+    """A deep-link style that records each inline citation it is asked to format."""
+
+    def __init__(self) -> None:
+        super().__init__(deep_links=True)
+        self.calls: list[int] = []
+
+    def format_reference(self, ref: int, media: Document) -> str | None:
+        self.calls.append(ref)
+        return super().format_reference(ref, media)
+
+
+def test_deep_links_build_one_quote_finder_per_chunk_and_format_a_quote_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each cited chunk's sentences are prepared once; the same quote again reuses its marker."""
+    built: list[str] = []
+
+    class Recording(QuoteFinder):
+        def __init__(self, chunk_text: str) -> None:
+            built.append(chunk_text)
+            super().__init__(chunk_text)
+
+    monkeypatch.setattr(rewriter_module, "QuoteFinder", Recording)
+    chunks = [
+        Document(
+            "The tower opened in 1962. Its deck turns once every 47 minutes.",
+            metadata={"source": "https://t.org"},
+        ),
+        Document(
+            "The fair drew ten million visitors in six months.",
+            metadata={"source": "https://f.org"},
+        ),
+    ]
+    style = CountingDeep()
+    rewriter = ReferenceRewriter(chunks, style)
+    out = rewriter.feed(
+        "It turns every 47 minutes [1](id=1). The fair drew ten million [2](id=2). "
+        "Again, 47 minutes [3](id=1). It opened in 1962 [4](id=1)."
+    )
+    links = re.findall(r"\[\[(\d)\]\(([^)]*)\)\]", out)
+    assert [number for number, _ in links] == ["1", "2", "1", "1"]
+    assert links[2][1] == links[0][1]  # the same quote: the first marker again
+    assert "text=Its%20deck" in links[0][1]
+    assert "text=The%20tower" in links[3][1]
+    assert built == [chunks[0].page_content, chunks[1].page_content]
+    assert style.calls == [1, 2, 1]  # the repeated quote was not formatted again
+
+
+class Text(str):
+    """A str subclass, as some providers stream."""
+
+
+def test_plain_text_comes_back_as_the_very_object_in_every_dialect() -> None:
+    """Text that cannot start a citation of any dialect goes round the parser untouched."""
+    rewriter = ReferenceRewriter(docs("u"), TextReferenceStyle(), markers=("id", "source"))
+    piece = Text("plain words, no marker")
+    assert rewriter.feed(piece) is piece
+    assert rewriter.feed("then 【1†source】") == "then [1]"
+    assert rewriter.finish() == "\n\n- [1] u"

@@ -13,7 +13,7 @@ from typing import Any, cast
 from uuid import UUID
 
 import pytest
-from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.callbacks import AsyncCallbackManager, BaseCallbackHandler, CallbackManager
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableConfig, RunnableGenerator, RunnableLambda
 
@@ -31,7 +31,7 @@ from langchain_references.factcheck.passages import PassageSplitter
 from langchain_references.factcheck.result import STAGES, FactCheckProgress, FactCheckResult
 from langchain_references.factcheck.search import RecordedSearch
 from langchain_references.factcheck.stages import FactCheckState
-from langchain_references.factcheck.types import SearchHit
+from langchain_references.factcheck.types import Passage, SearchHit
 from langchain_references.factcheck.verdict import (
     RankedJudgement,
     Verdict,
@@ -872,3 +872,82 @@ def test_a_custom_name_names_the_root_run(tern_site: str) -> None:
     chain.invoke(STATEMENT, {"callbacks": [recorder]})
 
     assert [name for name, _, parent in recorder.starts if parent is None] == ["x"]
+
+
+def judge_state(*texts: str) -> FactCheckState:
+    """A state ready for the judge stage: one selected passage per text, in order."""
+    selected = tuple(
+        (
+            Passage(
+                text=text,
+                url=f"https://e.org/{i}",
+                title=f"p{i}",
+                rank=i,
+                index_in_page=0,
+                n_tokens=3,
+            ),
+            0.5,
+        )
+        for i, text in enumerate(texts)
+    )
+    return FactCheckState.begin(STATEMENT, STATEMENT).advance(selected=selected)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_a_stage_driven_directly_reports_to_the_run_of_its_config(mode: str) -> None:
+    """Called with a caller's run config (no runnable around it, nothing in the context), a
+    stage sends both progress events to that run and its work runs the judge under it."""
+    recorder = RunRecorder()
+    judge = RunnableLambda(
+        lambda item: Judgement(label=Label.ENTAILS, confidence=0.8), name="judge_fn"
+    )
+    stage = stages.JudgeStage(judge, max_concurrency=2)
+    state = judge_state("first passage", "second passage")
+
+    if mode == "sync":
+        run = CallbackManager.configure([recorder]).on_chain_start(None, {}, name="caller")
+        out = stage.invoke(state, {"callbacks": run.get_child()})
+    else:
+        arun = await AsyncCallbackManager.configure([recorder]).on_chain_start(
+            None, {}, name="caller"
+        )
+        out = await stage.ainvoke(state, {"callbacks": arun.get_child()})
+    run_id = run.run_id if mode == "sync" else arun.run_id
+
+    progress = [
+        (name, data.stage, data.done, data.detail, rid) for name, data, rid in recorder.custom
+    ]
+    assert progress == [
+        (PROGRESS_EVENT, "judge", False, "judging 2 passages", run_id),
+        (
+            PROGRESS_EVENT,
+            "judge",
+            True,
+            "2 supporting, 0 contradicting, 0 neutral, 0 failed",
+            run_id,
+        ),
+    ]
+    # the judge's runs are children of the caller's run: the work got the config
+    assert [name for name, _ in recorder.children(run_id)] == ["judge_fn", "judge_fn"]
+    assert [j.label for j in out.judgements] == [Label.ENTAILS, Label.ENTAILS]
+
+
+def test_a_judge_output_that_is_not_a_judgement_fails_its_passage_by_type() -> None:
+    def judge(item: dict[str, str]) -> Any:
+        if item["passage"] == "a number":
+            return 7
+        if item["passage"] == "an error":
+            raise ValueError("bad reply")
+        return Judgement(label=Label.ENTAILS, confidence=0.8)
+
+    state = (
+        stages.JudgeStage(RunnableLambda(judge), max_concurrency=2)
+        .as_runnable()
+        .invoke(judge_state("a number", "fine", "an error"))
+    )
+
+    assert [(j.label, j.confidence, j.error) for j in state.judgements] == [
+        (Label.UNKNOWN, 0.0, "the judge returned int, not a Judgement"),
+        (Label.ENTAILS, 0.8, None),
+        (Label.UNKNOWN, 0.0, "ValueError: bad reply"),
+    ]
