@@ -167,6 +167,8 @@ class ReferenceRewriter:
         Raises:
             RuntimeError: If called after :meth:`finish`.
         """
+        if self._finished:
+            raise RuntimeError("ReferenceRewriter.feed() called after finish()")
         parser = self._parser
         if (
             not parser.pending
@@ -180,8 +182,6 @@ class ReferenceRewriter:
             if self._spans is not None:
                 self._written += len(text)
             return text  # fast path: plain text, untouched
-        if self._finished:
-            raise RuntimeError("ReferenceRewriter.feed() called after finish()")
         events = parser.feed(text)
         if not events:
             return ""  # a citation is forming

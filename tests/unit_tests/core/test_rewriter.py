@@ -79,6 +79,9 @@ def test_feed_after_finish_is_an_error() -> None:
         RuntimeError, match=r"^ReferenceRewriter\.feed\(\) called after finish\(\)$"
     ):
         rewriter.feed("[1](id=1)")
+    for plain in ("plain text", "", "【no citation"):  # the fast path refuses too
+        with pytest.raises(RuntimeError, match=r"called after finish\(\)$"):
+            rewriter.feed(plain)
     with pytest.raises(RuntimeError, match=r"^ReferenceRewriter\.finish\(\) called twice$"):
         rewriter.finish()
     with pytest.raises(
