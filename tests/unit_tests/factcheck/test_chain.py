@@ -31,7 +31,7 @@ from langchain_references.factcheck.passages import PassageSplitter
 from langchain_references.factcheck.result import STAGES, FactCheckProgress, FactCheckResult
 from langchain_references.factcheck.search import RecordedSearch
 from langchain_references.factcheck.stages import FactCheckState
-from langchain_references.factcheck.types import Passage, SearchHit
+from langchain_references.factcheck.types import SearchHit
 from langchain_references.factcheck.verdict import (
     RankedJudgement,
     Verdict,
@@ -40,6 +40,7 @@ from langchain_references.factcheck.verdict import (
 )
 from langchain_references.judges import Judge, Judgement, Label
 from tests.unit_tests.conftest import LocalSite
+from tests.unit_tests.factcheck.test_relevance import passages_of
 
 STATEMENT = "Arctic terns migrate from pole to pole every year"
 
@@ -876,20 +877,7 @@ def test_a_custom_name_names_the_root_run(tern_site: str) -> None:
 
 def judge_state(*texts: str) -> FactCheckState:
     """A state ready for the judge stage: one selected passage per text, in order."""
-    selected = tuple(
-        (
-            Passage(
-                text=text,
-                url=f"https://e.org/{i}",
-                title=f"p{i}",
-                rank=i,
-                index_in_page=0,
-                n_tokens=3,
-            ),
-            0.5,
-        )
-        for i, text in enumerate(texts)
-    )
+    selected = tuple((passage, 0.5) for passage in passages_of(list(texts)))
     return FactCheckState.begin(STATEMENT, STATEMENT).advance(selected=selected)
 
 

@@ -208,11 +208,8 @@ def test_a_verify_request_that_may_meet_the_budget_exactly_is_answered(
     assert len(response.json()[0]) == entries
 
 
-def test_a_verify_request_sure_to_exceed_the_budget_embeds_nothing(
-    services: Services, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """100 claims x top_k 10 is at least 1,000 pairs: refused before its 100 queries are
-    embedded (their embedding used to hold the threads that other searches wait for)."""
+def _recorded_queries(services: Services, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The queries the index embeds from now on, in order (they are still embedded)."""
     embedded: list[str] = []
     embeddings = services.index.embeddings
     embed_query = embeddings.embed_query
@@ -222,6 +219,15 @@ def test_a_verify_request_sure_to_exceed_the_budget_embeds_nothing(
         return embed_query(text)
 
     monkeypatch.setattr(embeddings, "embed_query", counting)
+    return embedded
+
+
+def test_a_verify_request_sure_to_exceed_the_budget_embeds_nothing(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """100 claims x top_k 10 is at least 1,000 pairs: refused before its 100 queries are
+    embedded (their embedding used to hold the threads that other searches wait for)."""
+    embedded = _recorded_queries(services, monkeypatch)
     judge = ScriptedJudge()
     client = _compat_client(services, judge, max_judged=100)
     claims = [f"claim {i} on sea ice" for i in range(100)]
@@ -251,15 +257,7 @@ def test_the_early_refusal_counts_the_requests_own_top_k_not_the_default(
     budget by its own top_k is answered even when the server's default would exceed it, and
     one over it by its own top_k is refused before any query is embedded, even when the
     default would be within it."""
-    embedded: list[str] = []
-    embeddings = services.index.embeddings
-    embed_query = embeddings.embed_query
-
-    def counting(text: str) -> list[float]:
-        embedded.append(text)
-        return embed_query(text)
-
-    monkeypatch.setattr(embeddings, "embed_query", counting)
+    embedded = _recorded_queries(services, monkeypatch)
     assert services.index.count("phrase") > 3
     path = "/api/phrase/verify/batch?filter_nei=false"
     judge = ScriptedJudge()
