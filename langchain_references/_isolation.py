@@ -9,7 +9,8 @@ server, a batch run, a test session), and a parse that hangs cannot be interrupt
 * a crash of the worker is :class:`WorkerDiedError` for that call, and the caller goes on;
 * past ``timeout_s`` (or when ``stop`` is set) the worker is killed: the CPU it used is freed;
 * workers are reused between calls (one call at a time each, at most :data:`MAX_WORKERS` at
-  once): a call costs the pickling of its arguments and result, not a process start;
+  once, and as many kept idle): a call costs the pickling of its arguments and result, not
+  a process start;
 * workers run at a lower priority (:data:`WORKER_NICENESS`) and ignore Ctrl-C (the caller
   handles it and kills the workers it was waiting for).
 
@@ -59,8 +60,6 @@ MAX_WORKERS: Final = max(2, os.cpu_count() or 2)
 #: worker weighs about a tenth of a normal process for the kernel, so a service's event loop
 #: gets a core it shares with a worker almost at once.
 WORKER_NICENESS: Final = 10
-#: Idle workers kept for the next calls; more are ended when they finish.
-MAX_IDLE_WORKERS: Final = MAX_WORKERS
 #: Seconds a worker may take to start a call (a new worker imports the function's module).
 START_TIMEOUT_S: Final = 120.0
 #: Seconds between two looks, while a call runs, at its ``stop`` signal.
@@ -106,20 +105,20 @@ def _start() -> subprocess.Popen[bytes]:
 
 
 def _take() -> subprocess.Popen[bytes]:
-    with _lock:
-        while _idle:
-            worker = _idle.pop()
-            if worker.poll() is None:
-                return worker
-    return _start()
+    """An idle worker, else a new one (never more than :data:`MAX_WORKERS`: see ``_slots``)."""
+    while True:
+        with _lock:
+            worker = _idle.pop() if _idle else None
+        if worker is None:
+            return _start()
+        if worker.poll() is None:
+            return worker
+        _end(worker)  # died while idle (killed from outside): close its pipes
 
 
 def _give_back(worker: subprocess.Popen[bytes]) -> None:
     with _lock:
-        if len(_idle) < MAX_IDLE_WORKERS:
-            _idle.append(worker)
-            return
-    _end(worker)
+        _idle.append(worker)
 
 
 def _end(worker: subprocess.Popen[bytes]) -> None:

@@ -88,3 +88,20 @@ def test_a_script_without_a_main_guard_is_not_run_again_by_the_workers(tmp_path:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["top level ran", "ONCE"]
+
+
+def test_an_idle_worker_killed_from_outside_is_replaced() -> None:
+    import signal
+
+    before, _ = call_isolated(functions.pid_and_sum, 0, 0)
+    os.kill(before, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # wait until it is dead (a zombie until reaped)
+        with open(f"/proc/{before}/stat", encoding="ascii") as stat:
+            if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+        time.sleep(0.05)
+    after, total = call_isolated(functions.pid_and_sum, 20, 22)
+    assert (total, after != before) == (42, True)
+    with pytest.raises(ProcessLookupError):  # reaped, not left a zombie
+        os.kill(before, 0)
