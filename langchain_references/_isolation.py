@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import pickle
 import select
@@ -136,6 +137,10 @@ def _read(
 ) -> bytes:
     """Read ``size`` bytes, waiting until ``deadline`` at most and while ``stop`` is clear."""
     fd = stream.fileno()
+    # poll, not select: select() refuses descriptors from 1024 on, which a long-lived process
+    # (a service, a test session) reaches
+    readable = select.poll()
+    readable.register(fd, select.POLLIN)
     chunks: list[bytes] = []
     left = size
     while left:
@@ -144,8 +149,7 @@ def _read(
         wait = _POLL_S if deadline is None else min(_POLL_S, deadline - time.monotonic())
         if wait <= 0:
             raise WorkerTimeoutError("past its time budget")
-        ready, _, _ = select.select([fd], [], [], wait)
-        if not ready:
+        if not readable.poll(math.ceil(wait * 1000)):
             continue
         chunk = os.read(fd, min(left, 1 << 20))
         if not chunk:
@@ -180,7 +184,7 @@ def call_isolated(
         WorkerDiedError: If the worker process died (its exit code is in the message).
         Exception: What ``function`` raised.
     """
-    if os.name != "posix":  # pragma: no cover - select() does not take pipes there
+    if os.name != "posix":  # pragma: no cover - poll() does not take pipes there
         with _in_process:
             return function(*args)
     request = _frame(pickle.dumps((function, args)))

@@ -90,6 +90,34 @@ def test_a_script_without_a_main_guard_is_not_run_again_by_the_workers(tmp_path:
     assert done.stdout.splitlines() == ["top level ran", "ONCE"]
 
 
+def test_a_process_with_over_a_thousand_open_files_still_reads_its_workers() -> None:
+    # select() refused descriptors from 1024 on ("filedescriptor out of range"): in a long
+    # test session or a busy service, the pipes of a new worker get such descriptors
+    script = textwrap.dedent(
+        """
+        import os
+        from langchain_references._isolation import call_isolated
+        from tests.unit_tests.core import _isolated_functions as functions
+
+        held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+        print(min(held), max(held))
+        print(call_isolated(functions.pid_and_sum, 20, 22)[1])
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    low, high = map(int, done.stdout.split()[:2])
+    assert (low < 1024 < high, done.stdout.split()[2:]) == (True, ["42"])
+
+
 def test_an_idle_worker_killed_from_outside_is_replaced() -> None:
     import signal
 

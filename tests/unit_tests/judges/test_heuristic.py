@@ -230,6 +230,19 @@ def test_bad_embeddings_are_recorded() -> None:
     judge = HeuristicJudge(TableEmbeddings({}, drop_last=True))
     out = judge.batch([{"statement": "a b", "passage": "a b"}, {"statement": "c", "passage": "d"}])
     assert all(j.error is not None and "vectors" in j.error for j in out)
+    with pytest.raises(ValueError, match=r"^embeddings returned 2 vectors for 3 texts$"):
+        judge.similarities([("a", "b"), ("a", "c")])
+
+
+def test_unused_embeddings_are_not_called() -> None:
+    emb = TableEmbeddings({"a": [1.0, 0.0, 0.0]})
+    unused = HeuristicJudge(emb, embedding_weight=0.0)
+    assert unused.similarities([("a", "b"), ("c", "a")]) == [None, None]
+    assert emb.calls == []
+    assert HeuristicJudge().similarities([("a", "b")]) == [None]
+    used = HeuristicJudge(emb, embedding_weight=0.5)
+    assert used.similarities([("a", "b"), ("a", "a")]) == [0.0, pytest.approx(1.0)]
+    assert emb.calls == [["a", "b"]]
 
 
 def test_defaults_and_validation() -> None:
