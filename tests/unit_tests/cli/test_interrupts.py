@@ -170,9 +170,10 @@ def test_factcheck_ctrl_c_keeps_the_reports_written(monkeypatch: pytest.MonkeyPa
 
 
 def _read_line(stream: Any, deadline: float) -> str:
+    readable = select.poll()  # select() refuses descriptors from 1024 on (a long session)
+    readable.register(stream, select.POLLIN)
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([stream], [], [], 0.1)
-        if ready:
+        if readable.poll(100):
             return str(stream.readline())
     raise AssertionError("no progress line in time")
 
