@@ -10,7 +10,12 @@ import pytest
 from fastapi.testclient import TestClient
 
 from langchain_references.server.app import create_app
-from langchain_references.server.compat import select_evidence
+from langchain_references.server.compat import (
+    RankedHit,
+    averify_claims,
+    select_evidence,
+    verification_units,
+)
 from langchain_references.server.index import EvidenceHit, EvidenceIndex, split_sentences
 from langchain_references.server.services import Services
 from langchain_references.server.settings import ServerSettings
@@ -346,3 +351,82 @@ def test_select_evidence_threshold_rerank_and_cut() -> None:
     above = select_evidence(hits, threshold=0.6, top_k=6, re_rank=False)
     assert [r.num for r in above] == [1, 2, 3]  # 0.6 itself is not above the threshold
     assert select_evidence([], threshold=0.1, top_k=3, re_rank=True) == []
+
+
+# ------------------------------------------------------------------ values, not just keys
+
+BIBLIOGRAPHY = (
+    "url",
+    "doi",
+    "openalex_id",
+    "year",
+    "citation_count",
+    "influential_citation_count",
+)
+
+
+def _corpus_bibliography() -> dict[str, tuple[Any, ...]]:
+    records = [
+        json.loads(line)
+        for line in (DATA / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    return {r["title"]: tuple(r.get(key) for key in BIBLIOGRAPHY) for r in records}
+
+
+@pytest.mark.parametrize("endpoint", ["evidence", "verify?filter_nei=false"])
+def test_each_item_carries_its_own_records_bibliography(client: TestClient, endpoint: str) -> None:
+    expected = _corpus_bibliography()
+    body = {"claim": "CO2 drives global warming", "top_k": len(expected)}
+    items = client.post(f"/api/abstract/{endpoint}", json=body).json()
+    titles = [item["title"] for item in items]
+    assert "Carbon dioxide and warming" in titles  # the record with every field set
+    assert None not in expected["Carbon dioxide and warming"]
+    assert len(set(titles)) > 2
+    for item in items:
+        assert tuple(item[key] for key in BIBLIOGRAPHY) == expected[item["title"]], item["title"]
+
+
+def _ranked(text: str, title: str) -> RankedHit:
+    hit = EvidenceHit(
+        id="r:phrase:0", record_id="r", title=title, text=text, similarity=0.5, granularity="phrase"
+    )
+    return RankedHit(num=1, hit=hit)
+
+
+def test_verification_units_split_abstracts_only_and_join_the_title_with_one_period() -> None:
+    ranked = [_ranked("Ice melts. Seas rise.", "Report X.")]
+    phrase = verification_units(ranked, granularity="phrase", include_title=True)
+    assert [(u.text, u.passage) for u in phrase] == [
+        ("Ice melts. Seas rise.", "Report X. Ice melts. Seas rise.")
+    ]
+    abstract = verification_units(ranked, granularity="abstract", include_title=True)
+    assert [(u.text, u.passage) for u in abstract] == [
+        ("Ice melts.", "Report X. Ice melts."),
+        ("Seas rise.", "Report X. Seas rise."),
+    ]
+    bare = verification_units(ranked, granularity="abstract", include_title=False)
+    assert [u.passage for u in bare] == ["Ice melts.", "Seas rise."]
+    untitled = verification_units(
+        [_ranked("Ice melts.", " . ")], granularity="phrase", include_title=True
+    )
+    assert [u.passage for u in untitled] == ["Ice melts."]
+
+
+def test_averify_claims_judges_titled_passages_and_drops_nei_by_default(
+    settings: ServerSettings, evidence_index: EvidenceIndex
+) -> None:
+    import asyncio
+
+    # the judge supports a passage naming the title: only a titled passage can be supported
+    judge = ScriptedJudge({"Carbon dioxide and warming": "supports"})
+    services = Services(settings=settings, index=evidence_index, judge=judge)
+    claims = ["CO2 drives global warming"]
+    (items,) = asyncio.run(averify_claims(services, claims, granularity="abstract", top_k=4))
+    titles = set(_corpus_bibliography())
+    assert len(judge.passages) > len(items)  # some were not supported, and were dropped
+    assert all(p.split(". ", 1)[0] in titles for p in judge.passages)
+    assert [(i.title, i.label, i.probability) for i in items] == [
+        ("Carbon dioxide and warming", "SUPPORTS", 0.9)
+    ] * len(items)
+    assert items
