@@ -554,9 +554,8 @@ class HeuristicJudge(Judge):
             return [None] * len(pairs)
         texts = list(dict.fromkeys(t for pair in pairs for t in pair))
         # the relevance stage embedded the passages with the same model: reuse its vectors
+        # (the cache raises ValueError when the embeddings return the wrong number of vectors)
         vectors = shared_cache(self.embeddings).embed_documents(texts)
-        if len(vectors) != len(texts):
-            raise ValueError(f"embeddings returned {len(vectors)} vectors for {len(texts)} texts")
         index = dict(zip(texts, vectors, strict=True))
         return [cosine(index[s], index[p]) for s, p in pairs]
 

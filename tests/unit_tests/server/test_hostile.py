@@ -25,7 +25,7 @@ from langchain_references.server import compat
 from langchain_references.server.app import EscapingFormatter, create_app
 from langchain_references.server.article import split_with_offsets
 from langchain_references.server.guard import ClientDisconnectedError, guarded
-from langchain_references.server.index import EvidenceIndex
+from langchain_references.server.index import EvidenceIndex, split_sentences
 from langchain_references.server.services import Services
 from langchain_references.server.settings import LimitExceededError
 from tests.unit_tests.server._native_fixtures import (
@@ -300,6 +300,32 @@ def test_in_process_a_verify_call_sure_to_exceed_the_budget_is_refused_naming_th
         2 * entries,
         413,
     )
+
+
+def test_a_verify_call_whose_sentences_exceed_the_budget_is_refused_with_their_count(
+    services: Services,
+) -> None:
+    """The early count passes (2 entries per claim fit), the abstracts' sentences do not."""
+    claims = ["sea ice", "honey bees"]
+    evidence = asyncio.run(compat.afind_evidence(services, claims, granularity="abstract", top_k=2))
+    sentences = sum(len(split_sentences(item.text)) for claim in evidence for item in claim)
+    assert sentences > 4
+    judge = ScriptedJudge()
+    tight = Services(
+        settings=replace(services.settings, max_judged=4),
+        index=services.index,
+        judge=judge,
+    )
+    with pytest.raises(LimitExceededError) as raised:
+        asyncio.run(compat.averify_claims(tight, claims, granularity="abstract", top_k=2))
+    error = raised.value
+    assert (error.limit, error.maximum, error.actual, error.status_code) == (
+        "max_judged",
+        4,
+        sentences,
+        413,
+    )
+    assert judge.passages == []
 
 
 def test_a_request_past_its_time_budget_is_a_503_and_its_judging_stops(
