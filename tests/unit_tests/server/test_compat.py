@@ -351,6 +351,14 @@ def test_select_evidence_threshold_rerank_and_cut() -> None:
     above = select_evidence(hits, threshold=0.6, top_k=6, re_rank=False)
     assert [r.num for r in above] == [1, 2, 3]  # 0.6 itself is not above the threshold
     assert select_evidence([], threshold=0.1, top_k=3, re_rank=True) == []
+    # a count of 0 is known, and lower than 1: it is not a tie broken by retrieval order
+    zero_and_one = [
+        _hit(1, 0.9, influential_citation_count=0),
+        _hit(2, 0.8, influential_citation_count=1),
+    ]
+    assert [
+        r.num for r in select_evidence(zero_and_one, threshold=None, top_k=2, re_rank=True)
+    ] == [2, 1]
 
 
 # ------------------------------------------------------------------ values, not just keys
