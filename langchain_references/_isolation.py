@@ -12,7 +12,11 @@ server, a batch run, a test session), and a parse that hangs cannot be interrupt
   once, and as many kept idle): a call costs the pickling of its arguments and result, not
   a process start;
 * workers run at a lower priority (:data:`WORKER_NICENESS`) and ignore Ctrl-C (the caller
-  handles it and kills the workers it was waiting for).
+  handles it and kills the workers it was waiting for);
+* :func:`preload` names modules each new worker imports as it starts, at its parent's
+  priority: on a busy host a worker at the lower priority would take as long to import them
+  as the host's other work lets it, and whoever waits for the worker (a service's start-up)
+  with it.
 
 Workers are ``python -m langchain_references._isolation`` processes reading calls on their
 standard input (length-prefixed pickles) and writing results on their standard output; they
@@ -26,6 +30,7 @@ runs in the calling process, one at a time, without a time budget.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import math
 import os
@@ -49,6 +54,7 @@ __all__ = [
     "WorkerStoppedError",
     "WorkerTimeoutError",
     "call_isolated",
+    "preload",
 ]
 
 logger = logging.getLogger(__name__)
@@ -70,6 +76,7 @@ _HEADER: Final = 8
 _lock = threading.Lock()
 _slots = threading.BoundedSemaphore(MAX_WORKERS)
 _idle: list[subprocess.Popen[bytes]] = []
+_preloaded: list[str] = []  # modules each new worker imports as it starts (see preload)
 #: Held by a call that runs in this process (no worker processes on this platform).
 _in_process = threading.Lock()
 
@@ -94,10 +101,33 @@ def _frame(data: bytes) -> bytes:
     return len(data).to_bytes(_HEADER, "big") + data
 
 
+def preload(*modules: str) -> None:
+    """Have each worker started from now on import ``modules`` first, at its parent's priority.
+
+    Idle workers started without them are ended (the next calls start new ones); a worker
+    running a call keeps running, and a later call that needs the modules imports them there,
+    at the workers' lower priority.
+
+    Args:
+        *modules: Importable module names (a worker that cannot import one ends, and the call
+            that started it fails with :class:`WorkerDiedError`).
+    """
+    with _lock:
+        new = [name for name in dict.fromkeys(modules) if name not in _preloaded]
+        _preloaded.extend(new)
+        stale = list(_idle) if new else []
+        if stale:
+            _idle.clear()
+    for worker in stale:
+        _end(worker)
+
+
 def _start() -> subprocess.Popen[bytes]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    with _lock:
+        modules = list(_preloaded)
     return subprocess.Popen(  # noqa: S603 - this interpreter, this module
-        [sys.executable, "-m", __name__],
+        [sys.executable, "-m", __name__, *modules],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=env,
@@ -222,7 +252,9 @@ def _call(request: bytes, timeout_s: float | None, stop: threading.Event | None)
 
 
 def _serve() -> None:  # pragma: no cover - runs in the worker process
-    """The worker: answer calls read on standard input until it closes."""
+    """The worker: import the modules named as arguments, then answer calls until stdin closes."""
+    for name in sys.argv[1:]:  # before lowering the priority: see preload
+        importlib.import_module(name)
     with contextlib.suppress(OSError):  # not permitted: run at the parent's priority
         os.nice(WORKER_NICENESS)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle

@@ -10,8 +10,9 @@ package's worker processes instead (``langchain_references._isolation``: reused 
 at a lower priority, ended with their parent), where it costs the service's process nothing
 but the pickling of the text and of the result.
 
-:func:`start` (the service's start-up waits for it) starts the workers and has them import the
-modules of the functions they will run, a few seconds. A function given to
+:func:`start` (the service's start-up waits for it) starts the workers, which import the
+modules of the functions they will run as they start (at the service's priority: see
+:func:`~langchain_references._isolation.preload`), a few seconds. A function given to
 :func:`run_cpu_bound` must be a module-level function, and its arguments, result and
 exceptions picklable; what it raises is raised by :func:`run_cpu_bound`. A worker that dies
 (killed, out of memory) fails the call it was running with
@@ -27,7 +28,7 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from langchain_references._isolation import MAX_WORKERS, WORKER_NICENESS, call_isolated
+from langchain_references._isolation import MAX_WORKERS, WORKER_NICENESS, call_isolated, preload
 
 __all__ = ["WORKER_NICENESS", "run_cpu_bound", "start"]
 
@@ -46,6 +47,7 @@ async def start(*modules: str) -> None:
     Args:
         *modules: The modules of the functions the service will run in the workers.
     """
+    preload(*modules)  # a worker started later (one was killed) imports them too
     await asyncio.gather(*(run_cpu_bound(_ready, modules) for _ in range(MAX_WORKERS)))
 
 

@@ -22,3 +22,15 @@ def sleep(seconds: float) -> int:
 def shout(text: str) -> str:
     print("noise on standard output")
     return text.upper()
+
+
+def niceness_of(module: str) -> int | None:
+    """The niceness the worker had when ``module`` was imported (``None``: not imported)."""
+    import sys
+
+    loaded = sys.modules.get(module)
+    return None if loaded is None else int(loaded.NICENESS_AT_IMPORT)
+
+
+def niceness() -> int:
+    return os.nice(0)

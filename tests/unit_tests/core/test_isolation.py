@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 
 from langchain_references._isolation import (
+    WORKER_NICENESS,
     WorkerStoppedError,
     WorkerTimeoutError,
     call_isolated,
+    preload,
 )
 from tests.unit_tests.core import _isolated_functions as functions
 
@@ -133,3 +135,20 @@ def test_an_idle_worker_killed_from_outside_is_replaced() -> None:
     assert (total, after != before) == (42, True)
     with pytest.raises(ProcessLookupError):  # reaped, not left a zombie
         os.kill(before, 0)
+
+
+def test_a_preloaded_module_is_imported_as_a_new_worker_starts_before_its_priority_drops() -> None:
+    from langchain_references import _isolation
+
+    probe = "tests.unit_tests.core._preload_probe"
+    before, _ = call_isolated(functions.pid_and_sum, 0, 0)  # an idle worker, without the probe
+    preload(probe, probe)
+    with pytest.raises(ProcessLookupError):  # the idle worker was ended, and reaped
+        os.kill(before, 0)
+    again, _ = call_isolated(functions.pid_and_sum, 0, 0)
+    preload(probe)  # named already: the idle worker stays
+    assert (call_isolated(functions.pid_and_sum, 0, 0)[0], again != before) == (again, True)
+    assert _isolation._preloaded.count(probe) == 1
+    ours = os.nice(0)
+    assert call_isolated(functions.niceness_of, probe) == ours  # imported at our priority
+    assert call_isolated(functions.niceness) == min(19, ours + WORKER_NICENESS)
