@@ -63,6 +63,21 @@ def test_stop_ends_a_running_call_promptly() -> None:
     assert time.monotonic() - started < 20  # not the 30 s of the call
 
 
+def _run_python(*args: str) -> str:
+    """Standard output of a new Python process run with ``args`` (which must succeed)."""
+    done = subprocess.run(
+        [sys.executable, *args],
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def test_a_script_without_a_main_guard_is_not_run_again_by_the_workers(tmp_path: Path) -> None:
     # multiprocessing's spawn and forkserver import the caller's __main__ in each child: a
     # script calling the package at top level would run again there (or fail)
@@ -79,17 +94,7 @@ def test_a_script_without_a_main_guard_is_not_run_again_by_the_workers(tmp_path:
         ),
         encoding="utf-8",
     )
-    done = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=ROOT,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["top level ran", "ONCE"]
+    assert _run_python(str(script)).splitlines() == ["top level ran", "ONCE"]
 
 
 def test_a_process_with_over_a_thousand_open_files_still_reads_its_workers() -> None:
@@ -106,18 +111,9 @@ def test_a_process_with_over_a_thousand_open_files_still_reads_its_workers() -> 
         print(call_isolated(functions.pid_and_sum, 20, 22)[1])
         """
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=ROOT,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    low, high = map(int, done.stdout.split()[:2])
-    assert (low < 1024 < high, done.stdout.split()[2:]) == (True, ["42"])
+    out = _run_python("-c", script).split()
+    low, high = map(int, out[:2])
+    assert (low < 1024 < high, out[2:]) == (True, ["42"])
 
 
 def test_an_idle_worker_killed_from_outside_is_replaced() -> None:
