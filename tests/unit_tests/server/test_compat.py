@@ -438,3 +438,19 @@ def test_averify_claims_judges_titled_passages_and_drops_nei_by_default(
         ("Carbon dioxide and warming", "SUPPORTS", 0.9)
     ] * len(items)
     assert items
+
+
+def test_an_index_answering_fewer_queries_than_asked_is_an_error_not_empty_evidence() -> None:
+    from langchain_references.server.compat import _Plan, _selected
+
+    plan = _Plan(["sea ice", " ", "bees"], [0, 2], fetch_k=3, top_k=3)
+    hits = [_hit(1, 0.9)]
+    assert [
+        [r.num for r in c] for c in _selected(plan, [hits, hits], threshold=None, re_rank=False)
+    ] == [
+        [1],
+        [],
+        [1],
+    ]
+    with pytest.raises(ValueError, match="zip"):
+        _selected(plan, [hits], threshold=None, re_rank=False)
