@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from langchain_references.server.app import create_app
 from langchain_references.server.compat import (
     RankedHit,
+    afind_evidence,
     averify_claims,
     select_evidence,
     verification_units,
@@ -454,3 +455,19 @@ def test_an_index_answering_fewer_queries_than_asked_is_an_error_not_empty_evide
     ]
     with pytest.raises(ValueError, match="zip"):
         _selected(plan, [hits], threshold=None, re_rank=False)
+
+
+def test_in_process_evidence_is_re_ranked_by_default(services: Services) -> None:
+    import asyncio
+
+    def titles(**options: Any) -> list[str]:
+        (claim,) = asyncio.run(
+            afind_evidence(
+                services, ["CO2 drives global warming"], granularity="abstract", **options
+            )
+        )
+        return [item.title for item in claim]
+
+    by_citations = titles(top_k=5, re_rank=True)
+    assert by_citations != titles(top_k=5, re_rank=False)
+    assert titles(top_k=5) == by_citations
