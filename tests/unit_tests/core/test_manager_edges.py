@@ -1,0 +1,61 @@
+"""Edges of the manager's streaming decisions: chunk positions, chunk types, inner configs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessageChunk, ChatMessageChunk
+from langchain_core.runnables import RunnableLambda
+
+from langchain_references import manage_references
+from langchain_references.manager import NOSTREAM_TAG, _Relay
+from tests.unit_tests.core.test_driver_parity import INPUT, chat_script, cut, generator_of
+
+
+def test_only_the_closing_chunk_is_marked_last() -> None:
+    script = chat_script()
+    assert [c.chunk_position for c in script].count("last") == 1
+    chunks = list(manage_references(generator_of(script)).stream(INPUT))
+    positions = [c.chunk_position for c in chunks]
+    assert positions == [None] * (len(chunks) - 1) + ["last"]
+    assert chunks[-1].text.startswith("\n\n- **1** [Needle]")  # the reference list
+
+
+def test_message_chunks_of_any_type_stream() -> None:
+    answer = "Seattle lies on Puget Sound [1](id=2)."
+    pieces = [ChatMessageChunk(role="assistant", content=p) for p in cut(answer, 6)]
+    assert not hasattr(pieces[0], "chunk_position")
+    chunks = list(manage_references(generator_of(pieces)).stream(INPUT))
+    text = "".join(c.text for c in chunks)
+    assert text == (
+        "Seattle lies on Puget Sound <sup>[[1](https://s.org/city)]</sup>.\n\n"
+        "- **1** [https://s.org/city](https://s.org/city)"
+    )
+
+
+def test_a_runnable_that_does_not_output_text_is_named_with_the_fix() -> None:
+    wrapped: Any = manage_references(RunnableLambda(lambda _: 42))
+    with pytest.raises(TypeError) as raised:
+        wrapped.invoke(INPUT)
+    assert str(raised.value) == (
+        "manage_references() needs a runnable that outputs text (str, messages or message "
+        "chunks), got int. Put output parsers after it."
+    )
+
+
+def test_the_relay_keeps_the_callers_tags_and_adds_its_own() -> None:
+    on = _Relay(active=True)
+    assert on.inner_config({"tags": ["mine", "yours"], "metadata": {"k": 1}}) == {
+        "tags": ["mine", "yours", NOSTREAM_TAG],
+        "metadata": {"k": 1},
+    }
+    assert on.inner_config({}) == {"tags": [NOSTREAM_TAG]}
+    off = _Relay(active=False)
+    config: Any = {"tags": ["mine"]}
+    assert off.inner_config(config) is config
+
+
+def test_ai_chunks_keep_their_type() -> None:
+    chunks = list(manage_references(generator_of(chat_script())).stream(INPUT))
+    assert all(isinstance(c, AIMessageChunk) for c in chunks)
