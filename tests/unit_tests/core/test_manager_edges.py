@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessageChunk, ChatMessageChunk
+from langchain_core.callbacks import BaseCallbackHandler, CallbackManager
+from langchain_core.messages import AIMessageChunk, ChatMessageChunk, HumanMessage
 from langchain_core.runnables import RunnableLambda
 
 from langchain_references import manage_references
-from langchain_references.manager import NOSTREAM_TAG, _Relay
+from langchain_references.manager import NOSTREAM_TAG, _Relay, _streams_to_langgraph
 from tests.unit_tests.core.test_driver_parity import INPUT, chat_script, cut, generator_of
+from tests.unit_tests.fakes import StreamingChatModel
 
 
 def test_only_the_closing_chunk_is_marked_last() -> None:
@@ -59,3 +61,37 @@ def test_the_relay_keeps_the_callers_tags_and_adds_its_own() -> None:
 def test_ai_chunks_keep_their_type() -> None:
     chunks = list(manage_references(generator_of(chat_script())).stream(INPUT))
     assert all(isinstance(c, AIMessageChunk) for c in chunks)
+
+
+class _Tap(BaseCallbackHandler):
+    """A streaming handler, as LangGraph's messages stream and astream_events attach."""
+
+    def tap_output_aiter(self, run_id: Any, output: Any) -> Any:
+        return output
+
+    def tap_output_iter(self, run_id: Any, output: Any) -> Any:
+        return output
+
+
+def test_the_relay_is_on_only_in_a_langgraph_node_whose_graph_streams_tokens() -> None:
+    node = {"langgraph_checkpoint_ns": "agent:1"}
+    streaming = CallbackManager(handlers=[_Tap()])
+    quiet = CallbackManager(handlers=[BaseCallbackHandler()])
+    cases: list[tuple[dict[str, Any], bool]] = [
+        ({"metadata": node, "callbacks": streaming}, True),
+        ({"metadata": {}, "callbacks": streaming}, False),  # astream_events outside a graph
+        ({"callbacks": streaming}, False),
+        ({"metadata": node, "callbacks": quiet}, False),  # a graph run that does not stream
+        ({"metadata": node}, False),
+        ({"metadata": node, "callbacks": [_Tap()]}, False),  # handlers, not a manager
+    ]
+    assert [_streams_to_langgraph(config) for config, _ in cases] == [on for _, on in cases]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("question", ["Tell me more.", [HumanMessage("Tell me more.")]])
+def test_a_bare_model_called_like_a_model_answers_with_its_own_citations(question: Any) -> None:
+    model = StreamingChatModel(chunks=chat_script()).with_config(tags=["bare"])
+    # native citations read (the default): the model's own citations, nothing to look up
+    assert manage_references(model).invoke(question).text.startswith("The deck turns")
+    with pytest.raises(TypeError, match="must be a dict holding 'documents'"):
+        manage_references(model, native=None).invoke(question)
