@@ -93,5 +93,11 @@ def test_a_bare_model_called_like_a_model_answers_with_its_own_citations(questio
     model = StreamingChatModel(chunks=chat_script()).with_config(tags=["bare"])
     # native citations read (the default): the model's own citations, nothing to look up
     assert manage_references(model).invoke(question).text.startswith("The deck turns")
-    with pytest.raises(TypeError, match="must be a dict holding 'documents'"):
+    with pytest.raises(TypeError) as raised:
         manage_references(model, native=None).invoke(question)
+    assert str(raised.value) == (
+        "manage_references() input must be a dict holding 'documents', "
+        f"got {type(question).__name__}"
+    )
+    # a dict without documents: the model input under "input", the model's own citations
+    assert manage_references(model).invoke({"input": question}).text.startswith("The deck turns")
