@@ -332,6 +332,7 @@ class _Session:
         self.native: NativeRun | None = None  # the provider's own citations, if read
 
     def feed(self, text: str) -> str:
+        """Take a text chunk: the citation check's, if any, then the rewriter's."""
         if self.check is not None:
             self.check.feed(text)
         return self.rewriter.feed(text)
@@ -356,10 +357,6 @@ class _Session:
         if isinstance(chunk, str):
             return self.feed(chunk) or None
         return self.rewrite(chunk)
-
-    def text_feed(self) -> Callable[[str], str]:
-        """The function that takes a text chunk: the rewriter's, after the check's if any."""
-        return self.feed if self.check is not None else self.rewriter.feed
 
     def rewrite(self, chunk: Any) -> Any:
         """Rewrite a message chunk, or keep a whole message for the end; None to yield nothing.
@@ -840,9 +837,7 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
             v1=v1,
         )
         if self.native is not None:
-            session.native = NativeRun(
-                self.native, session.rewriter, documents, session.text_feed()
-            )
+            session.native = NativeRun(self.native, session.rewriter, documents, session.feed)
         return session
 
     # -- the drivers: the same loop, sync and async ----------------------------------------

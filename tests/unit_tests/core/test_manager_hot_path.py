@@ -197,7 +197,7 @@ def session_for(deep: bool, native: str | None) -> _Session:
 
     session = _Session(ReferenceRewriter(DEEP_DOCS, MarkdownReferenceStyle(deep_links=deep)))
     if native is not None:
-        session.native = NativeRun(native, session.rewriter, DEEP_DOCS, session.text_feed())
+        session.native = NativeRun(native, session.rewriter, DEEP_DOCS, session.feed)
     return session
 
 
