@@ -6,12 +6,22 @@ from typing import Any
 
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler, CallbackManager
-from langchain_core.messages import AIMessageChunk, ChatMessageChunk, HumanMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, ChatMessageChunk, HumanMessage
 from langchain_core.runnables import RunnableLambda
 
 from langchain_references import manage_references
+from langchain_references.citations.verifier import CitationVerifier
 from langchain_references.manager import NOSTREAM_TAG, _Relay, _streams_to_langgraph
-from tests.unit_tests.core.test_driver_parity import INPUT, chat_script, cut, generator_of
+from tests.unit_tests.core.test_driver_parity import (
+    ANSWER,
+    DOCS,
+    INPUT,
+    NOTES,
+    WordsJudge,
+    chat_script,
+    cut,
+    generator_of,
+)
 from tests.unit_tests.fakes import StreamingChatModel
 
 
@@ -101,3 +111,33 @@ def test_a_bare_model_called_like_a_model_answers_with_its_own_citations(questio
     )
     # a dict without documents: the model input under "input", the model's own citations
     assert manage_references(model).invoke({"input": question}).text.startswith("The deck turns")
+
+
+@pytest.mark.parametrize(
+    ("documents", "message"),
+    [
+        ("a page", "input['documents'] must be a list of Documents, got str"),
+        ([DOCS[0], {"page_content": "x"}], "input['documents'][1] is dict, not a Document"),
+    ],
+)
+def test_documents_that_are_not_a_list_of_documents_are_named(documents: Any, message: str) -> None:
+    wrapped = manage_references(generator_of(["Hi."]))
+    with pytest.raises(TypeError) as raised:
+        wrapped.invoke({"documents": documents, "input": "q"})
+    assert str(raised.value) == message
+
+
+def test_a_whole_message_without_citations_is_returned_without_an_empty_block() -> None:
+    blocks = [{"type": "text", "text": "No sources here."}]
+    wrapped = manage_references(RunnableLambda(lambda _: AIMessage(content=list(blocks))))
+    assert wrapped.invoke(INPUT).content == blocks
+
+
+def test_the_unsupported_claims_are_appended_only_when_asked() -> None:
+    options: dict[str, Any] = {"verifier": CitationVerifier(WordsJudge())}
+    plain = manage_references(generator_of(cut(ANSWER, 5)), **options)
+    marked = manage_references(generator_of(cut(ANSWER, 5)), mark_unsupported=True, **options)
+    note = NOTES["markdown"]
+    plain_text = "".join(plain.stream(INPUT))
+    assert note not in plain_text
+    assert "".join(marked.stream(INPUT)) == plain_text + note
