@@ -1,0 +1,118 @@
+"""Exact values of the heuristic judge's features and calibration (gaps found by mutation testing)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from langchain_references.judges import HeuristicJudge, Label
+from langchain_references.judges.heuristic import Calibration, LexicalFeatures, lexical_features
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z))
+
+
+# ----------------------------------------------------------------------- lexical features
+
+
+def test_curly_apostrophes_read_as_straight_ones() -> None:
+    curly = lexical_features("Sea ice isn’t melting.", "The Earth’s sea ice is melting.")
+    straight = lexical_features("Sea ice isn't melting.", "The Earth's sea ice is melting.")
+    assert curly == straight
+    # "isn’t" is one negation word, not the content words "isn" and "t".
+    assert (curly.overlap, curly.shared, curly.negation) == (1.0, 3, True)
+
+
+def test_stop_words_of_the_passage_are_not_content_words() -> None:
+    # "Others" stems to "other", a stop word: the passage's "Other" is no shared content word.
+    f = lexical_features("Others study glaciers", "Other people study glaciers.")
+    assert (f.shared, f.overlap, f.rest_overlap) == (2, 2 / 3, 2 / 3)
+
+
+def test_rest_overlap_leaves_out_direction_words_stop_words_and_negations() -> None:
+    # Content words: arctic, ice, grow (2 of 3 in the passage); the rest: arctic, ice.
+    f = lexical_features("Arctic ice is growing", "Arctic ice is shrinking.")
+    assert (f.overlap, f.rest_overlap) == (2 / 3, 1.0)
+    # The rest: arctic, sea, ice; "sea" is not in the passage.
+    g = lexical_features("Arctic sea ice is growing", "Arctic ice is shrinking.")
+    assert (g.overlap, g.rest_overlap) == (0.5, 2 / 3)
+    # Nothing but a negation and a direction word: the rest is the overlap.
+    h = lexical_features("Not growing", "Growing.")
+    assert (h.overlap, h.rest_overlap) == (1.0, 1.0)
+
+
+def test_contradiction_threshold_applies_to_the_rest_not_the_overlap() -> None:
+    judge = HeuristicJudge(contradiction_threshold=0.8)
+    # overlap 2/3 < 0.8 but the rest (without "growing") matches fully: contradicts.
+    strong = judge.judge("Arctic ice is growing", "Arctic ice is shrinking.")
+    assert strong.label is Label.CONTRADICTS
+    # The rest 2/3 < 0.8: unknown, and the rationale gives the rest's value.
+    weak = judge.judge("Arctic sea ice is growing", "Arctic ice is shrinking.")
+    assert weak.label is Label.UNKNOWN
+    assert "the rest matches weakly (0.67 < 0.80), so unknown" in weak.rationale
+
+
+# ----------------------------------------------------------------------- calibration
+
+CAL = Calibration(
+    entails=(-1.0, 0.5, 0.25, 2.0),
+    contradicts=(0.3, -0.4, 0.6, -1.0),
+    unknown=(0.5, -1.0, 0.5, 3.0),
+    withheld=(-2.0, 1.0, 1.0, 1.0),
+)
+FEATURES = LexicalFeatures(
+    overlap=0.5, negation=False, refutation=False, antonym=False, number=False, shared=3
+)
+
+
+def test_calibration_inputs() -> None:
+    # Without a cosine the cosine input is 0, like a negative cosine.
+    assert Calibration.inputs(FEATURES, None) == (0.5, 0.5, 0.0)
+    assert Calibration.inputs(FEATURES, -0.3) == (0.5, 0.5, 0.0)
+    assert Calibration.inputs(FEATURES, 0.4) == (0.5, 0.5, 0.4)
+    assert Calibration.inputs(replace(FEATURES, shared=9), 0.4) == (0.5, 1.0, 0.4)
+
+
+def test_calibrated_confidence_is_the_logistic_of_the_label_parameters() -> None:
+    # entails: -1 + 0.5 * 0.5 + 0.25 * 0.5 (+ 2 * cosine): z < 0 without a cosine.
+    assert CAL.confidence(Label.ENTAILS, FEATURES, None) == pytest.approx(_sigmoid(-0.625))
+    assert CAL.confidence(Label.ENTAILS, FEATURES, 0.5) == pytest.approx(_sigmoid(0.375))
+    # contradicts: 0.3 - 0.4 * 0.5 + 0.6 * 0.5 - 1 * 0.25
+    assert CAL.confidence(Label.CONTRADICTS, FEATURES, 0.25) == pytest.approx(_sigmoid(0.15))
+    # unknown: 0.5 - 0.5 + 0.25 + 3 * 0.1; withheld is off by default.
+    assert CAL.confidence(Label.UNKNOWN, FEATURES, 0.1) == pytest.approx(_sigmoid(0.55))
+    assert CAL.confidence(Label.UNKNOWN, FEATURES, 0.1, withheld=False) == pytest.approx(
+        _sigmoid(0.55)
+    )
+
+
+def test_withheld_parameters_apply_to_unknown_only() -> None:
+    # withheld: -2 + 0.5 + 0.5 + 0.1
+    assert CAL.confidence(Label.UNKNOWN, FEATURES, 0.1, withheld=True) == pytest.approx(
+        _sigmoid(-0.9)
+    )
+    for label in (Label.ENTAILS, Label.CONTRADICTS):
+        assert CAL.confidence(label, FEATURES, 0.1, withheld=True) == CAL.confidence(
+            label, FEATURES, 0.1
+        )
+    # Without withheld parameters a withheld unknown uses the unknown ones.
+    plain = replace(CAL, withheld=None)
+    assert plain.confidence(Label.UNKNOWN, FEATURES, 0.1, withheld=True) == pytest.approx(
+        _sigmoid(0.55)
+    )
+
+
+def test_judge_confidence_of_a_withheld_unknown() -> None:
+    judge = HeuristicJudge(contradiction_threshold=0.8, calibration=CAL)
+    # Relevant (overlap 0.5 >= 0.25) but the rest matches weakly: withheld.
+    j = judge.judge("Arctic sea ice is growing", "Arctic ice is shrinking.")
+    assert j.label is Label.UNKNOWN
+    # withheld, lexical (no cosine): -2 + 1 * 0.5 + 1 * 2 / 6
+    assert j.confidence == pytest.approx(_sigmoid(-2.0 + 0.5 + 2 / 6))
+    # Below the relevance threshold: a plain unknown, 0.5 - 1 * 0 + 0.5 * 0.
+    below = judge.judge("Arctic sea ice is growing", "Bananas are yellow.")
+    assert below.label is Label.UNKNOWN
+    assert below.confidence == pytest.approx(_sigmoid(0.5))
