@@ -1,4 +1,4 @@
-"""Exact values of the heuristic judge's features and calibration (gaps found by mutation testing)."""
+"""Exact values of the heuristic judge's features and calibration (found by mutation testing)."""
 
 from __future__ import annotations
 
