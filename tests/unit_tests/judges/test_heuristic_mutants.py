@@ -9,6 +9,7 @@ import pytest
 
 from langchain_references.judges import HeuristicJudge, Label
 from langchain_references.judges.heuristic import Calibration, LexicalFeatures, lexical_features
+from tests.unit_tests.fakes import CosineEmbeddings
 
 
 def _sigmoid(z: float) -> float:
@@ -116,3 +117,76 @@ def test_judge_confidence_of_a_withheld_unknown() -> None:
     below = judge.judge("Arctic sea ice is growing", "Bananas are yellow.")
     assert below.label is Label.UNKNOWN
     assert below.confidence == pytest.approx(_sigmoid(0.5))
+
+
+def test_judge_confidence_at_the_relevance_threshold_is_withheld() -> None:
+    # overlap 2 / 4 = 0.5 exactly, at the threshold: relevant, its unknown is withheld.
+    judge = HeuristicJudge(relevance_threshold=0.5, contradiction_threshold=0.8, calibration=CAL)
+    j = judge.judge("Arctic sea ice is growing", "Arctic ice is shrinking.")
+    assert j.label is Label.UNKNOWN
+    assert j.confidence == pytest.approx(_sigmoid(-2.0 + 0.5 + 2 / 6))
+
+
+def test_an_unused_cosine_does_not_reach_the_calibration() -> None:
+    # Embeddings with weight 0: the cosine counts as absent, also in the confidence.
+    judge = HeuristicJudge(CosineEmbeddings("x", 0.5), embedding_weight=0.0, calibration=CAL)
+    j = judge.decide_features(FEATURES, 0.8)
+    assert j.label is Label.ENTAILS  # overlap 0.5 >= 0.25, no cue
+    assert j.confidence == pytest.approx(_sigmoid(-0.625))
+    assert "(0.50; word overlap 0.50)" in j.rationale
+
+
+# ----------------------------------------------------------------------- decisions and rationales
+
+
+def test_rationale_of_several_cues() -> None:
+    j = HeuristicJudge().judge("Seas did not rise 20 cm.", "Seas rose 15 cm.")
+    assert j.label is Label.CONTRADICTS
+    assert j.rationale == (
+        "Heuristic: relevant (0.50; word overlap 0.50) with contradiction cues antonym, number: "
+        "not rise vs rose; 20 cm vs 15 cm. "
+        f"Calibrated confidence {j.confidence:.2f}, weak evidence."
+    )
+
+
+def test_rationale_of_a_reversal_whose_rest_matches_weakly() -> None:
+    judge = HeuristicJudge(contradiction_threshold=0.8)
+    j = judge.judge("Arctic sea ice is growing", "Arctic ice is shrinking.")
+    assert j.rationale == (
+        "Heuristic: relevant (0.50; word overlap 0.50) with contradiction cues antonym: "
+        "growing vs shrinking; the rest matches weakly (0.67 < 0.80), so unknown. "
+        f"Calibrated confidence {j.confidence:.2f}, weak evidence."
+    )
+    strong = judge.judge("Arctic ice is growing", "Arctic ice is shrinking.")
+    assert strong.rationale == (
+        "Heuristic: relevant (0.67; word overlap 0.67) with contradiction cues antonym: "
+        f"growing vs shrinking. Calibrated confidence {strong.confidence:.2f}, weak evidence."
+    )
+
+
+def test_negations_the_passage_does_not_state_contradict_when_the_rest_matches() -> None:
+    statement, passage = "Arctic ice did not grow and did not thin", "Arctic ice."
+    j = HeuristicJudge().judge(statement, passage)
+    assert j.label is Label.CONTRADICTS
+    assert j.rationale == (
+        "Heuristic: relevant (0.50; word overlap 0.50) but the passage does not state the "
+        "statement's polarity: not grow; not thin. "
+        f"Calibrated confidence {j.confidence:.2f}, weak evidence."
+    )
+    # Relevant (overlap 1 / 4), but the rest (arctic, ice: 1 / 2) matches weakly: unknown.
+    weak = HeuristicJudge(relevance_threshold=0.25, contradiction_threshold=0.6)
+    unknown = weak.judge(statement, "Ice.")
+    assert unknown.label is Label.UNKNOWN
+    assert unknown.rationale.startswith(
+        "Heuristic: relevant (0.25; word overlap 0.25) but the passage does not state"
+    )
+    assert weak.judge(statement, passage).label is Label.CONTRADICTS  # the rest: 1
+    # Without the negation cue, the unstated negations are not read at all.
+    assert HeuristicJudge(cues=["antonym"]).judge(statement, passage).label is Label.ENTAILS
+
+
+def test_a_direction_the_passage_states_only_the_other_way_needs_the_antonym_cue() -> None:
+    statement, passage = "Arctic sea ice grew.", "Arctic sea ice is reported; forests shrank."
+    assert lexical_features(statement, passage).unsupported_direction == ("grew",)
+    assert HeuristicJudge().judge(statement, passage).label is Label.UNKNOWN
+    assert HeuristicJudge(cues=["negation"]).judge(statement, passage).label is Label.ENTAILS
