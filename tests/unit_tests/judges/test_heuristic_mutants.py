@@ -190,3 +190,34 @@ def test_a_direction_the_passage_states_only_the_other_way_needs_the_antonym_cue
     assert lexical_features(statement, passage).unsupported_direction == ("grew",)
     assert HeuristicJudge().judge(statement, passage).label is Label.UNKNOWN
     assert HeuristicJudge(cues=["negation"]).judge(statement, passage).label is Label.ENTAILS
+
+
+# ----------------------------------------------------------------------- construction
+
+
+class _RecordingEmbeddings(CosineEmbeddings):
+    """CosineEmbeddings that records the texts of each embed_documents call."""
+
+    def __init__(self) -> None:
+        super().__init__("s0", 0.5)
+        self.calls: list[list[str]] = []
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.calls.append(list(texts))
+        return super().embed_documents(texts)
+
+
+def test_batch_embeds_64_pairs_per_call_by_default() -> None:
+    emb = _RecordingEmbeddings()
+    judge = HeuristicJudge(emb)
+    out = judge.batch([{"statement": f"s{i}", "passage": "p"} for i in range(65)])
+    assert len(out) == 65
+    assert all(j.error is None for j in out)
+    # The first 64 pairs in one call (each text once, in order), then the 65th pair, whose
+    # passage the shared cache already holds.
+    assert emb.calls == [["s0", "p", *(f"s{i}" for i in range(1, 64))], ["s64"]]
+
+
+def test_wrong_embeddings_type_is_named() -> None:
+    with pytest.raises(TypeError, match=r"^embeddings must be an Embeddings, not str$"):
+        HeuristicJudge("minilm")  # type: ignore[arg-type]
