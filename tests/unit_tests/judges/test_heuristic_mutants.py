@@ -221,3 +221,43 @@ def test_batch_embeds_64_pairs_per_call_by_default() -> None:
 def test_wrong_embeddings_type_is_named() -> None:
     with pytest.raises(TypeError, match=r"^embeddings must be an Embeddings, not str$"):
         HeuristicJudge("minilm")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"relevance_threshold": 1.5}, r"^relevance_threshold must be in \[0, 1\], got 1.5$"),
+        (
+            {"contradiction_threshold": -0.5},
+            r"^contradiction_threshold must be in \[0, 1\], got -0.5$",
+        ),
+        ({"embedding_weight": 1.25}, r"^embedding_weight must be in \[0, 1\], got 1.25$"),
+        ({"batch_size": 0}, r"^batch_size must be >= 1, got 0$"),
+    ],
+)
+def test_out_of_range_parameters_are_named(kwargs: dict[str, float], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        HeuristicJudge(**kwargs)  # type: ignore[arg-type]
+
+
+def test_batch_size_one_judges_one_pair_per_call() -> None:
+    emb = _RecordingEmbeddings()
+    out = HeuristicJudge(emb, batch_size=1).batch(
+        [{"statement": "s0", "passage": "p"}, {"statement": "s1", "passage": "q"}]
+    )
+    assert [j.error for j in out] == [None, None]
+    assert emb.calls == [["s0", "p"], ["s1", "q"]]
+
+
+class _FailingEmbeddings(CosineEmbeddings):
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        raise RuntimeError("embedding service down")
+
+
+def test_raise_errors_lets_the_failure_propagate() -> None:
+    pair = {"statement": "Arctic ice melts.", "passage": "Arctic ice melts fast."}
+    recorded = HeuristicJudge(_FailingEmbeddings("x", 0.5)).invoke(pair)
+    assert recorded.error == "RuntimeError: embedding service down"
+    raising = HeuristicJudge(_FailingEmbeddings("x", 0.5), raise_errors=True)
+    with pytest.raises(RuntimeError, match=r"^embedding service down$"):
+        raising.invoke(pair)
