@@ -323,12 +323,10 @@ class Calibration:
         return min(UNKNOWN_CAP if label is Label.UNKNOWN else CONFIDENCE_CAP, p)
 
 
-def _unit_interval(name: str, value: float | None, default: float) -> float:
-    """Return ``value`` (``default`` when None), checked to lie in [0, 1]."""
-    chosen = default if value is None else value
-    if not 0.0 <= chosen <= 1.0:
-        raise ValueError(f"{name} must be in [0, 1], got {chosen}")
-    return chosen
+def _check_unit_interval(name: str, value: float) -> None:
+    """Raise ValueError unless ``value`` lies in [0, 1]."""
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be in [0, 1], got {value}")
 
 
 class HeuristicJudge(Judge):
@@ -403,19 +401,21 @@ class HeuristicJudge(Judge):
         if embeddings is not None and not isinstance(embeddings, Embeddings):
             raise TypeError(f"embeddings must be an Embeddings, not {type(embeddings).__name__}")
         lexical = embeddings is None
-        relevance_threshold = _unit_interval(
-            "relevance_threshold",
-            relevance_threshold,
-            self.DEFAULT_THRESHOLD_LEXICAL if lexical else self.DEFAULT_THRESHOLD_WITH_EMBEDDINGS,
-        )
-        contradiction_threshold = _unit_interval(
-            "contradiction_threshold",
-            contradiction_threshold,
-            self.DEFAULT_CONTRADICTION_THRESHOLD_LEXICAL
-            if lexical
-            else self.DEFAULT_CONTRADICTION_THRESHOLD_WITH_EMBEDDINGS,
-        )
-        _unit_interval("embedding_weight", embedding_weight, self.DEFAULT_EMBEDDING_WEIGHT)
+        if relevance_threshold is None:
+            relevance_threshold = (
+                self.DEFAULT_THRESHOLD_LEXICAL
+                if lexical
+                else self.DEFAULT_THRESHOLD_WITH_EMBEDDINGS
+            )
+        if contradiction_threshold is None:
+            contradiction_threshold = (
+                self.DEFAULT_CONTRADICTION_THRESHOLD_LEXICAL
+                if lexical
+                else self.DEFAULT_CONTRADICTION_THRESHOLD_WITH_EMBEDDINGS
+            )
+        _check_unit_interval("relevance_threshold", relevance_threshold)
+        _check_unit_interval("contradiction_threshold", contradiction_threshold)
+        _check_unit_interval("embedding_weight", embedding_weight)
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         chosen = tuple(self.DEFAULT_CUES if cues is None else cues)

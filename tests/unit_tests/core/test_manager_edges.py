@@ -141,3 +141,10 @@ def test_the_unsupported_claims_are_appended_only_when_asked() -> None:
     plain_text = "".join(plain.stream(INPUT))
     assert note not in plain_text
     assert "".join(marked.stream(INPUT)) == plain_text + note
+
+
+def test_no_chunk_is_marked_last_when_the_wrapped_stream_marked_none() -> None:
+    pieces = [AIMessageChunk(content=p, id="run-1") for p in cut(ANSWER, 9)]
+    chunks = list(manage_references(generator_of(pieces)).stream(INPUT))
+    assert [c.chunk_position for c in chunks] == [None] * len(chunks)
+    assert chunks[-1].text.startswith("\n\n- **1** [Needle]")
