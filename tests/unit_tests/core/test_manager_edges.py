@@ -148,3 +148,11 @@ def test_no_chunk_is_marked_last_when_the_wrapped_stream_marked_none() -> None:
     chunks = list(manage_references(generator_of(pieces)).stream(INPUT))
     assert [c.chunk_position for c in chunks] == [None] * len(chunks)
     assert chunks[-1].text.startswith("\n\n- **1** [Needle]")
+
+
+def test_the_closing_chunk_has_no_id_when_no_chunk_had_one() -> None:
+    pieces = [AIMessageChunk(content=p) for p in cut(ANSWER, 9)]
+    assert {p.id for p in pieces} == {None}
+    chunks = list(manage_references(generator_of(pieces)).stream(INPUT))
+    assert chunks[-1].text.startswith("\n\n- **1** [Needle]")
+    assert chunks[-1].id is None

@@ -300,3 +300,16 @@ def test_every_heuristic_rationale_says_heuristic_even_for_blank_passages_and_fa
     failed = Broken().invoke({"statement": "The Moon orbits the Earth.", "passage": "The Moon."})
     assert failed.error is not None
     assert failed.rationale.startswith("Heuristic")
+
+
+def test_the_ends_of_the_unit_interval_are_accepted() -> None:
+    for value in (0.0, 1.0):
+        judge = HeuristicJudge(
+            TableEmbeddings({}),
+            relevance_threshold=value,
+            contradiction_threshold=value,
+            embedding_weight=value,
+        )
+        assert (judge.relevance_threshold, judge.contradiction_threshold) == (value, value)
+    with pytest.raises(ValueError, match=r"^relevance_threshold must be in \[0, 1\], got 1.01$"):
+        HeuristicJudge(relevance_threshold=1.01)
