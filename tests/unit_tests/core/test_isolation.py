@@ -133,9 +133,12 @@ def test_an_idle_worker_killed_from_outside_is_replaced() -> None:
         os.kill(before, 0)
 
 
-def test_a_preloaded_module_is_imported_as_a_new_worker_starts_before_its_priority_drops() -> None:
+def test_a_preloaded_module_is_imported_as_a_new_worker_starts_before_its_priority_drops(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from langchain_references import _isolation
 
+    monkeypatch.setattr(_isolation, "_preloaded", [])  # the probe is not left to later workers
     probe = "tests.unit_tests.core._preload_probe"
     before, _ = call_isolated(functions.pid_and_sum, 0, 0)  # an idle worker, without the probe
     preload(probe, probe)
