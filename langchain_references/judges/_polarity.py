@@ -984,6 +984,11 @@ def match(statement: Event, passage: Event) -> float:
     )
 
 
+def _said(event: Event) -> str:
+    """The event as its text states it: ``"not melting"`` for a negated ``"melting"``."""
+    return f"not {event.word}" if event.negated else event.word
+
+
 def _direction(
     statement: Sequence[Event], passage: Sequence[Event]
 ) -> tuple[list[Conflict], list[Unsupported]]:
@@ -1018,7 +1023,7 @@ def _direction(
     unsupported: list[Unsupported] = []
     for event, scored in zip(statement, scores, strict=True):
         state = (event.sign, event.negated)
-        said = f"not {event.word}" if event.negated else event.word
+        said = _said(event)
         contrasted = len(signs[event.axis]) > 1
         mine = {k: v for k, v in scored.items() if v >= best_for[k] - 1e-9}
         best = max(mine.values(), default=0.0)
@@ -1028,12 +1033,12 @@ def _direction(
             if True in verdicts:
                 continue
             if verdicts == {False}:
-                words = sorted({p.word for p in top})
-                if event.word in words:  # the same word, negated in one text only
-                    conflicts.append(Conflict("negation", f"{said} vs {'/'.join(words)}"))
+                other = "/".join(sorted({_said(p) for p in top}))
+                if event.word in {p.word for p in top}:  # the same word, negated in one text only
+                    conflicts.append(Conflict("negation", f"{said} vs {other}"))
                     continue
                 if not contrasted:
-                    conflicts.append(Conflict("direction", f"{said} vs {'/'.join(words)}"))
+                    conflicts.append(Conflict("direction", f"{said} vs {other}"))
                     continue
         if event.negated:  # a negation needs a passage event that agrees with it
             unsupported.append(Unsupported("negation", said))
@@ -1130,7 +1135,8 @@ def compare(statement: TextPolarity, passage: TextPolarity) -> PolarityCheck:
     direction, unsupported_direction = _direction(statement.events[:MAX_ITEMS], passage.events)
     negation, unsupported_negation = _negations(statement, passage)
     numbers = _numbers(statement.quantities[:MAX_ITEMS], passage.quantities)
+    # A word read on two axes ("melting": phase and amount) is reported once.
     return PolarityCheck(
-        conflicts=tuple(direction + negation + numbers),
-        unsupported=tuple(unsupported_negation + unsupported_direction),
+        conflicts=tuple(dict.fromkeys(direction + negation + numbers)),
+        unsupported=tuple(dict.fromkeys(unsupported_negation + unsupported_direction)),
     )

@@ -412,3 +412,39 @@ def test_co2_written_with_a_space_or_a_subscript_is_carbon_dioxide(
 ) -> None:
     check = compare(analyse("Since 1950, carbon dioxide has decreased."), analyse(passage))
     assert tuple(c.text for c in check.conflicts) == conflicts
+
+
+@pytest.mark.parametrize(
+    ("statement", "passage", "conflicts", "unsupported"),
+    [
+        # "melting" is read on two axes (phase and amount): one conflict, not one per axis.
+        (
+            "Sea ice isn't melting.",
+            "Sea ice is melting.",
+            [("negation", "not melting vs melting")],
+            [],
+        ),
+        # The passage's side says what the passage says: its negation is kept.
+        (
+            "Sea ice is melting.",
+            "Sea ice isn't melting.",
+            [("negation", "melting vs not melting")],
+            [],
+        ),
+        ("Sea ice is not melting.", "Glaciers are large.", [], [("negation", "not melting")]),
+    ],
+)
+def test_a_word_read_on_two_axes_is_reported_once_as_each_text_states_it(
+    statement: str,
+    passage: str,
+    conflicts: list[tuple[str, str]],
+    unsupported: list[tuple[str, str]],
+) -> None:
+    check = compare(analyse(statement), analyse(passage))
+    assert [(c.kind, c.text) for c in check.conflicts] == conflicts
+    assert [(u.kind, u.text) for u in check.unsupported] == unsupported
+
+
+def test_a_reversal_rationale_names_the_conflict_once() -> None:
+    judgement = HeuristicJudge().judge("Sea ice isn't melting.", "Sea ice is melting.")
+    assert judgement.rationale.count("not melting vs melting") == 1
