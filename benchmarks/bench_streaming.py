@@ -20,8 +20,9 @@ tokens), measured in one run, the runs interleaved pass by pass:
   deep_links=False)``;
 * (c0) the same, with ``manage_references`` and the style as they were at commit ``--before``
   (by default 05a129b, the last commit before the per-chunk step was made one method with
-  thin drivers; the parser, styles, rewriter and manager modules of that commit, loaded from
-  git as separate modules; the column is left out when git or the commit is not available);
+  thin drivers; the parser, styles, rewriter, native run and manager modules of that commit,
+  loaded from git as separate modules; the column is left out when git or the commit is not
+  available);
 * (cd) the source wrapped by ``manage_references`` with its default style, Markdown with deep
   links: each citation then quotes the cited chunk's sentence closest to the citing one (the
   20 documents hold six sentences each, from a pool of 12 about the Space Needle).
@@ -730,22 +731,24 @@ def agent_runs(
 
 
 def load_before(rev: str) -> Callable[[Runnable[Any, Any]], Runnable[Any, Any]] | None:
-    """(c) as of commit ``rev``: its parser, styles, rewriter and manager; None if unreadable.
+    """(c) as of commit ``rev``: its parser, styles, rewriter, native run and manager.
 
-    The four modules are read with ``git show`` and executed as ``_before_*`` modules, each
-    importing the others' old versions; every other module is today's.
+    None if unreadable. The five modules are read with ``git show`` and executed as
+    ``_before_*`` modules, each importing the others' old versions; every other module is
+    today's.
 
     Returns:
         A function wrapping a source as (c) did at ``rev``: ``manage_references`` with that
         commit's ``MarkdownReferenceStyle(deep_links=False)``.
     """
-    names = ("_parser", "styles", "rewriter", "manager")
+    names = ("_parser", "styles", "rewriter", "native/stream", "manager")
     loaded: list[str] = []
     module = None
-    for short in names:
+    for path in names:
+        short = path.replace("/", "_")
         try:
             code = subprocess.run(
-                ["git", "show", f"{rev}:langchain_references/{short}.py"],
+                ["git", "show", f"{rev}:langchain_references/{path}.py"],
                 capture_output=True,
                 text=True,
                 check=True,
@@ -754,13 +757,15 @@ def load_before(rev: str) -> Callable[[Runnable[Any, Any]], Runnable[Any, Any]] 
         except (OSError, subprocess.CalledProcessError):
             return None
         for done in loaded:
+            dotted = done.replace("/", ".")
             code = code.replace(
-                f"from langchain_references.{done} import", f"from _before_{done} import"
+                f"from langchain_references.{dotted} import",
+                f"from _before_{done.replace('/', '_')} import",
             )
         module = types.ModuleType(f"_before_{short}")
         sys.modules[module.__name__] = module
         exec(compile(code, f"{rev[:7]}:{short}.py", "exec"), module.__dict__)
-        loaded.append(short)
+        loaded.append(path)
     if module is None:
         return None
     manage, style = module.manage_references, sys.modules["_before_styles"].MarkdownReferenceStyle

@@ -63,15 +63,6 @@ class NativeRun:
         self._decided = False  # True once the run is known to have no adapter
         self._last_index: Any = None
 
-    @property
-    def inactive(self) -> bool:
-        """Whether the run is known to have no adapter: its content is rewritten as usual.
-
-        The step no longer reads it; ``benchmarks/bench_streaming.py`` runs the manager of an
-        older commit against this class, and that manager does.
-        """
-        return self._decided
-
     def rewrite(self, message: BaseMessage) -> str | list[Any] | None:
         """Return the new content of ``message``, or None when no adapter reads it.
 

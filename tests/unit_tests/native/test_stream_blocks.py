@@ -91,9 +91,7 @@ def test_auto_run_without_an_adapter_once_text_went_by_reads_no_later_chunk() ->
         content=[{"type": "text", "text": "Grass is green.", "citations": [WEB], "index": 0}],
         response_metadata={"model_provider": "anthropic"},
     )
-    assert run.inactive is False
     assert run.rewrite(AIMessageChunk(content="Hello. ")) is None
-    assert run.inactive is True  # decided: the older manager of bench_streaming reads it
     assert run.rewrite(cited) is None
     assert run.finish() == ""
 
@@ -105,7 +103,6 @@ def test_auto_run_picks_its_adapter_after_chunks_without_text() -> None:
         response_metadata={"model_provider": "anthropic"},
     )
     assert run.rewrite(AIMessageChunk(content="", id="run-1")) is None
-    assert run.inactive is False  # no text yet: not decided
     assert run.rewrite(cited) == [{"type": "text", "text": "Grass is green.[1]"}]
 
 
