@@ -156,3 +156,42 @@ def test_the_closing_chunk_has_no_id_when_no_chunk_had_one() -> None:
     chunks = list(manage_references(generator_of(pieces)).stream(INPUT))
     assert chunks[-1].text.startswith("\n\n- **1** [Needle]")
     assert chunks[-1].id is None
+
+
+@pytest.mark.parametrize("version", [None, "v0", "v1"])
+def test_every_output_version_langchain_knows_is_accepted(version: str | None) -> None:
+    wrapped = manage_references(RunnableLambda(lambda _: "x"), output_version=version)
+    assert wrapped.output_version == version
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        (
+            {"output_version": "V0"},
+            ValueError,
+            "output_version must be None, 'v0' or 'v1', not 'V0'",
+        ),
+        ({"style": "markdown"}, TypeError, "style must be a ReferenceStyle, not str"),
+        (
+            {"verifier": 3},
+            TypeError,
+            "verifier must have verify() and averify() (e.g. a CitationVerifier), not int",
+        ),
+        ({"mark_unsupported": True}, ValueError, "mark_unsupported=True needs a verifier"),
+    ],
+)
+def test_a_wrong_option_is_named_with_what_was_given(
+    options: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error) as caught:
+        manage_references(RunnableLambda(lambda _: "x"), **options)
+    assert str(caught.value) == message
+
+
+def test_something_that_is_not_a_runnable_is_named() -> None:
+    with pytest.raises(TypeError) as caught:
+        manage_references(len)  # type: ignore[arg-type]
+    assert (
+        str(caught.value) == "manage_references() takes a Runnable, not builtin_function_or_method"
+    )
