@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler, CallbackManager
+from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, AIMessageChunk, ChatMessageChunk, HumanMessage
 from langchain_core.runnables import RunnableLambda
 
@@ -195,3 +196,18 @@ def test_something_that_is_not_a_runnable_is_named() -> None:
     assert (
         str(caught.value) == "manage_references() takes a Runnable, not builtin_function_or_method"
     )
+
+
+@pytest.mark.parametrize(("own", "asked", "expected"), [(None, "v1", "v1"), ("v1", None, "v1")])
+def test_a_wrapped_chat_model_takes_the_asked_output_version_else_its_own(
+    own: str | None, asked: str | None, expected: str
+) -> None:
+    model = StreamingChatModel(
+        chunks=[AIMessageChunk(content="Paris [1](id=1).")], output_version=own
+    )
+    wrapped = manage_references(model, output_version=asked)
+    assert wrapped.output_version == expected
+    docs = [Document("Paris is in France.", metadata={"source": "https://fr.example"})]
+    content = wrapped.invoke({"input": "Where is Paris?", "documents": docs}).content
+    assert [block["type"] for block in content] == ["text"]
+    assert [a["url"] for a in content[0]["annotations"]] == ["https://fr.example"]
