@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from langchain_references.factcheck.stages import FactCheckState, to_result, unchecked_reason
-from langchain_references.factcheck.types import FetchedPage, SearchHit
+from langchain_references.factcheck.types import ExtractedPage, FetchedPage, Passage, SearchHit
 from langchain_references.factcheck.verdict import Verdict, VerdictResult
 from langchain_references.failures import Failure
 
@@ -106,3 +106,35 @@ def test_a_result_counts_no_neutral_passage_when_none_was_counted_and_times_the_
     # measured from the start of the check: not before it began, not after it returned
     assert 0.0 <= result.total_s <= after - state.started
     assert result.total_s >= before - state.started
+
+
+def _passage() -> Passage:
+    return Passage(
+        text="Sea ice is melting.",
+        url="https://a.example/",
+        title="t",
+        rank=0,
+        index_in_page=0,
+        n_tokens=5,
+    )
+
+
+def _extracted() -> ExtractedPage:
+    return ExtractedPage(
+        url="https://a.example/",
+        final_url="https://a.example/",
+        title="t",
+        text="Sea ice is melting.",
+        rank=0,
+        content_type="text/html",
+    )
+
+
+def test_readable_pages_that_gave_no_passage_are_the_reason() -> None:
+    state = replace(_state(), pages=(_page(),), extracted=(_extracted(),))
+    assert unchecked_reason(state) == "no passage could be cut from the pages"
+
+
+def test_passages_of_which_none_was_selected_are_the_reason() -> None:
+    state = replace(_state(), pages=(_page(),), extracted=(_extracted(),), passages=(_passage(),))
+    assert unchecked_reason(state) == "no passage was selected for judging"
