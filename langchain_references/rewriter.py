@@ -204,7 +204,6 @@ class ReferenceRewriter:
         tail = self._render(self._parser.close())
         if not self._dropped:  # the answer's own trailing blanks (a dropped citation's go)
             tail += self._blank
-        self._blank = ""
         return tail + self._numbering.format_references()
 
     @property

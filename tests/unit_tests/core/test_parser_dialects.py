@@ -88,9 +88,17 @@ def test_unknown_or_missing_dialects_are_refused_naming_the_valid_ones(
         ReferenceRewriter([], TextReferenceStyle(), markers=markers)
 
 
-def test_an_unknown_dialect_is_named_in_the_error() -> None:
-    with pytest.raises(ValueError, match="footnote"):
-        CitationParser(markers=("id", "footnote"))
+@pytest.mark.parametrize(
+    ("markers", "what"),
+    [
+        (("id", "footnote", "ID"), "unknown marker dialect(s) ['ID', 'footnote']"),
+        ((), "no dialect"),
+    ],
+)
+def test_an_unknown_dialect_or_none_is_named_in_the_error(markers: Markers, what: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        CitationParser(markers=markers)
+    assert str(caught.value) == (f"{what}: markers must name some of ('id', 'source', 'bracket')")
 
 
 # ---------------------------------------------------------------- exact events
