@@ -328,7 +328,7 @@ class ReferenceRewriter:
             self._dropped = True  # what follows decides whether the held blanks stay
             return ""
         blank, self._blank, self._dropped = self._blank, "", False
-        return blank + marker if blank else marker
+        return blank + marker
 
     def _cited_text(self, citation: Citation) -> str:
         """The text of a citation without deep links, the same for every citation of a document.

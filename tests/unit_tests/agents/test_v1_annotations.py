@@ -126,6 +126,15 @@ def test_a_provider_citation_keeps_its_quote() -> None:
     ]
 
 
+def test_spans_are_kept_only_when_asked() -> None:
+    plain = ReferenceRewriter(DOCS, TextReferenceStyle())
+    assert plain.feed("A [1](id=2) b ") + plain.cite(DOCS[0]) == "A [1] b [2]"
+    assert plain.spans == []
+    tracked = ReferenceRewriter(DOCS, TextReferenceStyle(), track_spans=True)
+    assert tracked.feed("A [1](id=2) b ") + tracked.cite(DOCS[0]) == "A [1] b [2]"
+    assert tracked.spans == [CitedSpan(2, 5, DOCS[1], None), CitedSpan(8, 11, DOCS[0], None)]
+
+
 PIECES = st.sampled_from(
     ["Text ", "[1](id=1)", "[2](id=2)", "[9](id=9)", " and ", "[", "x]", "(id=", "3)", ". "]
 )
