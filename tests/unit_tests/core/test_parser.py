@@ -102,7 +102,7 @@ def test_close_flushes_a_partial_citation_verbatim() -> None:
 
 
 def test_feed_rejects_non_text() -> None:
-    with pytest.raises(TypeError, match="str"):
+    with pytest.raises(TypeError, match=r"^CitationParser.feed\(\) takes str, not bytes$"):
         CitationParser().feed(b"[1](id=1)")  # type: ignore[arg-type]
 
 
