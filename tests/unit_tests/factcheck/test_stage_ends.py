@@ -18,6 +18,7 @@ from langchain_references.factcheck.stages import (
 )
 from langchain_references.factcheck.types import Passage
 from langchain_references.judges import Judgement, Label
+from tests.unit_tests.factcheck.test_evidence_sources import passage
 
 
 class _Counting(FactCheckStage[int]):
@@ -57,18 +58,7 @@ def test_the_stage_time_runs_from_the_attempt_to_the_end(
 
 def _selected(n: int) -> tuple[tuple[Passage, float], ...]:
     return tuple(
-        (
-            Passage(
-                text=f"passage {i}",
-                url=f"https://{i}.example/",
-                title="t",
-                rank=i,
-                index_in_page=0,
-                n_tokens=2,
-            ),
-            1.0 - i / 10,
-        )
-        for i in range(n)
+        (passage(f"passage {i}", f"https://{i}.example/", i), 1.0 - i / 10) for i in range(n)
     )
 
 

@@ -8,9 +8,10 @@ from dataclasses import replace
 import pytest
 
 from langchain_references.factcheck.stages import FactCheckState, to_result, unchecked_reason
-from langchain_references.factcheck.types import ExtractedPage, FetchedPage, Passage, SearchHit
+from langchain_references.factcheck.types import ExtractedPage, FetchedPage, SearchHit
 from langchain_references.factcheck.verdict import Verdict, VerdictResult
 from langchain_references.failures import Failure
+from tests.unit_tests.factcheck.test_evidence_sources import passage
 
 HIT = SearchHit(title="t", link="https://a.example/", rank=0)
 
@@ -108,17 +109,6 @@ def test_a_result_counts_no_neutral_passage_when_none_was_counted_and_times_the_
     assert result.total_s >= before - state.started
 
 
-def _passage() -> Passage:
-    return Passage(
-        text="Sea ice is melting.",
-        url="https://a.example/",
-        title="t",
-        rank=0,
-        index_in_page=0,
-        n_tokens=5,
-    )
-
-
 def _extracted() -> ExtractedPage:
     return ExtractedPage(
         url="https://a.example/",
@@ -136,5 +126,10 @@ def test_readable_pages_that_gave_no_passage_are_the_reason() -> None:
 
 
 def test_passages_of_which_none_was_selected_are_the_reason() -> None:
-    state = replace(_state(), pages=(_page(),), extracted=(_extracted(),), passages=(_passage(),))
+    state = replace(
+        _state(),
+        pages=(_page(),),
+        extracted=(_extracted(),),
+        passages=(passage("Sea ice is melting.", "https://a.example/", 0),),
+    )
     assert unchecked_reason(state) == "no passage was selected for judging"
