@@ -67,7 +67,7 @@ __all__ = [
     "Quantity",
     "TextPolarity",
     "Unsupported",
-    "analyse",
+    "analyze",
     "compare",
     "is_polarity_word",
 ]
@@ -463,7 +463,7 @@ class Negation:
 
 @dataclass(frozen=True)
 class TextPolarity:
-    """What :func:`analyse` found in a text.
+    """What :func:`analyze` found in a text.
 
     Attributes:
         events: Direction words, in text order.
@@ -649,7 +649,7 @@ def _interval(
 
 
 class _Reader:
-    """One pass over the tokens of a text (see :func:`analyse`)."""
+    """One pass over the tokens of a text (see :func:`analyze`)."""
 
     def __init__(self, text: str) -> None:
         self.words, self.kinds = _tokenize(text)
@@ -883,7 +883,7 @@ class _Reader:
 
     # .................................................................... all of it
 
-    def analyse(self) -> TextPolarity:
+    def analyze(self) -> TextPolarity:
         quantities = self.quantities()
         spans = self.negations()
         words, kinds, parity = self.words, self.kinds, self.parity
@@ -932,7 +932,7 @@ class _Reader:
         )
 
 
-def analyse(text: str) -> TextPolarity:
+def analyze(text: str) -> TextPolarity:
     """Read the direction words, negations and quantities of a text.
 
     Only the first :data:`MAX_CHARS` characters are read; the work is linear in their number.
@@ -943,7 +943,7 @@ def analyse(text: str) -> TextPolarity:
     Returns:
         What was found.
     """
-    return _Reader(text).analyse()
+    return _Reader(text).analyze()
 
 
 # ------------------------------------------------------------------------------ comparison
@@ -1126,8 +1126,8 @@ def compare(statement: TextPolarity, passage: TextPolarity) -> PolarityCheck:
     compared.
 
     Args:
-        statement: :func:`analyse` of the statement.
-        passage: :func:`analyse` of the passage.
+        statement: :func:`analyze` of the statement.
+        passage: :func:`analyze` of the passage.
 
     Returns:
         The conflicts (direction, negation, number) and the unsupported polarity.

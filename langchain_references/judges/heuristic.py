@@ -74,7 +74,7 @@ from langchain_core.runnables import RunnableConfig
 
 from langchain_references._vectors import cosine
 from langchain_references.embedding_cache import shared_cache
-from langchain_references.judges._polarity import analyse, compare, is_polarity_word
+from langchain_references.judges._polarity import analyze, compare, is_polarity_word
 from langchain_references.judges._words import STOPWORDS, is_negation, stem
 from langchain_references.judges.base import Judge, JudgeInput, Judgement, Label
 
@@ -202,7 +202,7 @@ def lexical_features(statement: str, passage: str) -> LexicalFeatures:
     markers = [w for w in p_tok if w in _REFUTATION_WORDS and w not in s_tok]
     markers += [ph for ph in _REFUTATION_PHRASES if ph in p_lower and ph not in s_lower]
 
-    check = compare(analyse(statement), analyse(passage))
+    check = compare(analyze(statement), analyze(passage))
     fired = {_CONFLICT_CUES[c.kind] for c in check.conflicts}
     return LexicalFeatures(
         overlap=overlap,

@@ -82,20 +82,20 @@ def ising(net: Network) -> tuple[FloatArray, FloatArray]:
     return h, w
 
 
-def colour_classes(net: Network) -> list[IntArray]:
+def color_classes(net: Network) -> list[IntArray]:
     """A proper colouring, greedy in decreasing degree order, as index arrays."""
-    neighbours: list[list[int]] = [[] for _ in range(net.n)]
+    neighbors: list[list[int]] = [[] for _ in range(net.n)]
     for i, j in zip(net.ei.tolist(), net.ej.tolist(), strict=True):
-        neighbours[i].append(j)
-        neighbours[j].append(i)
-    colour = [-1] * net.n
+        neighbors[i].append(j)
+        neighbors[j].append(i)
+    color = [-1] * net.n
     for v in np.argsort(-net.degrees(), kind="stable").tolist():
-        used = {colour[u] for u in neighbours[v]}
+        used = {color[u] for u in neighbors[v]}
         c = 0
         while c in used:
             c += 1
-        colour[v] = c
-    labels = np.array(colour, dtype=np.int64)
+        color[v] = c
+    labels = np.array(color, dtype=np.int64)
     return [np.flatnonzero(labels == c) for c in range(int(labels.max(initial=-1)) + 1)]
 
 
@@ -129,7 +129,7 @@ class Couplings:
     def of(cls, net: Network) -> Couplings:
         """The couplings of ``net`` (one or more components)."""
         h, w = ising(net)
-        blocks = colour_classes(net)
+        blocks = color_classes(net)
         order = np.concatenate(blocks) if blocks else np.zeros(0, dtype=np.int64)
         bounds = (0, *np.cumsum([b.size for b in blocks]).tolist())
         w32: Float32Array = w[np.ix_(order, order)].astype(np.float32)

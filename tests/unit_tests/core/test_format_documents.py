@@ -69,13 +69,13 @@ def test_other_tags_are_untouched() -> None:
     assert neutralize("<b>x</b> <p>document</p>", ["document"]) == "<b>x</b> <p>document</p>"
 
 
-def test_homoglyph_and_fullwidth_tags_are_neutralised() -> None:
+def test_homoglyph_and_fullwidth_tags_are_neutralized() -> None:
     for attack in ("＜/document＞", "</dоcument>", "</docu\u200bment>"):
         assert neutralize(attack, ["document"]).startswith("&lt;")
 
 
 @given(st.text(alphabet=st.sampled_from(list("<>/ documentDOCUMENTid=1x\n")), max_size=60))
-def test_neutralised_text_never_holds_a_tag(text: str) -> None:
+def test_neutralized_text_never_holds_a_tag(text: str) -> None:
     safe = neutralize(text, ["document"])
     assert not re.search(r"<\s*/?\s*document(?![\w-])", safe, re.IGNORECASE)
     assert safe.replace("&lt;", "<") == text

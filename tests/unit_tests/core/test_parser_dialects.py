@@ -273,7 +273,7 @@ def test_source_notes_are_bounded() -> None:
     assert parser.pending == ""
 
 
-def test_the_default_dialect_keeps_its_behaviour() -> None:
+def test_the_default_dialect_keeps_its_behavior() -> None:
     parser = CitationParser(markers=("id",))
     assert parser.feed("[1] 【2】 [3](id=4)") == ["[1] 【2】 ", Citation("3", 4, "[3](id=4)")]
 

@@ -285,7 +285,7 @@ def test_decode_body_guesses_undeclared_encodings() -> None:
     assert decode_body("naïve".encode("latin-1"), "bogus-charset") == "naïve"
 
 
-def test_decode_body_short_unlabelled_latin1_and_meta_charset() -> None:
+def test_decode_body_short_unlabeled_latin1_and_meta_charset() -> None:
     short = "Le café est très bon, et la crème brûlée à côté aussi."
     assert decode_body(short.encode("latin-1"), None) == short
     page = f'<html><head><meta charset="iso-8859-2"></head><body>{"Žluťoučký kůň"}</body>'
@@ -306,7 +306,7 @@ def test_empty_input_and_bad_arguments() -> None:
         PageFetcher().fetch_all([42])  # type: ignore[list-item]
 
 
-def test_fetched_page_serialises_to_json(local_site: LocalSite) -> None:
+def test_fetched_page_serializes_to_json(local_site: LocalSite) -> None:
     page = PageFetcher(allow_private=True).fetch_all([local_site.url("/page/json")]).pages[0]
     assert FetchedPage.model_validate_json(page.model_dump_json()) == page
 

@@ -142,7 +142,7 @@ def test_a_result_without_a_judge_has_no_judge_line(fmt: str) -> None:
     assert "Judge:" not in render_report(named(None), fmt=fmt)  # type: ignore[arg-type]
 
 
-class LabelledJudge(Judge):
+class LabeledJudge(Judge):
     """A custom judge with a model of its own."""
 
     def info(self) -> JudgeInfo:
@@ -153,7 +153,7 @@ class LabelledJudge(Judge):
 
 
 async def test_a_judge_that_names_its_model_is_named_so(tern_site: str) -> None:
-    chain = make_chain(recording(tern_site, list(TERN_PAGES)), LabelledJudge())
+    chain = make_chain(recording(tern_site, list(TERN_PAGES)), LabeledJudge())
     result = await chain.ainvoke(STATEMENT)
     assert result.judge is not None
     assert (result.judge.kind, result.judge.model) == ("nli", "org/tiny-nli")

@@ -213,7 +213,7 @@ def test_our_output_has_every_factreasoner_field_in_order(google: FactualityInpu
     assert tuple(full)[: len(FR_FIELDS)] == FR_FIELDS
 
 
-def test_unlabelled_record_writes_predictions_but_no_gold() -> None:
+def test_unlabeled_record_writes_predictions_but_no_gold() -> None:
     scores = score_marginals({"a0": 0.9, "a1": 0.1})
     data = result_to_dict(scores)
     assert data["predictions"] == " a0: S a1: NS"

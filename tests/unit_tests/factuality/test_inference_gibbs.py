@@ -20,7 +20,7 @@ from langchain_references.factuality.inference import (
 from langchain_references.factuality.inference._gibbs import (
     MIN_RATE,
     Couplings,
-    colour_classes,
+    color_classes,
     ising,
     run_gibbs,
 )
@@ -94,15 +94,15 @@ def test_ising_form_matches_the_factor_tables(graph: FactGraph) -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(fact_graphs(max_atoms=5, max_contexts=6))
-def test_colouring_is_proper_and_complete(graph: FactGraph) -> None:
+def test_coloring_is_proper_and_complete(graph: FactGraph) -> None:
     net = prepare(graph)
-    blocks = colour_classes(net)
-    colour = np.full(net.n, -1)
+    blocks = color_classes(net)
+    color = np.full(net.n, -1)
     for c, block in enumerate(blocks):
         assert block.size > 0
-        colour[block] = c
-    assert np.all(colour >= 0)
-    assert np.all(colour[net.ei] != colour[net.ej])
+        color[block] = c
+    assert np.all(color >= 0)
+    assert np.all(color[net.ei] != color[net.ej])
 
 
 @pytest.mark.parametrize(("seed", "version"), [(s, v) for s in range(3) for v in ("FR2", "FR3")])

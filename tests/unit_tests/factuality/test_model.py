@@ -53,7 +53,7 @@ def test_pairwise_tables_follow_factreasoner(
     assert graph.edge_index().tolist() == [[ids.index(source), ids.index(target)]]
 
 
-def test_entailment_favours_true_target_and_contradiction_false_target() -> None:
+def test_entailment_favors_true_target_and_contradiction_false_target() -> None:
     ent, con = _graph(
         Relation("c", "a", "entailment", 0.9), Relation("d", "a", "contradiction", 0.9)
     ).pairwise_tables()

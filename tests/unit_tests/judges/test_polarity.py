@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from langchain_references.factcheck.verdict import Verdict, WeightedVoteAggregator
 from langchain_references.judges import HeuristicJudge, Label
-from langchain_references.judges._polarity import MAX_CHARS, analyse, compare
+from langchain_references.judges._polarity import MAX_CHARS, analyze, compare
 from langchain_references.judges.heuristic import lexical_features
 from tests.unit_tests.fakes import CosineEmbeddings
 
@@ -265,10 +265,10 @@ def test_a_claim_stating_both_directions_is_not_reversed_by_one() -> None:
 
 def test_polarity_reads_only_the_first_max_chars() -> None:
     filler = "Arctic sea ice is measured by satellites. " * (MAX_CHARS // 40 + 1)
-    statement = analyse("Arctic sea ice has grown.")
-    assert compare(statement, analyse("Arctic sea ice has declined.")).conflicts
+    statement = analyze("Arctic sea ice has grown.")
+    assert compare(statement, analyze("Arctic sea ice has declined.")).conflicts
     assert len(filler) > MAX_CHARS
-    assert not compare(statement, analyse(filler + "Arctic sea ice has declined.")).conflicts
+    assert not compare(statement, analyze(filler + "Arctic sea ice has declined.")).conflicts
 
 
 # ------------------------------------------------------------------ property: negation
@@ -393,9 +393,9 @@ def test_a_direction_is_read_through_its_synonyms(
 
 
 def test_co2_and_carbon_dioxide_are_the_same_anchor() -> None:
-    check = compare(analyse("Carbon dioxide fell."), analyse("CO2 rose."))
+    check = compare(analyze("Carbon dioxide fell."), analyze("CO2 rose."))
     assert [(c.kind, c.text) for c in check.conflicts] == [("direction", "fell vs rose")]
-    assert compare(analyse("Carbon dioxide rose."), analyse("CO2 rose.")).conflicts == ()
+    assert compare(analyze("Carbon dioxide rose."), analyze("CO2 rose.")).conflicts == ()
 
 
 @pytest.mark.parametrize(
@@ -410,7 +410,7 @@ def test_co2_and_carbon_dioxide_are_the_same_anchor() -> None:
 def test_co2_written_with_a_space_or_a_subscript_is_carbon_dioxide(
     passage: str, conflicts: tuple[str, ...]
 ) -> None:
-    check = compare(analyse("Since 1950, carbon dioxide has decreased."), analyse(passage))
+    check = compare(analyze("Since 1950, carbon dioxide has decreased."), analyze(passage))
     assert tuple(c.text for c in check.conflicts) == conflicts
 
 
@@ -440,7 +440,7 @@ def test_a_word_read_on_two_axes_is_reported_once_as_each_text_states_it(
     conflicts: list[tuple[str, str]],
     unsupported: list[tuple[str, str]],
 ) -> None:
-    check = compare(analyse(statement), analyse(passage))
+    check = compare(analyze(statement), analyze(passage))
     assert [(c.kind, c.text) for c in check.conflicts] == conflicts
     assert [(u.kind, u.text) for u in check.unsupported] == unsupported
 
