@@ -85,6 +85,8 @@ def test_contradiction_cues_fire(statement: str, passage: str, cues: list[str]) 
         ("Seas rose 20 cm.", "In 1990 the seas rose."),  # numbers about different things
         ("Temperatures increase and decrease.", "Temperatures decrease."),  # both sides present
         ("It is false that ice melts.", "The claim is false."),  # marker in both texts
+        ("The rumour is not true.", "The rumour is not true at all."),  # phrase in both texts
+        ("Homeopathy has no scientific basis.", "Homeopathy has No Scientific Basis."),
     ],
 )
 def test_cues_stay_quiet(statement: str, passage: str) -> None:
