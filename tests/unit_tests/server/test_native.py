@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from langchain_core.callbacks import adispatch_custom_event
-from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 
 from langchain_references.demo.site import serve_pages
 from langchain_references.factcheck.fetch import PageFetcher
@@ -25,6 +25,7 @@ from langchain_references.server.factcheck_api import build_checker, check_strea
 from langchain_references.server.index import EvidenceIndex, parse_evidence_record
 from langchain_references.server.services import Services
 from langchain_references.server.settings import ServerSettings
+from tests.unit_tests.factcheck.test_report import result as make_result
 from tests.unit_tests.server._build_fakes import WordHashEmbeddings
 from tests.unit_tests.server._native_fixtures import (
     make_app,
@@ -476,6 +477,40 @@ def test_a_check_that_ends_without_a_result_is_an_error_after_its_progress() -> 
         asyncio.run(run())
     assert str(raised.value) == "the fact-check pipeline ended without a result"
     assert items == [progress]
+
+
+def _collect(checker: Any, statement: str) -> list[Any]:
+    async def run() -> list[Any]:
+        return [item async for item in check_stream(checker, statement)]
+
+    return asyncio.run(run())
+
+
+def test_only_the_fact_check_progress_events_are_streamed() -> None:
+    """A custom event of another name is not progress, even when it carries a progress."""
+    ours = FactCheckProgress(statement="Paris.", stage="search", done=False)
+    other = FactCheckProgress(statement="Paris.", stage="fetch", done=False)
+    final = make_result(statement="Paris.")
+
+    async def check(statement: str) -> Any:
+        await adispatch_custom_event("other_progress", other)
+        await adispatch_custom_event(FACTCHECK_PROGRESS, ours)
+        return final
+
+    assert _collect(RunnableLambda(check), "Paris.") == [ours, final]
+
+
+def test_the_result_is_the_whole_runs_output_not_an_inner_steps() -> None:
+    """An inner runnable that returns a result along the way does not stand for the run's."""
+    draft = make_result(statement="Paris.", verdict=Verdict.REFUTED)
+    final = make_result(statement="Paris.", verdict=Verdict.SUPPORTED)
+    inner = RunnableLambda(lambda _: draft)
+
+    async def check(statement: str, config: RunnableConfig) -> Any:
+        await inner.ainvoke(statement, config)
+        return final
+
+    assert _collect(RunnableLambda(check), "Paris.") == [final]
 
 
 class RecordingEmbeddings(WordHashEmbeddings):
