@@ -428,8 +428,14 @@ _ENTRIES: weakref.WeakKeyDictionary[EvidenceIndex, dict[str, int]] = weakref.Wea
 
 
 async def _entries(index: EvidenceIndex | LiveIndex, granularity: Granularity) -> int:
-    """How many entries of ``granularity`` the index holds (counted once per generation)."""
-    counts = _ENTRIES.setdefault(index.current if isinstance(index, LiveIndex) else index, {})
+    """How many entries of ``granularity`` the index serves now (counted once per generation).
+
+    A :class:`LiveIndex` reads its pointer first when that is due, as a search would: after a
+    rebuild, a request refused before any search counts the new generation. (Its
+    :meth:`~LiveIndex.count` is retried on a newer generation if the one served is deleted.)
+    """
+    served = await run_in_threadpool(index.fresh) if isinstance(index, LiveIndex) else index
+    counts = _ENTRIES.setdefault(served, {})
     if granularity not in counts:
         counts[granularity] = await run_in_threadpool(index.count, granularity)
     return counts[granularity]

@@ -157,7 +157,7 @@ class LiveIndex:
         self, queries: Sequence[str], *, granularity: Granularity, k: int
     ) -> list[list[EvidenceHit]]:
         """:meth:`EvidenceIndex.asearch_many` in the current generation."""
-        index = await asyncio.to_thread(self._fresh) if self._due() else self._index
+        index = await asyncio.to_thread(self.fresh) if self._due() else self._index
         try:
             return await index.asearch_many(queries, granularity=granularity, k=k)
         except EvidenceIndexError as exc:
@@ -168,7 +168,7 @@ class LiveIndex:
 
     def _run(self, call: Callable[[EvidenceIndex], _T]) -> _T:
         """``call`` on the current index; retried once on a newer one if it fails."""
-        index = self._fresh()
+        index = self.fresh()
         try:
             return call(index)
         except EvidenceIndexError as exc:
@@ -180,8 +180,15 @@ class LiveIndex:
     def _due(self) -> bool:
         return self._clock() >= self._next_check
 
-    def _fresh(self) -> EvidenceIndex:
-        """The current index, after reading the pointer if that is due (and nobody else is)."""
+    def fresh(self) -> EvidenceIndex:
+        """The index to search now: :attr:`current`, after reading the pointer if that is due.
+
+        At most one caller reads the pointer at a time; the others get :attr:`current` as it
+        is. Reading the pointer is blocking I/O (call it in a worker thread from async code).
+
+        Returns:
+            The current index (a newer one if the pointer moved to a complete generation).
+        """
         if self._due() and self._lock.acquire(blocking=False):
             try:
                 if self._due():

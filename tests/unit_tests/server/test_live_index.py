@@ -10,7 +10,7 @@ generation (503 naming the problem), or two more builds finishing during one req
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -136,13 +136,13 @@ def test_the_index_attributes_are_the_current_generations(tmp_path: Path) -> Non
     assert live.generation == f"{NAME}__g2"
 
 
-def test_the_judging_budget_counts_the_entries_of_the_generation_served(tmp_path: Path) -> None:
-    """A verify request sure to exceed ``max_judged`` is refused by the count of the
-    entries of the generation served now, not of the one served when it was first counted."""
-    _build(tmp_path, "alpha")  # 3 abstracts
+def _over_budget(directory: Path) -> tuple[LiveIndex, _Clock, TestClient, Callable[[], Any]]:
+    """A live index on ``alpha`` (3 abstracts), its clock, a client with ``max_judged=5`` and
+    a verify request sure to exceed it: a call sends it and gives its status and count."""
+    _build(directory, "alpha")
     clock = _Clock()
-    live = LiveIndex(_open(tmp_path), check_seconds=10, clock=clock)
-    settings = ServerSettings(index_name=NAME, persist_dir=tmp_path, max_judged=5)
+    live = LiveIndex(_open(directory), check_seconds=10, clock=clock)
+    settings = ServerSettings(index_name=NAME, persist_dir=directory, max_judged=5)
     services = Services(settings=settings, index=live, judge=ScriptedJudge())
     client = TestClient(create_app(settings, services=services), base_url="http://localhost")
     body = {"claims": ["glaciers melt", "ice sheets shrink"], "top_k": 10}
@@ -151,12 +151,35 @@ def test_the_judging_budget_counts_the_entries_of_the_generation_served(tmp_path
         response = client.post("/api/abstract/verify/batch", json=body)
         return response.status_code, response.json().get("actual")
 
+    return live, clock, client, refused
+
+
+def test_the_judging_budget_counts_the_entries_of_the_generation_served(tmp_path: Path) -> None:
+    """A verify request sure to exceed ``max_judged`` is refused by the count of the
+    entries of the generation served now, not of the one served when it was first counted."""
+    live, clock, client, refused = _over_budget(tmp_path)
     assert refused() == (413, 2 * 3)
     _build(tmp_path, "beta", filler=5)  # 8 abstracts
     clock.now = 10.0
     assert _answer(client) == (200, _texts("beta"))  # the service now serves beta
     assert live.count("abstract") == 8
     assert refused() == (413, 2 * 8)
+
+
+def test_the_judging_budget_reads_the_pointer_when_only_refused_requests_come(
+    tmp_path: Path,
+) -> None:
+    """After a rebuild, the first request may be one refused before any search: its count is
+    the new generation's, read from the pointer then, not the count of the one it replaced."""
+    live, clock, _, refused = _over_budget(tmp_path)
+    assert refused() == (413, 2 * 3)
+    _build(tmp_path, "beta", filler=5)  # 8 abstracts
+    clock.now = 9.9
+    assert refused() == (413, 2 * 3)  # not due: no pointer read
+    assert live.generation == f"{NAME}__g1"
+    clock.now = 10.0
+    assert refused() == (413, 2 * 8)
+    assert live.generation == f"{NAME}__g2"
 
 
 def test_an_update_in_place_is_picked_up_words_included(
