@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import logging
 import math
 import os
 import pickle
@@ -56,8 +55,6 @@ __all__ = [
     "call_isolated",
     "preload",
 ]
-
-logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 

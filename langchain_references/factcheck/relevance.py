@@ -30,7 +30,6 @@ Passages are written to a store in batches no larger than its client's maximum b
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import Sequence
 from typing import Any, Final, TypedDict, Unpack
@@ -62,8 +61,6 @@ __all__ = [
     "chroma_client",
     "select_relevant",
 ]
-
-logger = logging.getLogger(__name__)
 
 DEFAULT_K: Final = 20
 _RUN_KEY: Final = "lcr_run"
