@@ -36,8 +36,8 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Collection
-from typing import Final, NamedTuple
+from collections.abc import Collection, Iterable
+from typing import Final, NamedTuple, TypeVar
 
 __all__ = [
     "DEFAULT_MARKERS",
@@ -46,6 +46,7 @@ __all__ = [
     "Citation",
     "CitationParser",
     "Event",
+    "coalesce",
 ]
 
 #: The citation marker dialects a :class:`CitationParser` can read (see the module docstring).
@@ -95,6 +96,29 @@ class Citation(NamedTuple):
 
 
 Event = str | Citation
+
+_T = TypeVar("_T")
+
+
+def coalesce(pieces: Iterable[str | _T]) -> list[str | _T]:
+    """Merge adjacent text pieces and drop empty ones (the other pieces are kept as they are).
+
+    Args:
+        pieces: Text and other pieces (citations), in order.
+
+    Returns:
+        The same content with no two consecutive strings and no empty string.
+    """
+    out: list[str | _T] = []
+    for piece in pieces:
+        if isinstance(piece, str):
+            if not piece:
+                continue
+            if out and isinstance(out[-1], str):
+                out[-1] = out[-1] + piece
+                continue
+        out.append(piece)
+    return out
 
 
 #: What held-back texts are (see :func:`_classify`), cached: the text a parser holds back

@@ -1,8 +1,9 @@
 """Renumber and restyle citations in a stream of text (pure, no I/O).
 
-:class:`ReferenceRewriter` drives a :class:`~langchain_references._parser.CitationParser`:
-text goes in fragment by fragment, rewritten text comes out, and :meth:`ReferenceRewriter.finish`
-returns the last held-back text followed by the reference list. The runnable wrapper
+:class:`ReferenceRewriter` drives a :class:`~langchain_references._code.CodeAwareParser` (a
+citation parser that leaves Markdown code alone): text goes in fragment by fragment,
+rewritten text comes out, and :meth:`ReferenceRewriter.finish` returns the last held-back
+text followed by the reference list. The runnable wrapper
 (:mod:`langchain_references.manager`) is a thin I/O shell around this class, shared by its
 sync and async paths.
 """
@@ -16,7 +17,8 @@ from typing import NamedTuple
 
 from langchain_core.documents import Document
 
-from langchain_references._parser import DEFAULT_MARKERS, Citation, CitationParser
+from langchain_references._code import CodeAwareParser
+from langchain_references._parser import DEFAULT_MARKERS, Citation
 from langchain_references.deeplinks import QuoteFinder
 from langchain_references.numbering import SourceNumbering, UsedReference
 from langchain_references.styles import ReferenceStyle
@@ -69,7 +71,8 @@ class ReferenceRewriter:
     before it away when punctuation, a blank or the end of the answer follows it (``France
     [1](id=9).`` gives ``France.``): blanks at the end of the text are held back (at most
     :data:`MAX_HELD_BLANKS`) until what follows is known, so the output is the same however
-    the answer is split.
+    the answer is split. A marker inside Markdown code (a fenced block or a code span) is
+    code, not a citation: it is passed through as it is (see :mod:`~langchain_references._code`).
 
     Args:
         documents: The documents that were put in the prompt; citation ids are 1-based
@@ -100,7 +103,6 @@ class ReferenceRewriter:
         "_dropped",
         "_finished",
         "_numbering",
-        "_others",
         "_parser",
         "_quoted",
         "_quotes",
@@ -121,9 +123,7 @@ class ReferenceRewriter:
     ) -> None:
         self._documents = documents
         self._style = style
-        self._parser = CitationParser(markers=markers)
-        # The characters but "[" a citation may begin with ("【"), for feed's fast path.
-        self._others = self._parser.starts.replace("[", "")
+        self._parser = CodeAwareParser(markers=markers)
         self._numbering = SourceNumbering(documents, style)
         self._cited: dict[int, str] = {}
         self._finished = False
@@ -170,11 +170,7 @@ class ReferenceRewriter:
         if self._finished:
             raise RuntimeError("ReferenceRewriter.feed() called after finish()")
         parser = self._parser
-        if (
-            not parser.pending
-            and "[" not in text
-            and not (self._others and any(c in text for c in self._others))
-        ):
+        if parser.quiet and not parser.special(text):
             if self._deep:
                 self.record(text)
             if self._blank or (text and text[-1] in _BLANKS):
@@ -251,7 +247,7 @@ class ReferenceRewriter:
         """
         if self._finished:
             raise RuntimeError("ReferenceRewriter.cite() called after finish()")
-        held = self._render(self._parser.close())
+        held = self._render(self._parser.flush())
         marker = self._numbering.cite_document(document, quote=quote)
         out = self._marker(marker)
         if self._spans is not None and marker:
@@ -266,7 +262,7 @@ class ReferenceRewriter:
         return self._style
 
     @property
-    def parser(self) -> CitationParser:
+    def parser(self) -> CodeAwareParser:
         """The underlying parser (its ``pending`` tells whether text is held back)."""
         return self._parser
 

@@ -4,7 +4,8 @@ r"""Incremental sentence splitting of a cited answer, citations attached to thei
 streams (``"Seattle is in Washington [1](id=2). It rains."``), get back each
 :class:`CitedSentence` as soon as it is complete, with its text stripped of the markers and
 the ids of the documents it cites. Markers are found by the core
-:class:`~langchain_references._parser.CitationParser`, so a marker split across fragments
+:class:`~langchain_references._code.CodeAwareParser` (a marker inside Markdown code is text,
+as the rewriter leaves it), so a marker split across fragments
 (``"[1](i"`` + ``"d=2)"``) is handled, and the tracker inherits the parser's guarantee:
 **the sentences are the same however the text is cut into fragments**.
 
@@ -59,7 +60,8 @@ from functools import cache
 from types import ModuleType
 from typing import Any, Final
 
-from langchain_references._parser import Citation, CitationParser
+from langchain_references._code import CodeAwareParser
+from langchain_references._parser import Citation
 
 __all__ = [
     "SEGMENT_WINDOW",
@@ -274,7 +276,7 @@ class SentenceCitationTracker:
     )
 
     def __init__(self) -> None:
-        self._parser = CitationParser()
+        self._parser = CodeAwareParser()
         self._pieces: list[_Piece] = []  # the sentence so far, but for ``_run``
         self._run: list[str] = []  # characters of the text after the last piece
         self._tail: list[_Piece] = []

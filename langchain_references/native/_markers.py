@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from langchain_core.messages import BaseMessage
 
+from langchain_references._parser import coalesce
 from langchain_references.native.base import (
     NativeCitation,
     Piece,
@@ -154,27 +155,6 @@ def apply_cuts(text: str, cuts: Iterable[Cut]) -> list[Piece]:
         position = max(position, cut.end)
     pieces.append(text[position:])
     return coalesce(pieces)
-
-
-def coalesce(pieces: Iterable[Piece]) -> list[Piece]:
-    """Merge adjacent text pieces and drop empty ones.
-
-    Args:
-        pieces: Any pieces.
-
-    Returns:
-        The same content with no two consecutive strings and no empty string.
-    """
-    out: list[Piece] = []
-    for piece in pieces:
-        if isinstance(piece, str):
-            if not piece:
-                continue
-            if out and isinstance(out[-1], str):
-                out[-1] = out[-1] + piece
-                continue
-        out.append(piece)
-    return out
 
 
 def content_items(message: Any) -> list[str | dict[str, Any]]:

@@ -114,12 +114,21 @@ fragments = st.one_of(
 documents_text = st.lists(fragments, max_size=30).map("".join)
 
 
-@st.composite
-def splits(draw: st.DrawFn) -> tuple[str, list[str]]:
-    text = draw(documents_text)
-    cuts = sorted(draw(st.sets(st.integers(0, len(text)), max_size=len(text) + 1)))
-    bounds = [0, *cuts, len(text)]
-    return text, [text[a:b] for a, b in itertools.pairwise(bounds)]
+def split_texts(texts: st.SearchStrategy[str]) -> st.SearchStrategy[tuple[str, list[str]]]:
+    """A text drawn from ``texts``, and the same text cut anywhere into pieces."""
+
+    @st.composite
+    def split(draw: st.DrawFn) -> tuple[str, list[str]]:
+        text = draw(texts)
+        cuts = sorted(draw(st.sets(st.integers(0, len(text)), max_size=len(text) + 1)))
+        bounds = [0, *cuts, len(text)]
+        return text, [text[a:b] for a, b in itertools.pairwise(bounds)]
+
+    return split()
+
+
+def splits() -> st.SearchStrategy[tuple[str, list[str]]]:
+    return split_texts(documents_text)
 
 
 @settings(max_examples=400, deadline=None)

@@ -20,7 +20,7 @@ from langchain_references._parser import (
     Event,
 )
 from langchain_references.rewriter import ReferenceRewriter
-from tests.unit_tests.core.test_parser import citations, normalize, raw
+from tests.unit_tests.core.test_parser import citations, normalize, raw, split_texts
 
 Markers = tuple[str, ...]
 
@@ -307,12 +307,8 @@ fragments = st.one_of(
 documents_text = st.lists(fragments, max_size=30).map("".join)
 
 
-@st.composite
-def splits(draw: st.DrawFn) -> tuple[str, list[str]]:
-    text = draw(documents_text)
-    cuts = sorted(draw(st.sets(st.integers(0, len(text)), max_size=len(text) + 1)))
-    bounds = [0, *cuts, len(text)]
-    return text, [text[a:b] for a, b in itertools.pairwise(bounds)]
+def splits() -> st.SearchStrategy[tuple[str, list[str]]]:
+    return split_texts(documents_text)
 
 
 @pytest.mark.parametrize("markers", DIALECT_SETS)

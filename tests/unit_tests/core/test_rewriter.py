@@ -179,9 +179,11 @@ class Text(str):
 
 
 def test_plain_text_comes_back_as_the_very_object_in_every_dialect() -> None:
-    """Text that cannot start a citation of any dialect goes round the parser untouched."""
+    """Text that cannot start a citation of any dialect, nor code, goes round the parser
+    untouched (once the answer's first line has begun: before, a fence may open)."""
     rewriter = ReferenceRewriter(docs("u"), TextReferenceStyle(), markers=("id", "source"))
-    piece = Text("plain words, no marker")
+    assert rewriter.feed("So,") == "So,"
+    piece = Text(" plain words, no marker")
     assert rewriter.feed(piece) is piece
     assert rewriter.feed("then 【1†source】") == "then [1]"
     assert rewriter.finish() == "\n\n- [1] u"
