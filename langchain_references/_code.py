@@ -192,7 +192,7 @@ class MarkdownCode:
     def _end_run(self, out: list[Segment]) -> None:
         """The backtick or tilde run just read is whole: what it opens or closes."""
         char, length, at_start = self._run_char, self._run_length, self._run_at_start
-        self._run_char, self._run_length = "", 0
+        self._run_length = 0
         if self._mode == _PROSE:
             if at_start and length >= _FENCE_MIN:
                 self._mode, self._open_char, self._open_length = _FENCE, char, length

@@ -97,6 +97,9 @@ def parse(
         ("```\na[1]", [(False, "```"), (True, "\na[1]")]),  # the answer's end closes it
         ("``\na[1]", [(False, "``\na[1]")]),  # two backticks open no fence
         ("[1] `x` [2]", [(False, "[1] `"), (True, "x`"), (False, " [2]")]),
+        ("\u00a0```\nx[1]", [(False, "\u00a0```\nx[1]")]),  # a no-break space is no indent
+        ("~~ ```py\nx[1]", [(False, "~~ ```"), (True, "py"), (False, "\nx[1]")]),  # begun
+        ("XML [1]", [(False, "XML [1]")]),
     ],
 )
 def test_prose_and_code_are_told_apart(text: str, expected: list[Segment]) -> None:
@@ -112,6 +115,9 @@ def test_a_span_longer_than_the_hold_is_read_as_one_without_a_closer() -> None:
     # 5 characters held, the closer's included: code
     expected = [(False, "`"), (True, "[123`"), (False, " [2]")]
     assert segments(["`[123` [2]"], max_held=5) == expected
+    # each span counts its own characters
+    expected = [(False, "`"), (True, "[1]`"), (False, " `"), (True, "[234`"), (False, " x")]
+    assert segments(["`[1]` `[234` x"], max_held=5) == expected
 
 
 def test_only_the_span_text_from_a_possible_citation_is_held() -> None:
@@ -135,6 +141,9 @@ def test_flush_returns_the_held_span_text_as_code_and_the_span_goes_on() -> None
 def test_the_hold_must_be_positive() -> None:
     with pytest.raises(ValueError, match=r"^max_held must be >= 1, got 0$"):
         MarkdownCode("[", max_held=0)
+    code = MarkdownCode("[", max_held=1)  # the least: one character
+    assert code.feed("`[") == [(False, "`")]
+    assert code.held == "["
 
 
 def test_without_start_characters_nothing_is_held() -> None:
@@ -143,7 +152,7 @@ def test_without_start_characters_nothing_is_held() -> None:
 
 def test_quiet_says_when_plain_text_would_pass_as_it_is() -> None:
     parser = CodeAwareParser()
-    assert not parser.quiet  # no line has begun: a fence may open
+    assert parser.quiet is False  # no line has begun: a fence may open
     assert parser.feed("   ") == ["   "]
     assert not parser.quiet  # blanks: still the line's start
     assert parser.feed("```\n") == ["```\n"]  # a fence opened
@@ -160,9 +169,17 @@ def test_quiet_says_when_plain_text_would_pass_as_it_is() -> None:
     assert parser.feed(" x") == [" x"]  # it does not: text follows the fence
     assert parser.quiet
     assert parser.feed("\n[1](id=1)") == ["\n[1](id=1)"]  # still code
+    assert parser.feed("\n```\nSo ") == ["\n```\nSo "]  # the fence closed, a line began
+    assert parser.quiet is True
     parser = CodeAwareParser()
     assert parser.feed("so ") == ["so "]
-    assert parser.quiet
+    assert parser.quiet is True
+    assert parser.feed("more ") == ["more "]  # prose going on: the citation parser alone
+    assert parser.quiet is True
+    assert parser.feed("[1](i") == []
+    assert parser.quiet is False
+    assert parser.flush() == ["[1](i"]
+    assert parser.quiet is True
     assert parser.feed("```a") == ["```a"]  # the line has begun: a span, not a fence
     assert parser.quiet  # code, but nothing to hold
     assert parser.feed("[") == []
