@@ -99,7 +99,7 @@ def parse(
         ("[1] `x` [2]", [(False, "[1] `"), (True, "x`"), (False, " [2]")]),
         ("\u00a0```\nx[1]", [(False, "\u00a0```\nx[1]")]),  # a no-break space is no indent
         ("~~ ```py\nx[1]", [(False, "~~ ```"), (True, "py"), (False, "\nx[1]")]),  # begun
-        ("XML [1]", [(False, "XML [1]")]),
+        ("XML [1]\nA [2]", [(False, "XML [1]\nA [2]")]),  # only ` and ~ make fences
     ],
 )
 def test_prose_and_code_are_told_apart(text: str, expected: list[Segment]) -> None:
