@@ -156,7 +156,7 @@ class MarkdownCode:
                 self._newline(out)
             else:
                 self._text(out, token)
-        return out
+        return _joined(out)
 
     def close(self) -> list[Segment]:
         """End the stream: a code span still open had no closer, so its held text is prose.
@@ -170,7 +170,7 @@ class MarkdownCode:
         if self._mode == _SPAN:
             self._mode = _PROSE
             self._release(out, code=False)
-        return out
+        return _joined(out)
 
     def flush(self) -> list[Segment]:
         """Return the held code span text now, as code (the stream goes on inside the span).
@@ -248,11 +248,24 @@ class MarkdownCode:
 
 
 def _add(out: list[Segment], code: bool, text: str) -> None:
-    """Append a segment, merged into the last one if it is of the same kind."""
-    if out and out[-1][0] == code:
-        out[-1] = (code, out[-1][1] + text)
-    else:
-        out.append((code, text))
+    """Append a segment (:func:`_joined` merges the ones of a kind at the end)."""
+    out.append((code, text))
+
+
+def _joined(out: list[Segment]) -> list[Segment]:
+    """``out`` with adjacent segments of a kind joined, in linear time."""
+    if len(out) < 2:
+        return out
+    joined: list[Segment] = []
+    code = out[0][0]
+    texts: list[str] = []
+    for kind, text in out:
+        if kind != code:
+            joined.append((code, "".join(texts)))
+            code, texts = kind, []
+        texts.append(text)
+    joined.append((code, "".join(texts)))
+    return joined
 
 
 class CodeAwareParser:

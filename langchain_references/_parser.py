@@ -35,9 +35,10 @@ default dialect).
 from __future__ import annotations
 
 import functools
+import itertools
 import re
-from collections.abc import Collection, Iterable
-from typing import Final, NamedTuple, TypeVar
+from collections.abc import Collection, Iterable, Iterator
+from typing import Final, NamedTuple, TypeVar, cast
 
 __all__ = [
     "DEFAULT_MARKERS",
@@ -107,17 +108,14 @@ def coalesce(pieces: Iterable[str | _T]) -> list[str | _T]:
         pieces: Text and other pieces (citations), in order.
 
     Returns:
-        The same content with no two consecutive strings and no empty string.
+        The same content with no two consecutive strings and no empty string (in linear time).
     """
     out: list[str | _T] = []
-    for piece in pieces:
-        if isinstance(piece, str):
-            if not piece:
-                continue
-            if out and isinstance(out[-1], str):
-                out[-1] = out[-1] + piece
-                continue
-        out.append(piece)
+    for is_text, run in itertools.groupby(pieces, key=lambda piece: isinstance(piece, str)):
+        if not is_text:
+            out.extend(run)
+        elif text := "".join(cast("Iterator[str]", run)):
+            out.append(text)
     return out
 
 
