@@ -120,6 +120,12 @@ def test_a_span_longer_than_the_hold_is_read_as_one_without_a_closer() -> None:
     assert segments(["`[1]` `[234` x"], max_held=5) == expected
 
 
+def test_adjacent_segments_of_a_kind_come_joined() -> None:
+    assert MarkdownCode("[").feed("So\n") == [(False, "So\n")]
+    assert MarkdownCode("[").feed("So\nthen") == [(False, "So\nthen")]
+    assert MarkdownCode("[").feed("```\na\n") == [(False, "```"), (True, "\na\n")]
+
+
 def test_only_the_span_text_from_a_possible_citation_is_held() -> None:
     code = MarkdownCode("[")
     assert code.feed("Run `make ") == [(False, "Run `"), (True, "make ")]
