@@ -272,8 +272,8 @@ class CodeAwareParser:
     """A :class:`~langchain_references._parser.CitationParser` that leaves Markdown code alone.
 
     The prose of the stream goes through the citation parser; code (fenced blocks, code
-    spans: see the module docstring) comes out as plain text, markers and all. Its interface is
-    the citation parser's.
+    spans: see the module docstring) comes out as plain text, markers and all. It is fed and
+    closed as the citation parser is.
 
     Args:
         markers: The citation dialects to read (see :class:`CitationParser`).
@@ -302,21 +302,6 @@ class CodeAwareParser:
         self.special = re.compile("[" + re.escape(self._parser.starts) + "`~\n]").search
 
     @property
-    def markers(self) -> frozenset[str]:
-        """The dialects read (names in ``MARKER_DIALECTS``)."""
-        return self._parser.markers
-
-    @property
-    def starts(self) -> str:
-        """The characters a citation may begin with."""
-        return self._parser.starts
-
-    @property
-    def max_citation_length(self) -> int:
-        """The longest citation of the dialects read."""
-        return self._parser.max_citation_length
-
-    @property
     def pending(self) -> str:
         """The text held back: a possible citation, then a code span's undecided text."""
         return self._parser.pending + self._code.held
@@ -342,10 +327,11 @@ class CodeAwareParser:
     def flush(self) -> list[Event]:
         """Return everything held back now, the stream going on (before a provider's marker).
 
-        A possible citation is returned as text, and a code span's held text as code.
+        A possible citation is decided as at the stream's end (text, or a ``bracket``
+        citation), then a code span's held text comes as text (code).
 
         Returns:
-            The held-back text, as text events.
+            The held-back events.
         """
         events = [*self._parser.close(), *(text for _, text in self._code.flush())]
         self.quiet = self._code.settled

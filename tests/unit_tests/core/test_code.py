@@ -263,14 +263,11 @@ def test_a_marker_in_a_fenced_block_is_never_a_citation(
 # ------------------------------------------------------------------ the parser
 
 
-def test_the_parser_reads_the_citation_parser_options() -> None:
+def test_the_parser_reads_the_dialects_it_is_given() -> None:
     parser = CodeAwareParser(markers=("source", "bracket"))
-    assert parser.markers == frozenset({"source", "bracket"})
-    assert parser.starts == "【["
-    assert (
-        parser.max_citation_length
-        == CitationParser(markers=("source", "bracket")).max_citation_length
-    )
+    assert [bool(parser.special(c)) for c in "【[`~\n(a"] == [True] * 5 + [False] * 2
+    events = parser.feed("So 【2】 and `【1】` [3]") + parser.close()
+    assert [e.doc_id for e in events if isinstance(e, Citation)] == [2, 3]
     with pytest.raises(ValueError, match="unknown marker dialect"):
         CodeAwareParser(markers=("html",))
     with pytest.raises(TypeError, match=r"^CodeAwareParser.feed\(\) takes str, not bytes$"):
