@@ -4,6 +4,9 @@
 citations are renumbered and written in a :class:`ReferenceStyle` while the answer streams.
 The other parts live in subpackages, each with a small public API:
 
+:class:`ReferencesMiddleware` does the same for ``create_agent(middleware=[...])``, with
+document ids kept for the whole conversation.
+
 * :mod:`langchain_references.citations`: check an answer's citations (recall / precision);
 * :mod:`langchain_references.judges`: the judges (LLM, NLI, offline heuristic);
 * :mod:`langchain_references.factcheck`: the fact-check chain (search, fetch, judge, verdict);
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
         ReferencedRunnable,
         manage_references,
     )
+    from langchain_references.middleware import ReferencesMiddleware
     from langchain_references.prompting import FORMAT_REFERENCES, format_documents
     from langchain_references.rewriter import UsedReference
     from langchain_references.styles import (
@@ -51,6 +55,7 @@ _EXPORTS = {
     "MissingDocumentsError": "manager",
     "ReferencedRunnable": "manager",
     "manage_references": "manager",
+    "ReferencesMiddleware": "middleware",
     "FORMAT_REFERENCES": "prompting",
     "format_documents": "prompting",
     "UsedReference": "rewriter",
@@ -78,6 +83,7 @@ __all__ = [
     "ReferenceStyle",
     "ReferencedChatModel",
     "ReferencedRunnable",
+    "ReferencesMiddleware",
     "TextReferenceStyle",
     "UsedReference",
     "__version__",

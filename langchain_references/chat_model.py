@@ -7,9 +7,10 @@ unchanged, and LangGraph's ``stream_mode="messages"`` streams its rewritten toke
 
 In a conversation, the documents are the :class:`~langchain_core.documents.Document` lists in
 the ``artifact`` of its ``ToolMessage`` s (``create_retriever_tool(...,
-response_format="content_and_artifact")``, or any ``content_and_artifact`` tool). Each document
-gets an id unique in the conversation, numbered across tool calls and turns in conversation
-order, and the model is shown each such tool result as ``<document id=N>`` blocks
+response_format="content_and_artifact")``, or any ``content_and_artifact`` tool), in whatever
+form a checkpointed history gives them back (see :mod:`langchain_references.conversation`).
+Each document gets an id unique in the conversation, numbered across tool calls and turns in
+conversation order, and the model is shown each such tool result as ``<document id=N>`` blocks
 (:func:`~langchain_references.format_documents`) under the citation instruction. The answer's
 ``[n](id=k)`` citations are then rewritten while it streams, exactly as by
 :class:`~langchain_references.ReferencedRunnable` (the same per-chunk step), and the wrapped
@@ -36,39 +37,23 @@ from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.language_models.chat_models import (
     generate_from_stream,
 )
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
 from langchain_core.utils.pydantic import TypeBaseModel
 from pydantic import ConfigDict, model_validator
 from typing_extensions import override
 
+from langchain_references.conversation import ConversationIds, number_conversation
 from langchain_references.manager import (
     MODEL_INPUT_KEY,
     NOSTREAM_TAG,
     ReferencedRunnable,
     _Session,
 )
-from langchain_references.prompting import FORMAT_REFERENCES, format_documents
+from langchain_references.prompting import FORMAT_REFERENCES
 
 __all__ = ["ReferencedChatModel", "conversation_documents"]
-
-
-def _documents_of(message: BaseMessage) -> list[Document] | None:
-    """The documents a tool message carries in its artifact, or None."""
-    if not isinstance(message, ToolMessage):
-        return None
-    artifact = message.artifact
-    if isinstance(artifact, Document):
-        return [artifact]
-    if (
-        isinstance(artifact, Sequence)
-        and not isinstance(artifact, str | bytes)
-        and artifact
-        and all(isinstance(doc, Document) for doc in artifact)
-    ):
-        return list(artifact)
-    return None
 
 
 def conversation_documents(
@@ -84,7 +69,9 @@ def conversation_documents(
     Returns:
         The conversation as the model is shown it (each tool message whose artifact holds
         documents has them as ``<document id=N>`` blocks, ids unique in the conversation),
-        and the documents in id order (id ``k`` at position ``k``).
+        and the documents in id order (id ``k`` at position ``k``). See
+        :func:`~langchain_references.conversation.number_conversation`, which this calls
+        without earlier ids.
 
     Examples:
         >>> from langchain_core.messages import HumanMessage, ToolMessage
@@ -94,17 +81,7 @@ def conversation_documents(
         >>> print(shown[2].content.splitlines()[-3:])
         ['<document id=2>', 'Paris is in France.', '</document>']
     """
-    documents: list[Document] = []
-    shown: list[BaseMessage] = []
-    for message in messages:
-        found = _documents_of(message)
-        if found is None:
-            shown.append(message)
-            continue
-        blocks = format_documents(found, start=len(documents) + 1)
-        documents.extend(found)
-        content = blocks if instruction is None else f"{instruction}\n\n{blocks}"
-        shown.append(message.model_copy(update={"content": content}))
+    shown, documents, _ = number_conversation(messages, instruction=instruction)
     return shown, documents
 
 
@@ -123,6 +100,9 @@ class ReferencedChatModel(BaseChatModel):
             dialects) and the runnable that serves the dict input.
         bound: The wrapped model with tools or arguments bound (``bind_tools``), if any.
         model_name: The wrapped model's name (read by ``create_agent``).
+        ids: The document ids given on earlier calls of the conversation, which its tool
+            results keep (:class:`~langchain_references.ReferencesMiddleware` sets them from
+            the agent's state); None: ids follow the documents of the messages given.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -131,6 +111,7 @@ class ReferencedChatModel(BaseChatModel):
     references: ReferencedRunnable
     bound: Runnable[Any, Any] | None = None
     model_name: str | None = None
+    ids: ConversationIds | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -257,14 +238,17 @@ class ReferencedChatModel(BaseChatModel):
         citation check and the ``"references"`` event belong to the caller's run (a chat
         model's ``_stream`` is given no run manager to attach them to).
         """
-        shown, documents = conversation_documents(
-            self._convert_input(input).to_messages(), instruction=self._instruction()
-        )
+        shown, documents = self._number(self._convert_input(input).to_messages())
         model = self._model()
         if stop is not None or kwargs:
             model = model.bind(**({"stop": stop} if stop is not None else {}), **kwargs)
         runnable = self._runnable_over(model)
         return runnable, {self.references.documents_key: documents, MODEL_INPUT_KEY: shown}
+
+    def _number(self, messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], list[Document]]:
+        """The conversation shown to the model and its documents by id (see :attr:`ids`)."""
+        numbered = number_conversation(messages, instruction=self._instruction(), ids=self.ids)
+        return numbered.shown, numbered.documents
 
     def _instruction(self) -> str | None:
         """The citation instruction shown with the documents (for the ``[n](id=k)`` dialect)."""
@@ -288,7 +272,7 @@ class ReferencedChatModel(BaseChatModel):
         use_async: bool,
     ) -> tuple[_Session, list[BaseMessage], RunnableConfig]:
         """Open one answer: its session, the conversation shown to the model, its config."""
-        shown, documents = conversation_documents(messages, instruction=self._instruction())
+        shown, documents = self._number(messages)
         if run_manager is not None:
             config: RunnableConfig = {"callbacks": _child(run_manager)}
         else:  # BaseChatModel.stream() gives no run manager: the caller's config, tagged

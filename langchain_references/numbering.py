@@ -17,15 +17,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from langchain_core.documents import Document
 
 from langchain_references.styles import QUOTE_KEY, ReferenceStyle
 
-__all__ = ["SourceNumbering", "UsedReference"]
+__all__ = ["ABSENT_DOCUMENT", "SourceNumbering", "UsedReference"]
 
 _UNSET: Any = object()
+
+#: Stands, in a documents list, for an id whose document is no longer there (an agent's tool
+#: result summarized away): a citation of it is dropped as one of an unknown id. Compared by
+#: identity.
+ABSENT_DOCUMENT: Final = Document(page_content="", metadata={"absent": True})
 
 
 @dataclass(slots=True)
@@ -113,6 +118,11 @@ class SourceNumbering:
         """The sources cited so far, in number order."""
         return list(self._references)
 
+    def has(self, position: int) -> bool:
+        """Whether a 1-based position holds a citable document (in range, not absent)."""
+        documents = self._documents
+        return 1 <= position <= len(documents) and documents[position - 1] is not ABSENT_DOCUMENT
+
     def number(self, position: int) -> int | None:
         """The number of the document at a 1-based position, or None if it was not cited."""
         return self._numbers.get(position)
@@ -130,9 +140,10 @@ class SourceNumbering:
             numbered or recorded).
 
         Raises:
-            IndexError: If ``position`` is not in ``1..len(documents)``.
+            IndexError: If ``position`` is not in ``1..len(documents)``, or its document is
+                :data:`ABSENT_DOCUMENT`.
         """
-        if not 1 <= position <= len(self._documents):
+        if not self.has(position):
             raise IndexError(f"position {position} is not in 1..{len(self._documents)}")
         return self._cite(self._documents[position - 1], position, quote)
 

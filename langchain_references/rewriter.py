@@ -357,6 +357,13 @@ class ReferenceRewriter:
                 NO_DOCUMENTS_FIX,
             )
             return
+        if 1 <= citation.doc_id <= len(self._documents):  # the numbering's ABSENT_DOCUMENT
+            logger.warning(
+                "Dropped citation %s: document id %d is no longer in the conversation",
+                citation.raw,
+                citation.doc_id,
+            )
+            return
         logger.warning(
             "Dropped citation %s: document id %d is not in 1..%d",
             citation.raw,
@@ -366,7 +373,7 @@ class ReferenceRewriter:
 
     def _cite(self, citation: Citation) -> str:
         position = citation.doc_id
-        if not 1 <= position <= len(self._documents):
+        if not self._numbering.has(position):
             self._warn_unknown(citation)
             return ""
         if self._deep:

@@ -23,6 +23,7 @@ from langchain_references._concurrency import check_concurrency
 from langchain_references.citations.evaluation import AnswerReport
 from langchain_references.citations.sentences import CitedSentence, SentenceCitationTracker
 from langchain_references.citations.verifier import SentenceVerdict
+from langchain_references.numbering import ABSENT_DOCUMENT
 from langchain_references.styles import UnsupportedClaim
 
 __all__ = [
@@ -106,7 +107,9 @@ class StreamingCitationCheck:
         limit = check_concurrency(config.get("max_concurrency"), "config['max_concurrency']")
         self._limit = DEFAULT_MAX_CONCURRENCY if limit is None else limit
         self._verifier = verifier
-        self._passages = {i: doc for i, doc in enumerate(documents, start=1)}
+        self._passages = {
+            i: doc for i, doc in enumerate(documents, start=1) if doc is not ABSENT_DOCUMENT
+        }
         self._config = config
         self._tracker = SentenceCitationTracker()
         self._use_async = use_async

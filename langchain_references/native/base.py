@@ -26,6 +26,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 
 from langchain_references.errors import LangchainReferencesError
+from langchain_references.numbering import ABSENT_DOCUMENT
 
 __all__ = [
     "BaseNativeAdapter",
@@ -104,7 +105,11 @@ class NativeCitation:
         Returns:
             The cited document.
         """
-        if self.document_index is not None and 0 <= self.document_index < len(documents):
+        if (
+            self.document_index is not None
+            and 0 <= self.document_index < len(documents)
+            and documents[self.document_index] is not ABSENT_DOCUMENT
+        ):
             return documents[self.document_index]
         metadata: dict[str, Any] = {"source": self.source or self.url}
         if self.url:

@@ -1,0 +1,184 @@
+"""Reading a conversation's documents in every form its history gives them back, with ids.
+
+Unit tests of :mod:`langchain_references.conversation` (the agent tests over real
+checkpointers are in ``test_conversations.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.load import dumpd
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from langchain_references.chat_model import conversation_documents
+from langchain_references.conversation import (
+    ConversationIds,
+    artifact_documents,
+    as_document,
+    give_ids,
+    number_conversation,
+)
+from langchain_references.numbering import ABSENT_DOCUMENT
+
+PARIS = Document("Paris is in France.", metadata={"source": "https://paris.example"}, id="p")
+
+
+def tool(artifact: Any, call_id: str = "c1", *, message_id: str | None = None) -> ToolMessage:
+    return ToolMessage("tool text", artifact=artifact, tool_call_id=call_id, id=message_id)
+
+
+@pytest.mark.parametrize(
+    "item",
+    [PARIS, PARIS.model_dump(), dumpd(PARIS)],
+    ids=["document", "checkpoint-dict", "lc-constructor"],
+)
+def test_every_form_of_a_document_is_read_as_that_document(item: Any) -> None:
+    document = as_document(item)
+    assert isinstance(document, Document)
+    assert (document.page_content, document.metadata, document.id) == (
+        "Paris is in France.",
+        {"source": "https://paris.example"},
+        "p",
+    )
+
+
+def test_a_document_object_is_returned_as_it_is() -> None:
+    assert as_document(PARIS) is PARIS
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        "text",
+        3,
+        None,
+        {"page_content": "no type"},
+        {"type": "Other", "page_content": "x"},
+        {"lc": 1, "type": "constructor", "id": ["x", "AIMessage"], "kwargs": {}},
+        {"lc": 1, "type": "secret", "id": ["OPENAI_API_KEY"]},
+    ],
+)
+def test_anything_else_is_not_a_document(item: Any) -> None:
+    assert as_document(item) is None
+
+
+def test_a_checkpoint_dict_without_metadata_or_id_is_read() -> None:
+    document = as_document({"type": "Document", "page_content": "x"})
+    assert document is not None
+    assert (document.page_content, document.metadata, document.id) == ("x", {}, None)
+
+
+def test_artifacts_mixing_forms_keep_their_order() -> None:
+    other = Document("Lyon is in France.", metadata={"source": "https://lyon.example"})
+    found = artifact_documents(tool([dumpd(other), PARIS.model_dump(), PARIS]))
+    assert found is not None
+    assert [d.page_content for d in found] == [
+        "Lyon is in France.",
+        "Paris is in France.",
+        "Paris is in France.",
+    ]
+    assert found[2] is PARIS
+
+
+@pytest.mark.parametrize(
+    "artifact",
+    [[], (), None, "text", [PARIS, "text"], [PARIS, 3], {"count": 3}, [[PARIS]]],
+    ids=["empty", "empty-tuple", "none", "str", "mixed-str", "mixed-int", "dict", "nested"],
+)
+def test_an_artifact_that_is_not_a_list_of_documents_is_left_alone(artifact: Any) -> None:
+    message = tool(artifact)
+    assert artifact_documents(message) is None
+    shown, documents = conversation_documents([HumanMessage("q"), message])
+    assert documents == []
+    assert shown[1] is message  # shown as the tool returned it: "tool text", not documents
+
+
+def test_a_tool_that_found_nothing_keeps_its_own_text() -> None:
+    """An empty artifact is no documents: the tool's "No result" reaches the model as it is."""
+    empty = ToolMessage("No result found.", artifact=[], tool_call_id="c1")
+    found = ToolMessage("Paris.", artifact=[PARIS], tool_call_id="c2")
+    shown, documents = conversation_documents([empty, found])
+    assert shown[0].content == "No result found."
+    assert documents == [PARIS]
+    assert "<document id=1>" in shown[1].text
+
+
+def test_an_invalid_document_is_skipped_with_a_warning_and_the_rest_kept(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    broken = {"type": "Document", "page_content": None, "metadata": {}}
+    bad_metadata = {"type": "Document", "page_content": "x", "metadata": ["not", "a", "map"]}
+    invalid = Document.model_construct(page_content=None, metadata={})
+    with caplog.at_level(logging.WARNING, logger="langchain_references.conversation"):
+        found = artifact_documents(tool([broken, PARIS, bad_metadata, invalid], "call-7"))
+    assert found == [PARIS]
+    assert [r.getMessage() for r in caplog.records] == [
+        "Skipped item 0 of the artifact of tool call 'call-7': page_content is NoneType, not text",
+        "Skipped item 2 of the artifact of tool call 'call-7': metadata is list, not a mapping",
+        "Skipped item 3 of the artifact of tool call 'call-7': page_content is NoneType, not text",
+    ]
+
+
+def test_an_artifact_of_invalid_documents_only_is_no_documents() -> None:
+    assert artifact_documents(tool([{"type": "Document", "page_content": 3}])) is None
+
+
+def test_a_single_document_artifact_in_any_form_is_one_document() -> None:
+    for artifact in (PARIS, PARIS.model_dump(), dumpd(PARIS)):
+        found = artifact_documents(tool(artifact))
+        assert found is not None
+        assert [d.page_content for d in found] == ["Paris is in France."]
+
+
+def test_only_tool_messages_carry_documents() -> None:
+    assert artifact_documents(AIMessage("[1](id=1)")) is None
+
+
+def _docs(n: int, prefix: str) -> list[Document]:
+    return [Document(f"{prefix}{i}", metadata={"source": f"https://{prefix}{i}"}) for i in range(n)]
+
+
+def test_without_earlier_ids_documents_are_numbered_in_order_each_time_shown() -> None:
+    a, b = _docs(2, "a"), _docs(1, "b")
+    messages = [tool(a, "c1", message_id="m1"), tool(b, "c2", message_id="m2")]
+    given, ids = give_ids([*messages, messages[0]])
+    assert given == [(1, a), (3, b), (4, a)]
+    assert ids == ConversationIds({}, 6)
+
+
+def test_earlier_ids_are_kept_when_messages_before_them_are_removed() -> None:
+    a, b, c = _docs(2, "a"), _docs(1, "b"), _docs(2, "c")
+    first = [tool(a, "c1", message_id="m1"), tool(b, "c2", message_id="m2")]
+    _, ids = give_ids(first, ConversationIds())
+    assert ids == ConversationIds({"m1": 1, "m2": 3}, 4)
+    # "m1" summarized away, "m3" new: "m2" keeps id 3, "m3" goes on from 4
+    later = [HumanMessage("summary"), first[1], tool(c, "c3", message_id="m3")]
+    numbered = number_conversation(later, instruction=None, ids=ids)
+    assert numbered.ids == ConversationIds({"m1": 1, "m2": 3, "m3": 4}, 6)
+    assert numbered.documents == [ABSENT_DOCUMENT, ABSENT_DOCUMENT, *b, *c]
+    assert numbered.shown[1].text.startswith("<document id=3>")
+    assert "<document id=5>\nc1\n</document>" in numbered.shown[2].text
+    assert numbered.shown[0] is later[0]
+
+
+def test_a_tool_message_without_an_id_is_keyed_by_its_tool_call() -> None:
+    _, ids = give_ids([tool(_docs(1, "a"), "call-9")], ConversationIds())
+    assert ids.first == {"call-9": 1}
+
+
+def test_the_ids_survive_the_state_round_trip_and_bad_state_reads_as_none() -> None:
+    ids = ConversationIds({"m1": 1, "m2": 4}, 7)
+    assert ConversationIds.from_state(ids.to_state()) == ids
+    assert ConversationIds.from_state(None) == ConversationIds()
+    assert ConversationIds.from_state({"first": {"m": 0, "n": "2", "o": 3}, "next_id": -1}) == (
+        ConversationIds({"o": 3}, 1)
+    )
+
+
+def test_the_instruction_comes_before_each_tool_results_documents() -> None:
+    numbered = number_conversation([tool([PARIS])], instruction="CITE")
+    assert numbered.shown[0].text == ("CITE\n\n<document id=1>\nParis is in France.\n</document>")
