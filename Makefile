@@ -1,5 +1,5 @@
 # Two entry points: `make demo` and `make test`. Both set everything up on a fresh machine.
-# `make demo` installs only what the demo needs (this project with [demo,factcheck]);
+# `make demo` installs only what the demo needs (this project with [demo,factcheck,llm]);
 # `make test` (and lint, typecheck, unit, bench, docs) installs [all,dev]: every extra and the dev tools.
 PYTHON ?= python3
 VENV ?= .venv
@@ -17,10 +17,10 @@ $(PY):
 
 # pip runs without -q: its Collecting / Downloading / Installing lines are the progress.
 $(DEMO_STAMP): pyproject.toml | $(PY)
-	@echo "== Installing the demo's packages into $(VENV): this project with the [demo,factcheck]"
+	@echo "== Installing the demo's packages into $(VENV): this project with the [demo,factcheck,llm]"
 	@echo "   extras (onnxruntime, tokenizers, chromadb, trafilatura, httpx...; about 650 MB,"
 	@echo "   a minute or two on a first run). The dev tools are not installed (make test does)."
-	$(PIP) install --progress-bar on -e ".[demo,factcheck]"
+	$(PIP) install --progress-bar on -e ".[demo,factcheck,llm]"
 	touch $(DEMO_STAMP)
 
 $(DEV_STAMP): pyproject.toml | $(PY)

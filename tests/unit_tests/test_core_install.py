@@ -34,7 +34,7 @@ IMPORT_NAMES = {
 }
 
 
-def optional_imports() -> tuple[str, ...]:
+def optional_imports(*, installed: tuple[str, ...] = ()) -> tuple[str, ...]:
     """The top-level modules of the distributions that only the extras install.
 
     Read from ``pyproject.toml``: every requirement of every extra except ``[dev]``, minus the
@@ -42,7 +42,11 @@ def optional_imports() -> tuple[str, ...]:
     in one, is blocked here without anyone editing this list.
     """
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    core = _closure(_distribution(req) for req in project["dependencies"])
+    extras = project["optional-dependencies"]
+    core = _closure(
+        _distribution(req)
+        for req in [*project["dependencies"], *(r for extra in installed for r in extras[extra])]
+    )
     names = set()
     for extra, requirements in project["optional-dependencies"].items():
         if extra == "dev":
@@ -85,11 +89,14 @@ def _distribution(requirement: str) -> str:
 #: The optional dependencies absent from a core install.
 BLOCKED = optional_imports()
 
-BLOCKER = textwrap.dedent(
-    f"""
+
+def blocker(blocked: tuple[str, ...]) -> str:
+    """Code that makes the imports ``blocked`` raise ``ModuleNotFoundError``."""
+    return textwrap.dedent(
+        f"""
     import importlib.abc, sys
 
-    BLOCKED = {BLOCKED!r}
+    BLOCKED = {blocked!r}
 
     class Blocker(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path=None, target=None):
@@ -99,13 +106,20 @@ BLOCKER = textwrap.dedent(
 
     sys.meta_path.insert(0, Blocker())
     """
-)
+    )
 
 
-def run_core(code: str) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` in a fresh interpreter where the optional dependencies cannot be imported."""
+BLOCKER = blocker(BLOCKED)
+
+
+def run_core(code: str, *, extras: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter where the optional dependencies cannot be imported.
+
+    ``extras``: those of these extras can (an install of ``.[extras]``).
+    """
+    prelude = blocker(optional_imports(installed=extras)) if extras else BLOCKER
     return subprocess.run(
-        [sys.executable, "-c", BLOCKER + textwrap.dedent(code)],
+        [sys.executable, "-c", prelude + textwrap.dedent(code)],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
@@ -258,3 +272,37 @@ def test_the_wheel_holds_the_data_files_the_license_and_py_typed(tmp_path: Path)
     assert "License-Expression: Apache-2.0" in metadata
     assert "License-File: LICENSE" in metadata
     assert "Provides-Extra: llm" in metadata
+
+
+def test_the_agents_page_runs_on_an_install_of_the_llm_extra() -> None:
+    """``pip install ".[llm]"``, as the page says: every snippet of it runs, nothing more needed."""
+    assert "langchain" not in optional_imports(installed=("llm",))
+    assert "numpy" in optional_imports(installed=("llm",))
+    result = run_core(
+        """
+        from pathlib import Path
+        from tests.unit_tests._snippets import run_snippets
+
+        page = Path("docs/agents-and-langgraph.md")
+        print("ran", run_snippets(page, "docs/agents-and-langgraph.md"))
+        """,
+        extras=("llm",),
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "ran 4"
+    assert 'pip install ".[llm]"' in (REPO_ROOT / "docs" / "agents-and-langgraph.md").read_text(
+        encoding="utf-8"
+    )
+
+
+def test_the_agents_page_needs_the_llm_extra() -> None:
+    result = run_core(
+        """
+        from pathlib import Path
+        from tests.unit_tests._snippets import run_snippets
+
+        run_snippets(Path("docs/agents-and-langgraph.md"), "docs/agents-and-langgraph.md")
+        """
+    )
+    assert result.returncode == 1
+    assert "No module named 'langchain'" in result.stderr

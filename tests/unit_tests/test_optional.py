@@ -273,7 +273,7 @@ def test_make_demo_installs_only_the_demo_extras_and_shows_progress(tmp_path: An
     dry = make_dry_run("demo", str(tmp_path / "venv"))
     installs = [line for line in dry.splitlines() if " pip install " in line and "-e" in line]
     assert len(installs) == 1, dry
-    assert '".[demo,factcheck]"' in installs[0]
+    assert '".[demo,factcheck,llm]"' in installs[0]  # llm: the README's agent snippet
     assert " -q" not in installs[0]  # pip's progress stays visible
     assert "dev" not in installs[0]
     assert "Installing the demo's packages" in dry

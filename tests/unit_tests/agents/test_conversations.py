@@ -23,7 +23,9 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from langchain_references import ReferencesMiddleware, TextReferenceStyle, manage_references
+from tests.unit_tests._snippets import run_snippets
 from tests.unit_tests.agents.test_agents import NEEDLE, TOWER, ListRetriever, call
+from tests.unit_tests.conftest import REPO_ROOT
 from tests.unit_tests.fakes import AgentChatModel
 
 RAIN = [Document("It rains 150 days a year.", metadata={"source": "https://rain.example"})]
@@ -222,3 +224,18 @@ def test_earlier_answers_in_the_history_do_not_change_the_next_numbering(form: s
     second = agent.invoke({"messages": [HumanMessage("b")]}, config)["messages"][-1]
     assert second.content == "Paris [1].\n\n- [1] https://tower.example"
     assert summary(second) == [(1, "https://tower.example", [3])]
+
+
+@pytest.mark.slow
+def test_the_agents_page_prints_what_it_shows(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every ```text block of docs/agents-and-langgraph.md is what its snippets print."""
+    page = REPO_ROOT / "docs" / "agents-and-langgraph.md"
+    monkeypatch.chdir(REPO_ROOT)
+    run_snippets(page, "docs/agents-and-langgraph.md")
+    printed = capsys.readouterr().out
+    shown = re.findall(r"```text\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+    assert len(shown) >= 4
+    for block in shown:
+        assert block in printed

@@ -14,7 +14,7 @@ from langchain_references.factcheck import report
 from langchain_references.factcheck.result import Evidence, FactCheckResult
 from langchain_references.factcheck.verdict import Verdict
 from langchain_references.judges import Label
-from langchain_references.numbering import SourceNumbering, UsedReference
+from langchain_references.numbering import ABSENT_DOCUMENT, SourceNumbering, UsedReference
 from langchain_references.rewriter import ReferenceRewriter
 from langchain_references.server import article
 from langchain_references.styles import (
@@ -227,3 +227,29 @@ def test_no_markers_are_written_to_be_parsed_back(module: object) -> None:
 def test_used_reference_is_one_class_everywhere() -> None:
     assert rewriter_module.UsedReference is numbering_module.UsedReference
     assert langchain_references.UsedReference is numbering_module.UsedReference
+
+
+def test_equal_chunks_without_a_source_at_two_positions_are_two_sources() -> None:
+    """A listed document without a source id is its own source: keyed by position, not content.
+
+    Two retrieved chunks with the same text and no source are two documents the reader cannot
+    tell apart but the model was shown twice: each keeps its own number.
+    """
+    same = [Document("Same text."), Document("Same text.")]
+    numbering = SourceNumbering(same, TextReferenceStyle())
+    assert [numbering.cite(2), numbering.cite(1), numbering.cite(2)] == ["[1]", "[2]", "[1]"]
+    assert [(ref.number, ref.positions) for ref in numbering.references] == [(1, [2]), (2, [1])]
+
+
+def test_an_absent_document_is_not_citable() -> None:
+    docs = [ABSENT_DOCUMENT, Document("b", metadata={"source": "https://b"})]
+    numbering = SourceNumbering(docs, TextReferenceStyle())
+    assert [numbering.has(0), numbering.has(1), numbering.has(2), numbering.has(3)] == [
+        False,
+        False,
+        True,
+        False,
+    ]
+    with pytest.raises(IndexError, match="position 1 is not in 1..2"):
+        numbering.cite(1)
+    assert numbering.cite(2) == "[1]"
