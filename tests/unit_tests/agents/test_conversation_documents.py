@@ -23,6 +23,7 @@ from langchain_references.conversation import (
     number_conversation,
 )
 from langchain_references.numbering import ABSENT_DOCUMENT
+from langchain_references.prompting import FORMAT_REFERENCES
 
 PARIS = Document("Paris is in France.", metadata={"source": "https://paris.example"}, id="p")
 
@@ -182,3 +183,13 @@ def test_the_ids_survive_the_state_round_trip_and_bad_state_reads_as_none() -> N
 def test_the_instruction_comes_before_each_tool_results_documents() -> None:
     numbered = number_conversation([tool([PARIS])], instruction="CITE")
     assert numbered.shown[0].text == ("CITE\n\n<document id=1>\nParis is in France.\n</document>")
+
+
+def test_conversation_documents_shows_the_citation_instruction_by_default() -> None:
+    shown, documents = conversation_documents([tool([PARIS])])
+    assert shown[0].text == (
+        f"{FORMAT_REFERENCES}\n\n<document id=1>\nParis is in France.\n</document>"
+    )
+    assert documents == [PARIS]
+    shown, _ = conversation_documents([tool([PARIS])], instruction="CITE")
+    assert shown[0].text == "CITE\n\n<document id=1>\nParis is in France.\n</document>"

@@ -253,3 +253,21 @@ def test_an_absent_document_is_not_citable() -> None:
     with pytest.raises(IndexError, match=r"^position 1 is not in 1\.\.2$"):
         numbering.cite(1)
     assert numbering.cite(2) == "[1]"
+
+
+def test_equal_unsourced_documents_share_a_number_whatever_their_metadata_order() -> None:
+    """A provider rebuilds an unsourced document per citation: its metadata keys may come in
+    any order, and metadata values may repeat; the same document keeps its number."""
+    numbering = SourceNumbering([], TextReferenceStyle())
+    first = Document("Same text.", metadata={"page": "1", "line": "1"})
+    again = Document("Same text.", metadata={"line": "1", "page": "1"})
+    other = Document("Same text.", metadata={"page": "2", "line": "1"})
+    assert [numbering.cite_document(d) for d in (first, again, other)] == ["[1]", "[1]", "[2]"]
+
+
+def test_unsourced_documents_with_keys_of_mixed_types_are_numbered() -> None:
+    numbering = SourceNumbering([], TextReferenceStyle())
+    mixed = {1: "one", "a": "x"}
+    first = Document("Text.", metadata=mixed)
+    again = Document("Text.", metadata=dict(reversed(mixed.items())))
+    assert [numbering.cite_document(first), numbering.cite_document(again)] == ["[1]", "[1]"]
