@@ -14,12 +14,15 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import (
+    ExtendedModelResponse,
     ModelFallbackMiddleware,
+    ModelRequest,
+    ModelResponse,
     ModelRetryMiddleware,
     SummarizationMiddleware,
 )
 from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import BaseModel
 
@@ -29,6 +32,7 @@ from langchain_references import (
     TextReferenceStyle,
     manage_references,
 )
+from langchain_references.conversation import ConversationIds
 from langchain_references.middleware import REFERENCE_IDS_KEY
 from tests.unit_tests.agents.test_agents import TWO_CALLS, TWO_CALLS_TEXT, call, retriever_tool
 from tests.unit_tests.agents.test_conversations import RAIN, answer_tokens, search_tool, shown_ids
@@ -313,3 +317,41 @@ async def test_the_async_agent_keeps_the_ids_in_the_state() -> None:
     )
     ids = (await agent.aget_state(config)).values[REFERENCE_IDS_KEY]
     assert ids["next_id"] == 1 + len(RAIN) + 2
+
+
+def test_the_middlewares_output_version_overrides_the_models_own() -> None:
+    model = AgentChatModel(script=list(TWO_CALLS), output_version="v0")
+    middleware = ReferencesMiddleware(style=TextReferenceStyle(), output_version="v1")
+    agent = create_agent(model, tools=[retriever_tool()], middleware=[middleware])
+    (block,) = final(agent).content
+    assert isinstance(block, dict)
+    assert (block["type"], block["text"]) == ("text", TWO_CALLS_TEXT)
+    assert [a["url"] for a in block["annotations"]] == [
+        "https://needle.example",
+        "https://needle.example",
+        "https://history.example",
+        "https://tower.example",
+    ]
+
+
+def id_request(reference_ids: dict[str, Any] | None) -> ModelRequest[Any]:
+    tool_message = ToolMessage("t", artifact=RAIN, tool_call_id="c1", id="m1")
+    state: dict[str, Any] = {"messages": [tool_message]}
+    if reference_ids is not None:
+        state[REFERENCE_IDS_KEY] = reference_ids
+    return ModelRequest(model=AgentChatModel(), messages=[tool_message], state=state)
+
+
+def test_a_call_that_gives_no_new_ids_does_not_update_the_state() -> None:
+    middleware = ReferencesMiddleware()
+    response = ModelResponse(result=[AIMessage("Rain.", response_metadata={"references": []})])
+    known = {"first": {"m1": 1}, "next_id": 2}
+    request = id_request(known)
+    _, ids = middleware.prepare(request)
+    assert ids == ConversationIds({"m1": 1}, 2)
+    assert middleware.respond(request, response, ids) is response
+    grown = middleware.respond(id_request(None), response, ids)
+    assert isinstance(grown, ExtendedModelResponse)
+    assert grown.model_response is response
+    assert grown.command is not None
+    assert grown.command.update == {REFERENCE_IDS_KEY: known}
