@@ -34,7 +34,13 @@ from langchain_references import (
 )
 from langchain_references.conversation import ConversationIds
 from langchain_references.middleware import REFERENCE_IDS_KEY
-from tests.unit_tests.agents.test_agents import TWO_CALLS, TWO_CALLS_TEXT, call, retriever_tool
+from tests.unit_tests.agents.test_agents import (
+    NEEDLE,
+    TWO_CALLS,
+    TWO_CALLS_TEXT,
+    call,
+    retriever_tool,
+)
 from tests.unit_tests.agents.test_conversations import RAIN, answer_tokens, search_tool, shown_ids
 from tests.unit_tests.fakes import AgentChatModel
 
@@ -362,3 +368,11 @@ def test_a_call_that_gives_no_new_ids_does_not_update_the_state() -> None:
     assert grown.model_response is response
     assert grown.command is not None
     assert grown.command.update == {REFERENCE_IDS_KEY: known}
+
+
+def test_the_prepared_model_takes_the_dict_input_under_the_documents_key() -> None:
+    model = AgentChatModel(script=[AIMessage("Seattle [4](id=1).")])
+    middleware = ReferencesMiddleware(documents_key="docs", style=TextReferenceStyle())
+    prepared, _ = middleware.prepare(ModelRequest(model=model, messages=[], state={"messages": []}))
+    answer = prepared.model.invoke({"docs": NEEDLE, "input": [HumanMessage("q")]})
+    assert answer.content == "Seattle [1].\n\n- [1] https://needle.example"
