@@ -15,6 +15,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
+    ChatMessage,
     HumanMessage,
     ToolMessage,
 )
@@ -337,3 +338,21 @@ def test_stop_and_model_arguments_reach_the_bound_model_when_streamed() -> None:
         chunks = list(model.stream(HISTORY, **options))
         assert "".join(map(str, chunks)) == "Seattle [1].\n\n- [1] https://needle.example"
     assert seen == [{"stop": ["END"]}, {"temperature": 0.5}, {"stop": ["X"], "seed": 3}, {}]
+
+
+def test_a_bound_model_answering_a_chat_message_gives_an_ai_message_when_streamed() -> None:
+    """A whole message without tool calls or usage (a ``ChatMessage``) becomes an AI message."""
+
+    def answer(messages: Any, **kwargs: Any) -> ChatMessage:
+        return ChatMessage(content="Seattle [4](id=1).", role="assistant", id="answer-2")
+
+    wrapped = manage_references(AgentChatModel(), style=TextReferenceStyle())
+    model = wrapped.model_copy(update={"bound": RunnableLambda(answer)})
+    message = model.invoke(HISTORY, stream=True)
+    assert isinstance(message, AIMessage)
+    assert (message.content, message.id, message.tool_calls, message.usage_metadata) == (
+        "Seattle [1].\n\n- [1] https://needle.example",
+        "answer-2",
+        [],
+        None,
+    )
