@@ -356,3 +356,32 @@ def test_a_bound_model_answering_a_chat_message_gives_an_ai_message_when_streame
         [],
         None,
     )
+
+
+def test_a_bound_models_whole_message_keeps_its_name_and_extra_fields_when_invoked() -> None:
+    def whole(messages: Any, **kwargs: Any) -> AIMessage:
+        return AIMessage("Seattle [4](id=1).", name="bot", additional_kwargs={"refusal": None})
+
+    wrapped = manage_references(AgentChatModel(), style=TextReferenceStyle())
+    model = wrapped.model_copy(update={"bound": RunnableLambda(whole)})
+    message = model.invoke(HISTORY)
+    assert (message.content, message.name, message.additional_kwargs) == (
+        "Seattle [1].\n\n- [1] https://needle.example",
+        "bot",
+        {"refusal": None},
+    )
+
+
+def test_stop_and_model_arguments_reach_the_bound_model_when_invoked() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def answer(messages: Any, **kwargs: Any) -> str:
+        seen.append(kwargs)
+        return "Seattle [4](id=1)."
+
+    wrapped = manage_references(AgentChatModel(), style=TextReferenceStyle())
+    model = wrapped.model_copy(update={"bound": RunnableLambda(answer)})
+    assert model.invoke(HISTORY, stop=["END"], seed=3).content == (
+        "Seattle [1].\n\n- [1] https://needle.example"
+    )
+    assert seen == [{"stop": ["END"], "seed": 3}]
