@@ -385,3 +385,21 @@ def test_stop_and_model_arguments_reach_the_bound_model_when_invoked() -> None:
         "Seattle [1].\n\n- [1] https://needle.example"
     )
     assert seen == [{"stop": ["END"], "seed": 3}]
+
+
+async def test_stop_and_model_arguments_reach_the_bound_model_async() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def answer(messages: Any, **kwargs: Any) -> str:
+        seen.append(kwargs)
+        return "Seattle [4](id=1)."
+
+    wrapped = manage_references(AgentChatModel(), style=TextReferenceStyle())
+    model = wrapped.model_copy(update={"bound": RunnableLambda(answer)})
+    for stream in (False, True):
+        message = await model.ainvoke(HISTORY, stop=["END"], seed=3, stream=stream)
+        assert message.content == "Seattle [1].\n\n- [1] https://needle.example"
+    assert seen == [
+        {"stop": ["END"], "seed": 3, "stream": False},
+        {"stop": ["END"], "seed": 3, "stream": True},
+    ]
