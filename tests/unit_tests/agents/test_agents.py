@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.messages import (
     AIMessage,
@@ -30,6 +31,7 @@ from langchain_references import (
     TextReferenceStyle,
     manage_references,
 )
+from langchain_references.manager import NOSTREAM_TAG
 from tests.unit_tests.fakes import AgentChatModel
 
 NEEDLE = [
@@ -403,3 +405,40 @@ async def test_stop_and_model_arguments_reach_the_bound_model_async() -> None:
         {"stop": ["END"], "seed": 3, "stream": False},
         {"stop": ["END"], "seed": 3, "stream": True},
     ]
+
+
+class ChatRuns(BaseCallbackHandler):
+    """Records each chat model run: its id, its parent's and its tags."""
+
+    def __init__(self) -> None:
+        self.runs: list[tuple[Any, Any, list[str]]] = []
+
+    def on_chat_model_start(
+        self,
+        serialized: Any,
+        messages: Any,
+        *,
+        run_id: Any,
+        parent_run_id: Any = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.runs.append((run_id, parent_run_id, sorted(tags or [])))
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_the_wrapped_models_invoked_run_is_a_child_of_the_wrappers_tagged_not_to_stream(
+    use_async: bool,
+) -> None:
+    model = AgentChatModel(script=[AIMessage("Seattle [4](id=1).")])
+    wrapped = manage_references(model, style=TextReferenceStyle())
+    handler = ChatRuns()
+    config: Any = {"callbacks": [handler]}
+    if use_async:
+        message = asyncio.run(wrapped.ainvoke(HISTORY, config))
+    else:
+        message = wrapped.invoke(HISTORY, config)
+    assert message.content == "Seattle [1].\n\n- [1] https://needle.example"
+    (outer, outer_parent, outer_tags), (_, inner_parent, inner_tags) = handler.runs
+    assert (outer_parent, outer_tags) == (None, [])
+    assert (inner_parent, inner_tags) == (outer, [NOSTREAM_TAG])
