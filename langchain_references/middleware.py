@@ -131,7 +131,7 @@ class ReferencesMiddleware(AgentMiddleware[ReferencesState, Any, Any]):
             The request to hand on, and the ids to keep in the state.
         """
         known = ConversationIds.from_state(request.state.get(REFERENCE_IDS_KEY))
-        _, ids = give_ids(request.messages, known)
+        _, ids = give_ids(request.messages, known, warn=False)  # the model's own call warns
         response_format = request.response_format
         if response_format is not None and not isinstance(response_format, ToolStrategy):
             return request, ids  # structured output as text: not rewritten
