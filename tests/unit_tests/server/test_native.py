@@ -359,6 +359,12 @@ def test_answer_json_is_cited(make_client: ClientFactory) -> None:
     ]
     assert next(d["record_id"] for d in data["documents"]) == "needle"
     assert data["citation_check"] is None
+    assert data["answerer"] == {
+        "kind": "extractive",
+        "model": None,
+        "description": "copies the documents' sentences closest to the question, each cited: "
+        "not a generative model",
+    }
 
 
 def test_answer_streams_tokens_that_join_to_the_answer(make_client: ClientFactory) -> None:
@@ -373,6 +379,8 @@ def test_answer_streams_tokens_that_join_to_the_answer(make_client: ClientFactor
     names = [name for name, _, _ in events]
     assert names[0] == "documents"
     assert names[-2:] == ["references", "result"]
+    assert events[0][1]["answerer"]["kind"] == "extractive"  # named before the answer
+    assert events[-1][1]["answerer"] == events[0][1]["answerer"]
     tokens = [data["text"] for name, data, _ in events if name == "token"]
     assert len(tokens) > 3
     result = events[-1][1]
@@ -577,3 +585,21 @@ def test_the_web_passages_are_ranked_by_the_index_model_and_the_servers_retrieva
 
     index_only = build_checker(Services(settings=settings, index=index, judge=ScriptedJudge()), k=1)
     assert index_only.embeddings is None
+
+
+def test_an_llm_answerer_is_named_by_its_model() -> None:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    from langchain_references.server.answer import answerer_info
+
+    class Named(GenericFakeChatModel):
+        model_name: str = "gpt-4o-mini\u202e\x00"
+
+    assert answerer_info(Named(messages=iter([]))) == {
+        "kind": "llm",
+        "model": "gpt-4o-mini",
+        "description": None,
+    }
+    assert answerer_info(GenericFakeChatModel(messages=iter([])))["model"] == (
+        "GenericFakeChatModel"
+    )
