@@ -356,6 +356,20 @@ class ReferenceStyle:
         """
         return _section("\n\nCitation check:\n", [_text_check_line(claim) for claim in unsupported])
 
+    #: The word :meth:`format_unsupported` writes after an unsupported citation.
+    unsupported_label: str = "unsupported"
+
+    def format_unsupported(self) -> str:
+        """Return the flag written right after a citation its document does not support.
+
+        With ``manage_references(..., on_unsupported="flag")`` each rendered citation the
+        verifier finds unsupported (not precise) is followed by it.
+
+        Returns:
+            The flag (plain text here, `` (unsupported)``; each built-in style writes its form).
+        """
+        return f" ({clean_text(self.unsupported_label)})"
+
     def _links(self, refs: Sequence[tuple[int, Document]]) -> list[tuple[int, str | None, str]]:
         """Return ``(number, safe URL or None, clean label)`` for each reference."""
         rows = []
@@ -460,6 +474,10 @@ class MarkdownReferenceStyle(_LinkingStyle):
         """Write one ``- **n** [Title](URL)`` line per source."""
         return _section("\n\n", [_markdown_link_line(*link) for link in self._links(refs)])
 
+    def format_unsupported(self) -> str:
+        """Write `` *(unsupported)*`` (emphasis)."""
+        return f" *({_markdown_text(self.unsupported_label)})*"
+
     def format_citation_check(self, unsupported: list[UnsupportedClaim]) -> str:
         """Write a bold heading and one bullet per unsupported sentence."""
         lines = [_markdown_check_line(claim) for claim in unsupported]
@@ -497,6 +515,11 @@ class HTMLReferenceStyle(_LinkingStyle):
         """Write an ordered list of links to the sources."""
         items = [_html_link_item(url, label) for _, url, label in self._links(refs)]
         return _section("\n\n<ol>", items, "</ol>", separator="")
+
+    def format_unsupported(self) -> str:
+        """Write `` <em class="unsupported">(unsupported)</em>``, the label escaped."""
+        label = html.escape(clean_text(self.unsupported_label))
+        return f' <em class="unsupported">({label})</em>'
 
     def format_citation_check(self, unsupported: list[UnsupportedClaim]) -> str:
         """Write an ``<aside class="citation-check">`` list; everything escaped."""
