@@ -334,6 +334,7 @@ class _Session:
         "check",
         "check_data",
         "ended",
+        "feed",
         "has_list_content",
         "held",
         "held_at",
@@ -379,6 +380,10 @@ class _Session:
         self.released = 0  # sentences rendered so far (held mode)
         self.ended = ""  # what the end of the wrapped stream released (see close())
         self.verdicts: list[SentenceVerdict] | None = None
+        #: ``feed(text)``: take a text chunk, return the rewritten text now certain. Without a
+        #: citation check it is the rewriter's own ``feed`` (no layer of the session's on the
+        #: hot path); with one, :meth:`_checked_feed`.
+        self.feed: Callable[[str], str] = rewriter.feed if check is None else self._checked_feed
         self.check_data: dict[str, Any] | None = None
         self.unsupported: list[UnsupportedClaim] = []
         self.has_list_content = False
@@ -388,14 +393,11 @@ class _Session:
         self.whole: BaseMessage | None = None
         self.native: NativeRun | None = None  # the provider's own citations, if read
 
-    def feed(self, text: str) -> str:
-        """Take a text chunk; return the rewritten text now certain.
+    def _checked_feed(self, text: str) -> str:
+        """:attr:`feed` with a citation check: one parse, for the check and the rewriter.
 
-        Without a citation check the rewriter parses and renders it. With one, the rewriter's
-        parser parses it once and its events go to the check and to :meth:`_route`.
+        The rewriter's parser parses the chunk; its events go to :meth:`_route`.
         """
-        if self.check is None:
-            return self.rewriter.feed(text)
         return self._route(self.rewriter.parse(text))
 
     def cite(self, document: Document, quote: str | None) -> str:
@@ -513,11 +515,12 @@ class _Session:
         Raises:
             TypeError: If the chunk is neither text nor a message.
         """
-        if isinstance(chunk, BaseMessageChunk):
+        # the exact class first: isinstance of a pydantic (ABC) class costs more per chunk
+        if chunk.__class__ is AIMessageChunk or isinstance(chunk, BaseMessageChunk):
             self.saw_chunks = True
             if chunk.id:
                 self.last_id = chunk.id
-            content = self._native_content(chunk)
+            content = self._native_content(chunk) if self.native is not None else None
             if content is None:
                 content = self.rewrite_content(chunk.content)
             if self.v1 and isinstance(content, str):
@@ -535,7 +538,7 @@ class _Session:
                 return None  # text held back, and nothing else in the chunk: yield nothing
             return chunk.model_copy(update=update)
         if isinstance(chunk, BaseMessage):  # a non-streaming runnable: the whole output
-            whole = self._native_content(chunk)
+            whole = self._native_content(chunk) if self.native is not None else None
             if whole is None:
                 whole = self.rewrite_content(chunk.content)
             self.whole = chunk.model_copy(update={"content": whole})
@@ -546,11 +549,19 @@ class _Session:
         )
 
     def _native_content(self, message: BaseMessage) -> str | list[Any] | None:
-        """The content with the provider's own citations rendered, or None if none are read."""
-        if self.native is None:
+        """The content with the provider's own citations rendered, or None if none are read.
+
+        Once the native run knows that no adapter reads this run, the session lets it go:
+        the later chunks skip it.
+        """
+        native = self.native
+        assert native is not None  # the caller checks
+        content = native.rewrite(message)
+        if content is None:
+            if native.idle:
+                self.native = None
             return None
-        content = self.native.rewrite(message)
-        if content is not None and not isinstance(content, str):
+        if not isinstance(content, str):
             self.has_list_content = True
         return content
 

@@ -68,6 +68,11 @@ class NativeRun:
         self._decided = False  # True once the run is known to have no adapter
         self._last_index: Any = None
 
+    @property
+    def idle(self) -> bool:
+        """Whether the run is known to have no adapter (it renders nothing, ever)."""
+        return self._adapter is None and self._decided
+
     def rewrite(self, message: BaseMessage) -> str | list[Any] | None:
         """Return the new content of ``message``, or None when no adapter reads it.
 
