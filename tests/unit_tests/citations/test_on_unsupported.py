@@ -177,3 +177,64 @@ def test_the_option_is_checked() -> None:
     with pytest.raises(ValueError, match=r"^on_unsupported='drop' needs a verifier$"):
         manage_references(answerer, on_unsupported="drop")
     assert manage_references(answerer).on_unsupported == "keep"  # type: ignore[attr-defined]
+
+
+#: An answer with a provider's own citation (a LangChain v1 ``citation`` annotation) after an
+#: unsupported [n](id=k) one: the provider's citation is not checked, keeps its place in the
+#: text held back with it, and takes the next number (2 once the unsupported one is dropped).
+NATIVE_TEXT = (
+    "Paris is the capital of France [1](id=1). Seattle is the capital of France [1](id=2). "
+    "It rains in Seattle."
+)
+NATIVE_EXPECTED = {
+    "keep": "Paris is the capital of France [1]. Seattle is the capital of France [2]. "
+    "It rains in Seattle[3].\n\n- [1] https://fr.example\n- [2] https://wa.example\n"
+    "- [3] Rain (https://rain.example)",
+    "flag": "Paris is the capital of France [1]. Seattle is the capital of France [2] "
+    "(unsupported). It rains in Seattle[3].\n\n- [1] https://fr.example\n"
+    "- [2] https://wa.example\n- [3] Rain (https://rain.example)",
+    "drop": "Paris is the capital of France [1]. Seattle is the capital of France. "
+    "It rains in Seattle[2].\n\n- [1] https://fr.example\n- [2] Rain (https://rain.example)",
+}
+
+
+def native_chat(cut: int) -> StreamingChatModel:
+    from langchain_core.messages import AIMessageChunk
+
+    end = NATIVE_TEXT.index(" in Seattle.") + len(" in Seattle")
+    annotation = {
+        "type": "citation",
+        "url": "https://rain.example",
+        "title": "Rain",
+        "end_index": end,
+    }
+    chunks = [
+        AIMessageChunk(content=[{"type": "text", "text": NATIVE_TEXT[i : i + cut], "index": 0}])
+        for i in range(0, len(NATIVE_TEXT), cut)
+    ]
+    chunks.append(
+        AIMessageChunk(
+            content=[{"type": "text", "text": "", "annotations": [annotation], "index": 0}]
+        )
+    )
+    return StreamingChatModel(chunks=chunks)
+
+
+@pytest.mark.parametrize("cut", [1, 5, len(NATIVE_TEXT)])
+@pytest.mark.parametrize("mode", sorted(NATIVE_EXPECTED))
+def test_a_provider_citation_keeps_its_place_among_held_sentences(mode: str, cut: int) -> None:
+    runnable = wrapper(native_chat(cut), mode, native="v1")
+    streamed = merged(list(runnable.stream(INPUT)))
+    assert streamed.text == NATIVE_EXPECTED[mode]
+
+    async def run() -> str:
+        chunks = [c async for c in wrapper(native_chat(cut), mode, native="v1").astream(INPUT)]
+        return str(merged(chunks).text)
+
+    assert asyncio.run(run()) == NATIVE_EXPECTED[mode]
+    unsupported = streamed.response_metadata["citation_check"]["unsupported"]
+    assert unsupported[0] == {
+        "sentence": "Seattle is the capital of France.",
+        "numbers": [] if mode == "drop" else [2],
+        "supported": False,
+    }
