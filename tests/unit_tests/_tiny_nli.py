@@ -8,7 +8,8 @@ TYPES[token_type_ids]) @ WEIGHTS + BIAS``, weights drawn from a fixed seed, so t
 arbitrary but the same on every run; :func:`reference_probabilities` computes them again with
 numpy, independently of the judge.
 
-Import the fixture ``tiny_nli`` into a test module to use it (session-scoped: built once).
+Import the fixtures ``tiny_nli`` (and ``entailing_nli``, a model that entails every pair) into
+a test module to use them (session-scoped: built once).
 """
 
 from __future__ import annotations
@@ -35,14 +36,20 @@ SENTENCES = [
 HIDDEN = 8
 
 
-def _weights() -> dict[str, Any]:
+#: The logits' bias of the default model (small: the tokens decide).
+BIAS = (0.1, -0.2, 0.3)
+#: A bias that makes the model say "entailment" whatever the tokens (a model that entails).
+ENTAILING = (-20.0, 20.0, -20.0)
+
+
+def _weights(bias: tuple[float, float, float]) -> dict[str, Any]:
     import numpy as np
 
     rng = np.random.default_rng(20240611)
     return {
         "types": rng.normal(0.0, 0.5, (2, HIDDEN)).astype(np.float32),
         "weights": rng.normal(0.0, 1.0, (HIDDEN, 3)).astype(np.float32),
-        "bias": np.array([0.1, -0.2, 0.3], dtype=np.float32),
+        "bias": np.array(bias, dtype=np.float32),
     }
 
 
@@ -64,13 +71,13 @@ def build_tokenizer(path: Path) -> int:
     return int(tok.get_vocab_size())
 
 
-def build_model(path: Path, vocab_size: int) -> None:
+def build_model(path: Path, vocab_size: int, bias: tuple[float, float, float] = BIAS) -> None:
     """Write the ONNX graph (inputs ``input_ids``, ``attention_mask``, ``token_type_ids``)."""
     import numpy as np
     import onnx
     from onnx import TensorProto, helper
 
-    w = _weights()
+    w = _weights(bias)
     embed = np.random.default_rng(7).normal(0.0, 1.0, (vocab_size, HIDDEN)).astype(np.float32)
     ints = [
         helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "seq"])
@@ -115,12 +122,12 @@ def build_model(path: Path, vocab_size: int) -> None:
     onnx.save(model, str(path))
 
 
-def build_tiny_nli(root: Path) -> Path:
-    """Build the model folder ``root / NAME`` and return it."""
-    folder = root / NAME
+def build_tiny_nli(root: Path, name: str = NAME, bias: tuple[float, float, float] = BIAS) -> Path:
+    """Build the model folder ``root / name`` and return it."""
+    folder = root / name
     folder.mkdir(parents=True)
     vocab_size = build_tokenizer(folder / "tokenizer.json")
-    build_model(folder / "onnx" / "model.onnx", vocab_size)
+    build_model(folder / "onnx" / "model.onnx", vocab_size, bias)
     config = {"architectures": ["TinyCrossEncoder"], "id2label": ID2LABEL}
     (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
     return folder
@@ -153,3 +160,13 @@ def tiny_nli(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("onnxruntime")
     pytest.importorskip("tokenizers")
     return build_tiny_nli(tmp_path_factory.mktemp("models"))
+
+
+@pytest.fixture(scope="session")
+def entailing_nli(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny model ``tiny-nli-entails`` whose bias makes it say "entailment" to every pair."""
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tokenizers")
+    root = tmp_path_factory.mktemp("models")
+    return build_tiny_nli(root, f"{NAME}-entails", ENTAILING)
