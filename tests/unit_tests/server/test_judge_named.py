@@ -167,7 +167,8 @@ def test_the_judge_setting_is_checked_and_travels_to_the_workers() -> None:
     assert ServerSettings().judge == "heuristic"
     with pytest.raises(
         SettingsError,
-        match="judge must be 'heuristic', 'heuristic-lexical', 'llm:PROVIDER:MODEL' or 'nli:MODEL', got 'oracle'",
+        match="judge must be 'heuristic', 'heuristic-lexical', 'llm:PROVIDER:MODEL' or "
+        "'nli:MODEL', got 'oracle'",
     ):
         ServerSettings(judge="oracle")
 
