@@ -19,10 +19,13 @@ Search (``--search``):
 Judge: ``--judge SPEC``, the same option as the ``factuality`` and ``citations`` commands
 (:func:`~langchain_references.cli._common.build_judge`): ``heuristic`` (the default: the
 offline :class:`~langchain_references.judges.HeuristicJudge` with MiniLM embeddings, which is
-weak, not an NLI model, and said so on stderr), ``heuristic-lexical`` or
+weak, not an NLI model, and said so on stderr), ``heuristic-lexical``,
 ``llm:PROVIDER:MODEL`` (an :class:`~langchain_references.judges.LLMJudge` through
-``langchain.chat_models.init_chat_model``). ``--model PROVIDER:MODEL`` is a deprecated alias
-of ``--judge llm:PROVIDER:MODEL`` that prints a warning.
+``langchain.chat_models.init_chat_model``) or ``nli:MODEL`` (a
+:class:`~langchain_references.judges.CrossEncoderNLIJudge`: a local ONNX model folder or
+``.onnx`` file, or a Hugging Face Hub id; its verdicts are named after the model).
+``--model PROVIDER:MODEL`` is a deprecated alias of ``--judge llm:PROVIDER:MODEL`` that prints
+a warning.
 
 A statement that could not be checked (the search failed or found nothing, no page could be
 fetched, no passage was judged, or the chain raised) gets the verdict ``error`` ("Could not
@@ -98,6 +101,8 @@ from langchain_references.factcheck.result import (
     FactCheckProgress,
     FactCheckResult,
 )
+from langchain_references.judges.base import judge_info
+from langchain_references.judges.spec import llm_of_spec
 from langchain_references.loading import read_text
 
 if TYPE_CHECKING:
@@ -385,11 +390,13 @@ def build_chain(
     judge: Runnable[JudgeInputLike, Judgement] | None = None
     if spec != "heuristic":  # first: a missing package or API key stops before any work
         judge, _model = build_judge(spec, limiter=limiter)
-        judge_notice = (
-            f"judge: LLMJudge with {spec.removeprefix('llm:')}"
-            if spec.startswith("llm:")
-            else _common.HEURISTIC_NOTICE.format(emb="")
-        )
+        info = judge_info(judge)
+        if info.kind == "llm":
+            judge_notice = f"judge: LLMJudge with {llm_of_spec(spec)}"
+        elif info.kind == "nli":
+            judge_notice = f"judge: {info}"
+        else:
+            judge_notice = _common.HEURISTIC_NOTICE.format(emb="")
     setup = build_search(args.search, stack)
     embeddings = _embeddings()
     if judge is None:  # the MiniLM embeddings of the chain, loaded once

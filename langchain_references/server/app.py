@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit
 
 from langchain_references._optional import require
-from langchain_references.judges.spec import judge_from_spec
+from langchain_references.judges.nli import NLIModelError
+from langchain_references.judges.spec import JUDGE_SPECS, judge_from_spec
 from langchain_references.server.index import EvidenceIndex, EvidenceIndexError, load_embeddings
 from langchain_references.server.live import LiveIndex
 from langchain_references.server.services import Services
@@ -67,12 +68,14 @@ if TYPE_CHECKING:
 
     from langchain_references.factcheck.search import SearchProvider
     from langchain_references.judges import Judge
+    from langchain_references.judges.base import JudgeInfo
 
 __all__ = [
     "OPTIONAL_ROUTERS",
     "PUBLIC_PATHS",
     "EscapingFormatter",
     "RequestIdFilter",
+    "api_description",
     "app_from_env",
     "build_search_backend",
     "build_services",
@@ -377,11 +380,15 @@ def build_services(
         IndexNotFoundError: If the index does not exist.
         IncompleteIndexError: If it has no complete generation (an interrupted build...).
         EvidenceIndexError: If Chroma cannot be reached.
-        SettingsError: If the search back-end is unknown or the judge cannot be loaded.
+        SettingsError: If the search back-end is unknown or the judge cannot be loaded (an
+            LLM judge's provider, an NLI judge's model files or the Hub).
         MissingDependencyError: If the judge needs a package that is not installed.
     """
     if judge is None:
-        judge, _ = judge_from_spec(settings.judge, load_model=load_judge_model)
+        try:
+            judge, _ = judge_from_spec(settings.judge, load_model=load_judge_model)
+        except NLIModelError as exc:
+            raise SettingsError(f"cannot load the judge nli:{exc}") from exc
     if index is None:
         index = EvidenceIndex.open(
             settings.index_name,
@@ -418,6 +425,27 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     yield
 
 
+def api_description(judge: JudgeInfo) -> str:
+    """The description of the API in ``/docs``: what it serves, and the judge of its verdicts.
+
+    Args:
+        judge: The service's judge.
+
+    Returns:
+        Markdown: the service, the judge every verdict names (its ``judge`` key) and the specs
+        an operator chooses it with (``serve --judge SPEC``, :data:`JUDGE_SPECS`).
+    """
+    *first, last = (f"`{spec}`" for spec in JUDGE_SPECS)
+    return (
+        "Evidence retrieval and claim verification over an evidence index; compatible with "
+        "the climate evidence API (`/api/...`).\n\n"
+        f"**Judge of the verdicts**: {judge}. Every verdict names it (a `judge` key: `kind`, "
+        "`model`, `description`; an NLI judge is named after its model). The operator sets "
+        f"it with `langchain-references serve --judge SPEC`: {', '.join(first)} or {last} "
+        "(an ONNX cross-encoder: a local folder or `.onnx` file, or a Hugging Face Hub id)."
+    )
+
+
 def create_app(settings: ServerSettings, *, services: Services | None = None) -> FastAPI:
     """Build the service's application.
 
@@ -446,8 +474,7 @@ def create_app(settings: ServerSettings, *, services: Services | None = None) ->
         )
     app = FastAPI(
         title="langchain-references evidence service",
-        description="Evidence retrieval and claim verification over an evidence index; "
-        "compatible with the climate evidence API (`/api/...`).",
+        description=api_description(services.judge_info),
         docs_url=None,  # served offline by server.docs, under a CSP
         redoc_url=None,
         swagger_ui_oauth2_redirect_url=None,
