@@ -178,8 +178,10 @@ class _Memo:
                 if vectors is not None:
                     self._vectors[text] = landed[i]
                     self._vectors.move_to_end(text)
-                if flight is not None and flight.owner_thread == threading.get_ident() and (
-                    flight.owner_task is _current_task()
+                if (
+                    flight is not None
+                    and flight.owner_thread == threading.get_ident()
+                    and (flight.owner_task is _current_task())
                 ):
                     del self._flights[text]
                     flight.land(landed[i] if vectors is not None else None)
