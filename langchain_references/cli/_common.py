@@ -113,7 +113,7 @@ T = TypeVar("T")
 #: What ``--judge heuristic`` / ``heuristic-lexical`` says on stderr (``{emb}``: embeddings).
 HEURISTIC_NOTICE: Final = (
     "judge: HeuristicJudge (offline word-overlap{emb} heuristic; weak, not an NLI model). "
-    "Pass --judge llm:PROVIDER:MODEL for an LLM judge."
+    "Pass --judge llm:PROVIDER:MODEL for an LLM judge, or --judge nli:MODEL for an NLI model."
 )
 
 

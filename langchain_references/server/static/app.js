@@ -15,7 +15,7 @@ const VERDICT_LABELS = {
 // What the badge of the offline heuristic says about setting a real judge.
 const HOW_TO_SET_A_JUDGE =
   "The service's operator sets an LLM judge with: langchain-references serve --judge " +
-  "llm:PROVIDER:MODEL";
+  "llm:PROVIDER:MODEL (or an NLI model: --judge nli:MODEL)";
 
 // Longest shown title, passage and message (characters): a 100 KB title used to freeze the
 // page for seconds while the browser laid it out. What is left out is counted, not shown.

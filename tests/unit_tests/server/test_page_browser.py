@@ -195,7 +195,7 @@ HEURISTIC_BADGE = (
 )
 HOW = (
     "The service's operator sets an LLM judge with: langchain-references serve --judge "
-    "llm:PROVIDER:MODEL"
+    "llm:PROVIDER:MODEL (or an NLI model: --judge nli:MODEL)"
 )
 
 
