@@ -352,9 +352,7 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
             search = RateLimitedSearch(search, limiter)
         if cache is not None:
             if search is not None:
-                search = CachedSearch(
-                    search, cache, identity=self.search_identity, corpus=corpus
-                )
+                search = CachedSearch(search, cache, identity=self.search_identity, corpus=corpus)
             judge = CachedJudge(judge, cache)
         self.search = search
         self.judge = judge
