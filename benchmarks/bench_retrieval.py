@@ -54,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_service import DATA, RandomEmbeddings, _table, evidence_records
 from climate_fever import ClaimRecord, load_climate_fever, split_claims
 
+from langchain_references.embedding_cache import embeds_queries_as_documents
 from langchain_references.embeddings import MiniLMEmbeddings
 from langchain_references.factcheck.stages import FactCheckState, JudgeStage, RelevanceStage
 from langchain_references.factcheck.types import Passage
@@ -368,6 +369,8 @@ class _Distinct(_Timed):
         super().__init__(inner)
         self.seen: set[str] = set()
         self._lock = threading.Lock()
+        # counting changes no vector: it embeds queries as documents when the model does
+        self.queries_are_documents = embeds_queries_as_documents(inner)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         with self._lock:

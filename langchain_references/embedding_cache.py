@@ -1,7 +1,9 @@
 """Embed each text once: a bounded memo of any LangChain embeddings, shared per model object.
 
 The fact-check chain embeds its passages to rank them (the relevance stage) and the offline
-judge embeds the same passages again to weigh them. :func:`shared_cache` gives every component
+judge embeds the same passages again to weigh them (and the statement, which the relevance
+stage embedded as a query: one vector for both when the model declares
+:data:`QUERIES_ARE_DOCUMENTS`). :func:`shared_cache` gives every component
 that holds the same :class:`~langchain_core.embeddings.Embeddings` object one
 :class:`CachedEmbeddings` in front of it, so the second stage reuses the vectors of the first
 (documents and queries are kept apart: a model may embed them differently).
@@ -24,7 +26,13 @@ from typing import Any, Final, NamedTuple
 
 from langchain_core.embeddings import Embeddings
 
-__all__ = ["DEFAULT_MAX_ENTRIES", "CachedEmbeddings", "shared_cache"]
+__all__ = [
+    "DEFAULT_MAX_ENTRIES",
+    "QUERIES_ARE_DOCUMENTS",
+    "CachedEmbeddings",
+    "embeds_queries_as_documents",
+    "shared_cache",
+]
 
 #: Texts remembered per kind (documents, queries) by default: about 6 MB of MiniLM vectors.
 DEFAULT_MAX_ENTRIES: Final = 2048
@@ -190,6 +198,25 @@ class _Memo:
         return landed
 
 
+#: The class attribute by which an :class:`Embeddings` says that ``embed_query(text)`` is
+#: ``embed_documents([text])[0]`` for every text (a symmetric model such as MiniLM): its cache
+#: then keeps one memo for both, so a statement embedded as a query by one stage is not
+#: embedded again as a document by another.
+QUERIES_ARE_DOCUMENTS: Final = "queries_are_documents"
+
+
+def embeds_queries_as_documents(embeddings: Embeddings) -> bool:
+    """Whether ``embeddings`` declares queries and documents embedded alike.
+
+    Args:
+        embeddings: The embeddings.
+
+    Returns:
+        True only when it has :data:`QUERIES_ARE_DOCUMENTS` set to True.
+    """
+    return getattr(embeddings, QUERIES_ARE_DOCUMENTS, False) is True
+
+
 class CachedEmbeddings(Embeddings):
     """Embeddings that remember the vectors of another :class:`Embeddings`, by text.
 
@@ -214,7 +241,10 @@ class CachedEmbeddings(Embeddings):
             raise ValueError(f"max_entries must be >= 1, got {max_entries}")
         self.inner = inner
         self._documents = _Memo(max_entries)
-        self._queries = _Memo(max_entries)
+        # one memo for both kinds when the model embeds a query as it embeds a document
+        self._queries = (
+            self._documents if embeds_queries_as_documents(inner) else _Memo(max_entries)
+        )
 
     # -- the drivers: the same steps, sync and async ---------------------------------------
 
@@ -269,17 +299,6 @@ class CachedEmbeddings(Embeddings):
             Its vector.
         """
         return self._embed(self._queries, [text], self._one_query)[0]
-
-    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
-        """Embed several queries, each distinct unseen one once (the model's ``embed_query``).
-
-        Args:
-            texts: The queries.
-
-        Returns:
-            One vector per query, in order.
-        """
-        return self._embed(self._queries, texts, self._one_query)
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
         """Async :meth:`embed_documents` (the wrapped model's async method)."""

@@ -536,11 +536,10 @@ class HeuristicJudge(Judge):
     def similarities(self, pairs: Sequence[tuple[str, str]]) -> list[float | None]:
         """Embedding cosine similarity of each (statement, passage) pair.
 
-        Statements are embedded as queries and passages as documents (as the fact-check
-        relevance stage does), each text once, through the embeddings'
+        Texts are embedded once each, in one ``embed_documents`` call, through the embeddings'
         :func:`~langchain_references.embedding_cache.shared_cache`: texts that another
-        component embedded with the same embeddings object (the relevance stage) are not
-        embedded again.
+        component embedded with the same embeddings object (the fact-check relevance stage)
+        are not embedded again.
 
         Args:
             pairs: ``(statement, passage)`` tuples.
@@ -553,15 +552,12 @@ class HeuristicJudge(Judge):
         """
         if self.embeddings is None or self.embedding_weight == 0.0:
             return [None] * len(pairs)
-        cache = shared_cache(self.embeddings)
-        # the relevance stage embedded the statement (as a query) and the passages (as
-        # documents) with the same model: the same kinds reuse its vectors (the cache raises
-        # ValueError when the embeddings return the wrong number of vectors)
-        statements = list(dict.fromkeys(s for s, _ in pairs))
-        passages = list(dict.fromkeys(p for _, p in pairs))
-        queries = dict(zip(statements, cache.embed_queries(statements), strict=True))
-        documents = dict(zip(passages, cache.embed_documents(passages), strict=True))
-        return [cosine(queries[s], documents[p]) for s, p in pairs]
+        texts = list(dict.fromkeys(t for pair in pairs for t in pair))
+        # the relevance stage embedded the passages with the same model: reuse its vectors
+        # (the cache raises ValueError when the embeddings return the wrong number of vectors)
+        vectors = shared_cache(self.embeddings).embed_documents(texts)
+        index = dict(zip(texts, vectors, strict=True))
+        return [cosine(index[s], index[p]) for s, p in pairs]
 
     def _judge(self, statement: str, passage: str, *, config: RunnableConfig) -> Judgement:
         (cosine,) = self.similarities([(statement, passage)])

@@ -15,7 +15,7 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from langchain_references import embedding_cache
-from langchain_references.embedding_cache import CachedEmbeddings
+from langchain_references.embedding_cache import CachedEmbeddings, embeds_queries_as_documents
 
 
 def vector(text: str) -> list[float]:
@@ -200,6 +200,36 @@ def test_queries_are_embedded_once_and_apart_from_documents() -> None:
     for text in ("q", "r"):
         inner.gate(text).set()
     cache = CachedEmbeddings(inner)
-    assert cache.embed_queries(["q", "r", "q"]) == [vector("q"), vector("r"), vector("q")]
+    assert [cache.embed_query("q"), cache.embed_query("q")] == [vector("q")] * 2
+    assert cache.embed_documents(["q", "r"]) == [vector("q"), vector("r")]
+    assert inner.calls == [["q"], ["q", "r"]]  # a model may embed queries differently
+
+
+def test_a_model_that_embeds_queries_as_documents_shares_one_memo() -> None:
+    class Symmetric(Gated):
+        queries_are_documents = True
+
+    inner = Symmetric()
+    for text in ("q", "r"):
+        inner.gate(text).set()
+    cache = CachedEmbeddings(inner)
+    assert embeds_queries_as_documents(inner)
+    assert cache.embed_query("q") == vector("q")
+    assert cache.embed_documents(["q", "r"]) == [vector("q"), vector("r")]
     assert cache.embed_query("r") == vector("r")
     assert inner.calls == [["q"], ["r"]]
+    assert not embeds_queries_as_documents(Gated())
+    truthy = Gated()
+    truthy.queries_are_documents = "yes"  # type: ignore[attr-defined]
+    assert not embeds_queries_as_documents(truthy)  # only True itself
+
+
+def test_minilm_declares_that_it_embeds_queries_as_documents() -> None:
+    from langchain_references.embeddings import MiniLMEmbeddings
+
+    model = MiniLMEmbeddings()
+    assert embeds_queries_as_documents(model)
+    assert (
+        model.embed_query("The Moon orbits Earth.")
+        == model.embed_documents(["The Moon orbits Earth."])[0]
+    )
