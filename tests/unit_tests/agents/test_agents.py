@@ -15,10 +15,12 @@ from langchain_core.documents import Document
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
+    ChatMessage,
     HumanMessage,
     ToolMessage,
 )
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import create_retriever_tool, tool
 from pydantic import BaseModel
 
@@ -275,3 +277,111 @@ def test_provider_native_citations_work_inside_an_agent(mode: str) -> None:
         )
     assert _split(text)[0] == want
     assert len(keys) >= 2
+
+
+HISTORY = [HumanMessage("q"), ToolMessage("tool text", artifact=NEEDLE, tool_call_id="c1")]
+
+
+def test_a_bound_model_that_does_not_stream_keeps_its_whole_message_when_streamed() -> None:
+    """Streamed (``stream=True``), a bound model's whole message keeps all it carries."""
+
+    def whole(messages: Any, **kwargs: Any) -> AIMessage:
+        return AIMessage(
+            "Seattle [4](id=1).",
+            id="answer-1",
+            response_metadata={"model_name": "m"},
+            tool_calls=[{"name": "search", "args": {"query": "x"}, "id": "t9"}],
+            usage_metadata={"input_tokens": 3, "output_tokens": 5, "total_tokens": 8},
+        )
+
+    wrapped = manage_references(AgentChatModel(), style=TextReferenceStyle())
+    model = wrapped.model_copy(update={"bound": RunnableLambda(whole)})
+    message = model.invoke(HISTORY, stream=True)
+    assert message.content == "Seattle [1].\n\n- [1] https://needle.example"
+    assert message.id == "answer-1"
+    assert message.response_metadata == {
+        "model_name": "m",
+        "references": [
+            {"number": 1, "source": "https://needle.example", "title": None, "positions": [1]}
+        ],
+    }
+    assert message.tool_calls == [
+        {"name": "search", "args": {"query": "x"}, "id": "t9", "type": "tool_call"}
+    ]
+    assert message.usage_metadata == {"input_tokens": 3, "output_tokens": 5, "total_tokens": 8}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_bound_model_that_answers_text_gives_the_rewritten_text_as_a_message(
+    stream: bool,
+) -> None:
+    def text(messages: Any, **kwargs: Any) -> str:
+        return "Seattle [4](id=1)."
+
+    wrapped = manage_references(AgentChatModel(), style=TextReferenceStyle())
+    model = wrapped.model_copy(update={"bound": RunnableLambda(text)})
+    message = model.invoke(HISTORY, stream=stream)
+    assert isinstance(message, AIMessage)
+    assert message.content == "Seattle [1].\n\n- [1] https://needle.example"
+
+
+def test_stop_and_model_arguments_reach_the_bound_model_when_streamed() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def answer(messages: Any, **kwargs: Any) -> str:
+        seen.append(kwargs)
+        return "Seattle [4](id=1)."
+
+    wrapped = manage_references(AgentChatModel(), style=TextReferenceStyle())
+    model = wrapped.model_copy(update={"bound": RunnableLambda(answer)})
+    for options in ({"stop": ["END"]}, {"temperature": 0.5}, {"stop": ["X"], "seed": 3}, {}):
+        chunks = list(model.stream(HISTORY, **options))
+        assert "".join(map(str, chunks)) == "Seattle [1].\n\n- [1] https://needle.example"
+    assert seen == [{"stop": ["END"]}, {"temperature": 0.5}, {"stop": ["X"], "seed": 3}, {}]
+
+
+def test_a_bound_model_answering_a_chat_message_gives_an_ai_message_when_streamed() -> None:
+    """A whole message without tool calls or usage (a ``ChatMessage``) becomes an AI message."""
+
+    def answer(messages: Any, **kwargs: Any) -> ChatMessage:
+        return ChatMessage(content="Seattle [4](id=1).", role="assistant", id="answer-2")
+
+    wrapped = manage_references(AgentChatModel(), style=TextReferenceStyle())
+    model = wrapped.model_copy(update={"bound": RunnableLambda(answer)})
+    message = model.invoke(HISTORY, stream=True)
+    assert isinstance(message, AIMessage)
+    assert (message.content, message.id, message.tool_calls, message.usage_metadata) == (
+        "Seattle [1].\n\n- [1] https://needle.example",
+        "answer-2",
+        [],
+        None,
+    )
+
+
+def test_a_bound_models_whole_message_keeps_its_name_and_extra_fields_when_invoked() -> None:
+    def whole(messages: Any, **kwargs: Any) -> AIMessage:
+        return AIMessage("Seattle [4](id=1).", name="bot", additional_kwargs={"refusal": None})
+
+    wrapped = manage_references(AgentChatModel(), style=TextReferenceStyle())
+    model = wrapped.model_copy(update={"bound": RunnableLambda(whole)})
+    message = model.invoke(HISTORY)
+    assert (message.content, message.name, message.additional_kwargs) == (
+        "Seattle [1].\n\n- [1] https://needle.example",
+        "bot",
+        {"refusal": None},
+    )
+
+
+def test_stop_and_model_arguments_reach_the_bound_model_when_invoked() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def answer(messages: Any, **kwargs: Any) -> str:
+        seen.append(kwargs)
+        return "Seattle [4](id=1)."
+
+    wrapped = manage_references(AgentChatModel(), style=TextReferenceStyle())
+    model = wrapped.model_copy(update={"bound": RunnableLambda(answer)})
+    assert model.invoke(HISTORY, stop=["END"], seed=3).content == (
+        "Seattle [1].\n\n- [1] https://needle.example"
+    )
+    assert seen == [{"stop": ["END"], "seed": 3}]

@@ -23,6 +23,7 @@ from langchain_references.conversation import (
     number_conversation,
 )
 from langchain_references.numbering import ABSENT_DOCUMENT
+from langchain_references.prompting import FORMAT_REFERENCES
 
 PARIS = Document("Paris is in France.", metadata={"source": "https://paris.example"}, id="p")
 
@@ -196,3 +197,42 @@ def test_an_invalid_document_warns_when_its_tool_result_is_new_only(
         again = number_conversation([*later, AIMessage("Paris [1](id=1).")], instruction=None)
     assert len(caplog.records) == 1
     assert first.documents == again.documents == [PARIS]
+
+
+def test_conversation_documents_shows_the_citation_instruction_by_default() -> None:
+    shown, documents = conversation_documents([tool([PARIS])])
+    assert shown[0].text == (
+        f"{FORMAT_REFERENCES}\n\n<document id=1>\nParis is in France.\n</document>"
+    )
+    assert documents == [PARIS]
+    shown, _ = conversation_documents([tool([PARIS])], instruction="CITE")
+    assert shown[0].text == "CITE\n\n<document id=1>\nParis is in France.\n</document>"
+
+
+def test_state_without_a_mapping_of_first_ids_keeps_its_next_id() -> None:
+    assert ConversationIds.from_state({"next_id": 3}) == ConversationIds({}, 3)
+    assert ConversationIds.from_state({"first": ["m1"], "next_id": 4}) == ConversationIds({}, 4)
+
+
+def test_state_keys_are_read_as_text() -> None:
+    assert ConversationIds.from_state({"first": {7: 2}, "next_id": 3}) == ConversationIds(
+        {"7": 2}, 3
+    )
+
+
+def test_a_serialized_document_without_kwargs_is_skipped_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    no_kwargs = {"lc": 1, "type": "constructor", "id": ["langchain", "Document"]}
+    with caplog.at_level(logging.WARNING, logger="langchain_references.conversation"):
+        found = artifact_documents(tool([no_kwargs, PARIS], "call-3"))
+    assert found == [PARIS]
+    assert [r.getMessage() for r in caplog.records] == [
+        "Skipped item 0 of the artifact of tool call 'call-3': a serialized Document without kwargs"
+    ]
+
+
+def test_an_id_that_is_not_text_is_not_kept() -> None:
+    document = as_document({"type": "Document", "page_content": "x", "id": 3})
+    assert document is not None
+    assert (document.page_content, document.id) == ("x", None)

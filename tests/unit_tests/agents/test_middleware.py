@@ -14,12 +14,15 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import (
+    ExtendedModelResponse,
     ModelFallbackMiddleware,
+    ModelRequest,
+    ModelResponse,
     ModelRetryMiddleware,
     SummarizationMiddleware,
 )
 from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import BaseModel
 
@@ -29,8 +32,15 @@ from langchain_references import (
     TextReferenceStyle,
     manage_references,
 )
+from langchain_references.conversation import ConversationIds
 from langchain_references.middleware import REFERENCE_IDS_KEY
-from tests.unit_tests.agents.test_agents import TWO_CALLS, TWO_CALLS_TEXT, call, retriever_tool
+from tests.unit_tests.agents.test_agents import (
+    NEEDLE,
+    TWO_CALLS,
+    TWO_CALLS_TEXT,
+    call,
+    retriever_tool,
+)
 from tests.unit_tests.agents.test_conversations import RAIN, answer_tokens, search_tool, shown_ids
 from tests.unit_tests.fakes import AgentChatModel
 
@@ -216,8 +226,11 @@ def test_a_middleware_after_it_that_replaces_the_model_is_warned_about_once(
     )
     with caplog.at_level(logging.WARNING, logger="langchain_references.middleware"):
         assert final(agent).content == "Seattle [5](id=1)."  # what the warning is about
-    assert len(caplog.records) == 1
-    assert "List ReferencesMiddleware after it" in caplog.records[0].getMessage()
+    assert [r.getMessage() for r in caplog.records] == [
+        "ReferencesMiddleware: an answer came back without its citations rewritten: "
+        "a middleware listed after ReferencesMiddleware replaced the model of the call. "
+        "List ReferencesMiddleware after it (e.g. after ModelFallbackMiddleware)."
+    ]
 
 
 @pytest.mark.parametrize("outer", [True, False])
@@ -255,7 +268,9 @@ def test_structured_output_by_a_tool_strategy_is_not_rewritten() -> None:
     assert state["structured_response"] == Place(city="Seattle", note="see [1](id=1)")
 
 
-def test_structured_output_as_text_goes_to_the_model_unwrapped() -> None:
+def test_structured_output_as_text_goes_to_the_model_unwrapped_without_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     text = json.dumps({"city": "Seattle", "note": "see [1](id=1)"})
     model = AgentChatModel(script=[call("needle", "c1"), AIMessage(text)])
     agent = create_agent(
@@ -264,7 +279,9 @@ def test_structured_output_as_text_goes_to_the_model_unwrapped() -> None:
         response_format=ProviderStrategy(Place),
         middleware=[ReferencesMiddleware(style=TextReferenceStyle())],
     )
-    state = agent.invoke({"messages": [HumanMessage("q")]})
+    with caplog.at_level(logging.WARNING, logger="langchain_references.middleware"):
+        state = agent.invoke({"messages": [HumanMessage("q")]})
+    assert caplog.records == []  # not rewritten on purpose: no warning about the order
     assert state["structured_response"] == Place(city="Seattle", note="see [1](id=1)")
     assert state["messages"][-1].content == text
 
@@ -365,3 +382,49 @@ async def test_one_middleware_serves_many_conversations_at_once_in_asyncio() -> 
 
     answers = await asyncio.gather(*(converse(n) for n in range(16)))
     assert answers == [_expected(n) for n in range(16)]
+
+
+def test_the_middlewares_output_version_overrides_the_models_own() -> None:
+    model = AgentChatModel(script=list(TWO_CALLS), output_version="v0")
+    middleware = ReferencesMiddleware(style=TextReferenceStyle(), output_version="v1")
+    agent = create_agent(model, tools=[retriever_tool()], middleware=[middleware])
+    (block,) = final(agent).content
+    assert isinstance(block, dict)
+    assert (block["type"], block["text"]) == ("text", TWO_CALLS_TEXT)
+    assert [a["url"] for a in block["annotations"]] == [
+        "https://needle.example",
+        "https://needle.example",
+        "https://history.example",
+        "https://tower.example",
+    ]
+
+
+def id_request(reference_ids: dict[str, Any] | None) -> ModelRequest[Any]:
+    tool_message = ToolMessage("t", artifact=RAIN, tool_call_id="c1", id="m1")
+    state: dict[str, Any] = {"messages": [tool_message]}
+    if reference_ids is not None:
+        state[REFERENCE_IDS_KEY] = reference_ids
+    return ModelRequest(model=AgentChatModel(), messages=[tool_message], state=state)
+
+
+def test_a_call_that_gives_no_new_ids_does_not_update_the_state() -> None:
+    middleware = ReferencesMiddleware()
+    response = ModelResponse(result=[AIMessage("Rain.", response_metadata={"references": []})])
+    known = {"first": {"m1": 1}, "next_id": 2}
+    request = id_request(known)
+    _, ids = middleware.prepare(request)
+    assert ids == ConversationIds({"m1": 1}, 2)
+    assert middleware.respond(request, response, ids) is response
+    grown = middleware.respond(id_request(None), response, ids)
+    assert isinstance(grown, ExtendedModelResponse)
+    assert grown.model_response is response
+    assert grown.command is not None
+    assert grown.command.update == {REFERENCE_IDS_KEY: known}
+
+
+def test_the_prepared_model_takes_the_dict_input_under_the_documents_key() -> None:
+    model = AgentChatModel(script=[AIMessage("Seattle [4](id=1).")])
+    middleware = ReferencesMiddleware(documents_key="docs", style=TextReferenceStyle())
+    prepared, _ = middleware.prepare(ModelRequest(model=model, messages=[], state={"messages": []}))
+    answer = prepared.model.invoke({"docs": NEEDLE, "input": [HumanMessage("q")]})
+    assert answer.content == "Seattle [1].\n\n- [1] https://needle.example"

@@ -253,3 +253,51 @@ def test_an_absent_document_is_not_citable() -> None:
     with pytest.raises(IndexError, match=r"^position 1 is not in 1\.\.2$"):
         numbering.cite(1)
     assert numbering.cite(2) == "[1]"
+
+
+def test_equal_unsourced_documents_share_a_number_whatever_their_metadata_order() -> None:
+    """A provider rebuilds an unsourced document per citation: its metadata keys may come in
+    any order, and metadata values may repeat; the same document keeps its number."""
+    numbering = SourceNumbering([], TextReferenceStyle())
+    first = Document("Same text.", metadata={"page": "1", "line": "1"})
+    again = Document("Same text.", metadata={"line": "1", "page": "1"})
+    other = Document("Same text.", metadata={"page": "2", "line": "1"})
+    assert [numbering.cite_document(d) for d in (first, again, other)] == ["[1]", "[1]", "[2]"]
+
+
+def test_unsourced_documents_with_keys_of_mixed_types_are_numbered() -> None:
+    numbering = SourceNumbering([], TextReferenceStyle())
+    mixed = {1: "one", "a": "x"}
+    first = Document("Text.", metadata=mixed)
+    again = Document("Text.", metadata=dict(reversed(mixed.items())))
+    assert [numbering.cite_document(first), numbering.cite_document(again)] == ["[1]", "[1]"]
+
+
+def test_a_document_listed_twice_is_cited_at_its_first_position() -> None:
+    same = Document("Twice listed.", metadata={"source": "u"})
+    numbering = SourceNumbering([same, same], TextReferenceStyle())
+    assert numbering.cite_document(same) == "[1]"
+    assert summary(numbering.references) == [(1, "u", [1])]
+    assert [numbering.number(1), numbering.number(2)] == [1, None]
+
+
+def test_a_document_cited_after_the_list_changed_is_cited_at_its_new_position() -> None:
+    a, b, c = docs("a", "b", "c")
+    listed = [b, a]
+    numbering = SourceNumbering(listed, TextReferenceStyle())
+    assert numbering.cite_document(a) == "[1]"  # at position 2
+    listed[:] = [a, c]  # a moved to position 1, b gone
+    assert numbering.cite_document(a) == "[1]"
+    assert numbering.cite_document(b) == "[2]"  # no longer listed: cited from outside
+    assert summary(numbering.references) == [(1, "a", [2, 1]), (2, "b", [])]
+    assert [numbering.number(1), numbering.number(2)] == [1, 1]
+
+
+def test_a_document_still_at_its_position_keeps_it_when_the_list_changed() -> None:
+    x, a = docs("x", "a")
+    listed = [x, a]
+    numbering = SourceNumbering(listed, TextReferenceStyle())
+    assert numbering.cite_document(a) == "[1]"
+    listed[0] = a  # a listed twice now: cited again where it was
+    assert numbering.cite_document(a) == "[1]"
+    assert summary(numbering.references) == [(1, "a", [2])]
