@@ -500,6 +500,104 @@ def test_only_allowed_hosts_are_answered(services: Services, host: str, status: 
         assert response.json() == "Seems to be running"
 
 
+@pytest.mark.parametrize(
+    "host",
+    [
+        "attacker.example@localhost",  # userinfo: a URL parser's host is "localhost"
+        "localhost@attacker.example",
+        "@localhost",
+        "localhost:8000@attacker.example",
+        "localhost:",
+        "localhost:99999",
+        "localhost:80:80",
+        "localhost:http",
+        "localhost/evil",
+        "localhost?x=1",
+        "localhost#x",
+        "local host",
+        " localhost",
+        "localhost%2e",
+        "::1",  # IPv6 without brackets
+        "[::1",
+        "[::1]x",
+        "[::1]:",
+        "[zz::1]",
+        "[localhost]",
+        "localhost.",
+        ".localhost",
+    ],
+)
+def test_malformed_hosts_are_refused(services: Services, host: str) -> None:
+    client = _compat_client(services, services.judge)
+    response = client.get("/healthcheck", headers={"Host": host})
+    assert response.status_code == 400
+    assert response.json() == {"detail": f"host {host!r} is not allowed", "limit": "allowed_hosts"}
+
+
+@pytest.mark.parametrize(
+    ("host", "allowed"),
+    [
+        ("localhost", ("localhost",)),
+        ("localhost:65535", ("localhost",)),
+        ("LocalHost:1", ("localhost",)),
+        ("127.0.0.1", ("127.0.0.1",)),
+        ("[::1]", ("::1",)),
+        ("[0:0:0:0:0:0:0:1]:8000", ("::1",)),
+        ("my_service:8000", ("my_service",)),
+        ("a.example.org", ("*.example.org",)),
+    ],
+)
+def test_well_formed_hosts_are_answered(
+    services: Services, host: str, allowed: tuple[str, ...]
+) -> None:
+    client = _compat_client(services, services.judge, allowed_hosts=allowed)
+    response = client.get("/healthcheck", headers={"Host": host})
+    assert (response.status_code, response.json()) == (200, "Seems to be running")
+
+
+async def test_exactly_one_host_header_is_answered(services: Services) -> None:
+    app = create_app(services.settings, services=services)
+
+    async def status(*hosts: bytes) -> tuple[int, bytes]:
+        sent: list[dict[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "GET",
+            "scheme": "http",
+            "path": "/healthcheck",
+            "raw_path": b"/healthcheck",
+            "query_string": b"",
+            "root_path": "",
+            "headers": [(b"host", host) for host in hosts],
+            "client": ("127.0.0.1", 5000),
+            "server": ("127.0.0.1", 8000),
+        }
+        await app(scope, receive, send)  # type: ignore[arg-type]
+        body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+        return sent[0]["status"], body
+
+    assert await status(b"localhost") == (200, b'"Seems to be running"')
+    assert await status(b"localhost", b"localhost") == (
+        400,
+        b'{"detail": "host \'localhost, localhost\' is not allowed", "limit": "allowed_hosts"}',
+    )
+    assert await status(b"localhost", b"attacker.example") == (
+        400,
+        b'{"detail": "host \'localhost, attacker.example\' is not allowed", '
+        b'"limit": "allowed_hosts"}',
+    )
+    assert (await status())[0] == 400
+
+
 def test_allowed_hosts_are_configurable(services: Services) -> None:
     client = _compat_client(services, services.judge, allowed_hosts=("*.example.org", "api.test"))
     assert client.get("/healthcheck", headers={"Host": "a.example.org"}).status_code == 200
