@@ -136,8 +136,10 @@ class ServerSettings:
         cors_origins: Origins allowed by CORS; empty (the default) turns CORS off.
         allowed_hosts: Host names (``Host`` header, port aside) the service answers; others
             get a 400 JSON error, so that a web page cannot reach the service through DNS
-            rebinding. ``"*.example.org"`` allows the subdomains, ``"*"`` any host. Default:
-            the loopback names.
+            rebinding. The header is parsed strictly (RFC 7230): exactly one, ``host[:port]``
+            with a bracketed IPv6 address, no userinfo (``user@host`` is refused).
+            ``"*.example.org"`` allows the subdomains, ``"*"`` any host. Default: the
+            loopback names.
         search_backend: Name of the web search back-end of ``/v1/factcheck`` (e.g.
             ``"ddgs"``), or ``None`` to search the evidence index only.
         judge: The judge of every verdict (:mod:`~langchain_references.judges.spec`):

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 from langchain_core.callbacks import adispatch_custom_event
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
+from langchain_references.demo import answerer as answerer_module
+from langchain_references.demo.answerer import split_sentences
 from langchain_references.demo.site import serve_pages
 from langchain_references.factcheck.fetch import PageFetcher
 from langchain_references.factcheck.result import PROGRESS_EVENT as FACTCHECK_PROGRESS
@@ -28,6 +34,7 @@ from langchain_references.server.settings import ServerSettings
 from tests.unit_tests.factcheck.test_report import result as make_result
 from tests.unit_tests.server._build_fakes import WordHashEmbeddings
 from tests.unit_tests.server._native_fixtures import (
+    LiveServer,
     make_app,
     make_client,
     native_index,
@@ -388,6 +395,57 @@ def test_answer_streams_tokens_that_join_to_the_answer(make_client: ClientFactor
     check = events[-2][1]["citation_check"]
     assert check["num_sentences"] == 1
     assert check["citation_recall"] == result["citation_check"]["citation_recall"]
+
+
+def test_answer_splits_documents_off_the_event_loop(
+    make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, bool]] = []
+
+    def recording(text: str) -> list[str]:
+        try:
+            asyncio.get_running_loop()
+            calls.append((text[:20], True))
+        except RuntimeError:
+            calls.append((text[:20], False))
+        return split_sentences(text)
+
+    monkeypatch.setattr(answerer_module, "split_sentences", recording)
+    client = make_client()
+    body = {"question": "How tall is the Space Needle?", "top_k": 3}
+    assert client.post("/v1/answer", json=body).status_code == 200
+    assert len(calls) == 3  # one call per document, none on the event loop
+    assert [on_loop for _, on_loop in calls] == [False, False, False]
+    events = parse_sse(client.post("/v1/answer", json=body, headers=SSE).text)
+    assert events[-1][0] == "result"
+    assert [on_loop for _, on_loop in calls] == [False] * 6
+
+
+def test_a_slow_answer_leaves_the_health_check_responsive(
+    make_app: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started = threading.Event()
+
+    def slow_split(text: str) -> list[str]:
+        started.set()
+        time.sleep(3.0)  # stands for seconds of splitting a huge document
+        return split_sentences(text)
+
+    monkeypatch.setattr(answerer_module, "split_sentences", slow_split)
+    body = {"question": "How tall is the Space Needle?", "top_k": 1}
+    with (
+        LiveServer(make_app()) as server,
+        httpx.Client(base_url=server.base_url, timeout=60) as client,
+        ThreadPoolExecutor(1) as pool,
+    ):
+        answer = pool.submit(client.post, "/v1/answer", json=body)
+        assert started.wait(30)
+        before = time.monotonic()
+        health = client.get("/healthcheck")
+        latency = time.monotonic() - before
+        assert health.status_code == 200
+        assert latency < 1.5, latency  # 3 s when the splitting held the event loop
+        assert answer.result().status_code == 200
 
 
 def test_native_endpoints_are_in_the_openapi_docs(make_client: ClientFactory) -> None:
