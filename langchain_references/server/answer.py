@@ -42,6 +42,7 @@ from langchain_references.server.events import RESULT_EVENT, Event, openapi_resp
 from langchain_references.server.factcheck_api import evidence_link
 from langchain_references.server.index import EvidenceHit, Granularity
 from langchain_references.server.links import link, safe_reference
+from langchain_references.server.links import title as title_field
 from langchain_references.server.services import ServicesDep
 from langchain_references.server.settings import Text
 from langchain_references.styles import clean_text
@@ -187,7 +188,7 @@ def _documents_json(documents: Sequence[Document]) -> list[dict[str, Any]]:
     return [
         {
             "position": position,
-            "title": clean_text(str(doc.metadata.get("title") or "")),
+            "title": title_field(str(doc.metadata.get("title") or "")) or "",
             "url": link(doc.metadata.get("source")),
             "record_id": doc.metadata.get("record_id"),
             "similarity": doc.metadata.get("similarity"),

@@ -29,8 +29,10 @@ from langchain_references.retrieval import Retrieval
 from langchain_references.server.article import is_claim, split_with_offsets
 from langchain_references.server.factcheck_api import build_checker, check_stream
 from langchain_references.server.index import EvidenceIndex, parse_evidence_record
+from langchain_references.server.links import safe_reference
 from langchain_references.server.services import Services
 from langchain_references.server.settings import ServerSettings
+from langchain_references.styles import MAX_TITLE_CHARS
 from tests.unit_tests.factcheck.test_report import result as make_result
 from tests.unit_tests.server._build_fakes import WordHashEmbeddings
 from tests.unit_tests.server._native_fixtures import (
@@ -340,6 +342,52 @@ def test_article_never_links_unsafe_urls(make_client: ClientFactory) -> None:
     assert passage["title"].startswith("<img src=x onerror=alert(1)>")
     assert "javascript:" not in claim["references_text"]
     assert "&lt;img" in claim["references_text"]
+
+
+#: A page title with bidi controls (U+202E reverses what follows), C0/C1 controls and 100 KB.
+HOSTILE_TITLE = "\u202eTower\u202c \u2066facts\u2069\u200e\u200f\x07\x85 " + "A" * 100_000
+
+
+def test_article_titles_lose_control_and_bidi_characters_and_are_capped(
+    make_client: ClientFactory,
+) -> None:
+    statement = "The Eiffel Tower is 330 metres tall."
+    page = WEB_PAGE.replace("<title>Tower facts</title>", f"<title>{HOSTILE_TITLE}</title>")
+    with serve_pages({"/tower.html": page, "/article.html": page}) as base:
+        hit = {"title": HOSTILE_TITLE, "snippet": "", "link": base + "tower.html"}
+        search = RecordedSearch({statement: [hit]})
+        client = make_client(
+            use_judge=ScriptedJudge({"330 metres": "supports"}), search=search, allow_private=True
+        )
+        data = client.post("/v1/article", json={"text": statement, "top_k": 1}).json()
+        fetched = client.post("/v1/article", json={"url": base + "article.html"}).json()
+    shown = "Tower facts " + "A" * (MAX_TITLE_CHARS - len("Tower facts ") - 1) + "…"
+    assert len(shown) == MAX_TITLE_CHARS == 300
+    (claim,) = data["claims"]
+    web = [r for r in claim["references"] if r["source"] == base + "tower.html"]
+    assert web == [
+        {
+            "number": web[0]["number"],
+            "source": base + "tower.html",
+            "title": shown,
+            "positions": web[0]["positions"],
+        }
+    ]
+    passages = [p for p in claim["passages"] if p["url"] == base + "tower.html"]
+    assert [p["title"] for p in passages] == [shown] * len(passages)
+    assert f"[{shown}]({base}tower.html)" in claim["references_text"]
+    assert fetched["title"] == shown
+
+
+def test_reference_json_titles_lose_bidi_and_control_characters() -> None:
+    reference = {"number": 1, "source": None, "positions": [1]}
+    titled = safe_reference({**reference, "title": "\u202eevil\u202c\u2066 \x1b[31mred\x9b"})
+    assert titled == {**reference, "title": "evil red"}
+    assert safe_reference({**reference, "title": HOSTILE_TITLE})["title"] == (
+        "Tower facts " + "A" * 287 + "…"
+    )
+    assert safe_reference({**reference, "title": "\u202e\u202c"})["title"] is None
+    assert safe_reference({**reference, "title": None})["title"] is None
 
 
 # --------------------------------------------------------------------------- answer
