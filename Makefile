@@ -38,7 +38,7 @@ demo: $(DEMO_STAMP)
 	@echo
 	@echo "== 2. Fact-check: search, fetch over HTTP (local server), extract, embed, judge =="
 	$(PY) -m langchain_references.cli factcheck --search demo --style text \
-		"The Moon is closer to Earth than Europa is to Jupiter."
+		"Apollo 11 astronauts first walked on the Moon in 1969."
 
 lint: $(DEV_STAMP)
 	$(VENV)/bin/lint-imports --no-cache
@@ -60,6 +60,7 @@ test: lint typecheck unit
 bench: $(DEV_STAMP)
 	$(PY) benchmarks/bench_streaming.py
 	$(PY) benchmarks/bench_code.py
+	$(PY) benchmarks/bench_agents.py
 	$(PY) benchmarks/bench_fetch_latency.py
 	$(PY) benchmarks/bench_hostile.py
 	$(PY) benchmarks/bench_extract.py

@@ -19,11 +19,16 @@ Everything is measured in one run and printed as tables (ratios, never absolute 
    evidence sentences plus 35 of other claims, k=20), with the judge sharing the chain's
    embeddings object (now: the shared cache) or holding its own (as before). Texts embedded
    and embedding time, each over the one-embedding limit: every distinct text embedded once.
+4. **A batch sharing pages**: the whole fact-check chain (the demo site on 127.0.0.1, MiniLM,
+   the offline judge) over 18 statements about the same pages, at concurrency 1 and 4
+   (``--batch-concurrency``): texts embedded over the distinct texts (each embedded once is
+   1.00). Needs no data file.
 
 Usage::
 
     python benchmarks/bench_retrieval.py [--data FILE] [--split all,second] [--scale 100000]
         [--scale-dir DIR] [--chain-claims 40] [--skip-quality] [--skip-scale] [--skip-chain]
+        [--batch-concurrency 1,4] [--skip-batch]
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import math
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_service import DATA, RandomEmbeddings, _table, evidence_records
 from climate_fever import ClaimRecord, load_climate_fever, split_claims
 
+from langchain_references.embedding_cache import embeds_queries_as_documents
 from langchain_references.embeddings import MiniLMEmbeddings
 from langchain_references.factcheck.stages import FactCheckState, JudgeStage, RelevanceStage
 from langchain_references.factcheck.types import Passage
@@ -332,6 +339,90 @@ def chain(claims: Sequence[ClaimRecord], count: int) -> str:
     )
 
 
+#: Statements about the demo corpus: several per page, so that a batch shares its pages.
+BATCH_STATEMENTS = (
+    "The Moon orbits Earth.",
+    "The Moon is tidally locked.",
+    "Apollo 11 landed on the Moon in 1969.",
+    "Europa is a moon of Jupiter.",
+    "Europa has an ocean under its ice.",
+    "Galileo discovered Europa in 1610.",
+    "Honeybees perform a waggle dance.",
+    "Karl von Frisch decoded the waggle dance.",
+    "A hive has a single queen.",
+    "Workers make honey from nectar.",
+    "The Space Needle is in Seattle.",
+    "The Space Needle was built for the 1962 World's Fair.",
+    "The Moon has water ice in craters.",
+    "Europa is smaller than the Moon.",
+    "Drones are male bees.",
+    "The queen lays eggs.",
+    "Bees build comb from wax.",
+    "The Moon has a diameter of about 3,474 km.",
+)
+
+
+class _Distinct(_Timed):
+    """:class:`_Timed`, also remembering which texts it embedded (thread-safe)."""
+
+    def __init__(self, inner: Embeddings) -> None:
+        super().__init__(inner)
+        self.seen: set[str] = set()
+        self._lock = threading.Lock()
+        # counting changes no vector: it embeds queries as documents when the model does
+        self.queries_are_documents = embeds_queries_as_documents(inner)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        with self._lock:
+            self.seen.update(texts)
+        return super().embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        with self._lock:
+            self.seen.add(text)
+        return super().embed_query(text)
+
+
+def batch_chain(concurrencies: Sequence[int]) -> str:
+    """Texts a fact-check batch embeds (the demo site), over the embed-once limit.
+
+    The 18 statements of :data:`BATCH_STATEMENTS` share the demo corpus's pages; the chain's
+    embeddings and its offline judge's are one object (a fresh one per row). The limit is
+    every distinct text embedded once.
+    """
+    from langchain_references.demo.site import DemoSiteSearch, LocalOriginGuard, serve_demo_site
+    from langchain_references.factcheck import PageFetcher, create_fact_check_chain
+
+    model = MiniLMEmbeddings()
+    model.embed_query("warm-up")
+    rows = []
+    for concurrency in concurrencies:
+        counted = _Distinct(model)
+        with serve_demo_site() as base:
+            chain = create_fact_check_chain(
+                search=DemoSiteSearch(base),
+                judge=HeuristicJudge(counted),
+                embeddings=counted,
+                fetcher=PageFetcher(guard=LocalOriginGuard([base])),
+            )
+            t0 = time.perf_counter()
+            chain.batch(list(BATCH_STATEMENTS), config={"max_concurrency": concurrency})
+            seconds = time.perf_counter() - t0
+        rows.append(
+            [
+                len(BATCH_STATEMENTS),
+                concurrency,
+                counted.texts,
+                len(counted.seen),
+                f"{counted.texts / len(counted.seen):.2f}",
+                f"{seconds:.1f}",
+            ]
+        )
+    return _table(
+        ["statements", "concurrency", "texts embedded", "distinct texts", "x limit", "s"], rows
+    )
+
+
 # ------------------------------------------------------------------ main
 
 
@@ -352,10 +443,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="keep the scale indexes here and reuse them (default: built in a temporary folder)",
     )
     parser.add_argument("--chain-claims", type=int, default=40)
+    parser.add_argument(
+        "--batch-concurrency", type=_ints, default=[1, 4], help="rows of the batch table"
+    )
+    parser.add_argument("--skip-batch", action="store_true")
     parser.add_argument("--skip-quality", action="store_true")
     parser.add_argument("--skip-scale", action="store_true")
     parser.add_argument("--skip-chain", action="store_true")
     args = parser.parse_args(argv)
+    if not args.skip_batch:
+        table = batch_chain(args.batch_concurrency)
+        print(f"\n## Embedding of a fact-check batch sharing pages\n{table}", flush=True)
     if not args.data.is_file():
         print(f"missing {args.data}: give --data", file=sys.stderr)
         return 2

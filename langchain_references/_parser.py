@@ -7,21 +7,26 @@ fragments, the concatenated events are identical, and no character is lost, adde
 reordered.
 
 The markers it looks for are chosen by *dialect* (see :data:`MARKER_DIALECTS`; the default is
-:data:`DEFAULT_MARKERS`, ``"id"`` alone). Grammar of each (ASCII digits, nothing else in
-between)::
+:data:`DEFAULT_MARKERS`, ``"id"`` and ``"source"``). Grammar of each (ASCII digits, nothing
+else in between)::
 
     id       "[" LABEL "](id=" DOC_ID ")"
-    source   "【" DOC_ID "】"  /  "【" DOC_ID "†" NOTE "】"
+    source   "【" DOC_ID [":" SUB] ["†" NOTE] "】"
     bracket  "[" DOC_ID *15("," [" "] DOC_ID) "]"     ; not followed by "("
     LABEL  = 1*9DIGIT / "NUMBER"
     DOC_ID = 1*9DIGIT
+    SUB    = 1*9DIGIT                                   ; ignored
     NOTE   = any characters but "【", "】" and newlines; at most 64 characters lie
              between "【" and "】"
 
-``source`` reads the markers of pprados' langchain-references (``【2†source】``) and OpenAI's
-(``【2†L1-L5】``, ``【2】``). A ``bracket`` list (``[1, 3]``) cites each document in turn: it
-yields one :class:`Citation` per id, the first carrying the whole marker as ``raw`` and the
-others an empty ``raw``, so that the text is still the concatenation of text events and raws.
+``source`` reads the markers of pprados' langchain-references (``【2†source】``), OpenAI's
+(``【2†L1-L5】``, ``【2】``) and those of the OpenAI Assistants / Azure file search
+(``【4:0†source】``: document 4, its sub-index ignored). ``【`` does not occur in prose, so
+``source`` is read by default; plain ``[k]`` is common in text, so ``bracket`` is opt-in.
+
+A ``bracket`` list (``[1, 3]``) cites each document in turn: it yields one :class:`Citation`
+per id, the first carrying the whole marker as ``raw`` and the others an empty ``raw``, so
+that the text is still the concatenation of text events and raws.
 A bracket followed by ``(`` is a Markdown link, not a citation, so ``[1]`` at the end of a
 fragment waits for the next character (and is a citation at :meth:`CitationParser.close`).
 
@@ -29,7 +34,7 @@ Anything else, including Markdown links, ``[1]`` alone (unless ``"bracket"`` is 
 ``[1](id=abc)`` or ``【】``, is plain text and is passed through byte for byte. Only the
 characters that could still begin a citation are held back, so the buffer never exceeds
 :attr:`CitationParser.max_citation_length` characters (:data:`MAX_CITATION_LENGTH` for the
-default dialect).
+default dialects).
 """
 
 from __future__ import annotations
@@ -47,14 +52,15 @@ __all__ = [
     "Citation",
     "CitationParser",
     "Event",
+    "check_markers",
     "coalesce",
 ]
 
 #: The citation marker dialects a :class:`CitationParser` can read (see the module docstring).
 MARKER_DIALECTS: Final = ("id", "source", "bracket")
 
-#: The dialects read by default: ``[N](id=K)`` only.
-DEFAULT_MARKERS: Final = ("id",)
+#: The dialects read by default: ``[N](id=K)`` and ``【K†source】`` (``【K】``, ``【K:M†source】``).
+DEFAULT_MARKERS: Final = ("id", "source")
 
 _MAX_DIGITS: Final = 9
 
@@ -62,9 +68,8 @@ _DIGITS: Final = "[0-9]{1,%s}".replace("%s", str(_MAX_DIGITS))
 
 CITATION_RE: Final = re.compile(rf"\[(?P<label>{_DIGITS}|NUMBER)\]\(id=(?P<doc>{_DIGITS})\)")
 
-#: The longest text a citation of the default dialect can span; also the bound of the buffer
-#: of a parser of the default dialect.
-MAX_CITATION_LENGTH: Final = len("[](id=)") + 2 * _MAX_DIGITS
+#: The longest ``[N](id=K)`` citation.
+_MAX_ID_LENGTH: Final = len("[](id=)") + 2 * _MAX_DIGITS
 
 
 def _prefix_pattern() -> re.Pattern[str]:
@@ -138,7 +143,7 @@ def _classify(text: str) -> Citation | bool:
         True if it is a proper prefix of a citation, the :class:`Citation` if it is exactly
         one citation, else False.
     """
-    if len(text) > MAX_CITATION_LENGTH:
+    if len(text) > _MAX_ID_LENGTH:
         return False
     kind: Citation | bool = True
     if not _PREFIX_RE.fullmatch(text):
@@ -153,6 +158,11 @@ def _classify(text: str) -> Citation | bool:
 _MAX_NOTE: Final = 64  # most characters between "【" and "】"
 _MAX_LIST: Final = 16  # most ids in a bracket list
 _LIST_SEP: Final = ", ?"
+_SOURCE_NOTE: Final = "†[^【】\n]*"
+
+#: The longest text a citation of the default dialects can span (a ``【K†source】`` one);
+#: also the bound of the buffer of a parser of the default dialects.
+MAX_CITATION_LENGTH: Final = max(_MAX_ID_LENGTH, _MAX_NOTE + 2)
 
 
 class _Dialect(NamedTuple):
@@ -167,13 +177,15 @@ class _Dialect(NamedTuple):
 
 _DIALECTS: Final = {
     "id": _Dialect(
-        "[", CITATION_RE.pattern, CITATION_RE.pattern, _PREFIX_RE.pattern, MAX_CITATION_LENGTH
+        "[", CITATION_RE.pattern, CITATION_RE.pattern, _PREFIX_RE.pattern, _MAX_ID_LENGTH
     ),
     "source": _Dialect(
         "【",
-        rf"【(?=[^【】]{{1,{_MAX_NOTE}}}】)(?P<source>{_DIGITS})(?:†[^【】\n]*)?】",
-        rf"【(?=[^【】]{{1,{_MAX_NOTE}}}】)(?P<source>{_DIGITS})(?:†[^【】\n]*)?】",
-        rf"【(?![^【】]{{{_MAX_NOTE + 1}}})(?:{_DIGITS}(?:†[^【】\n]*)?)?",
+        rf"【(?=[^【】]{{1,{_MAX_NOTE}}}】)(?P<source>{_DIGITS})(?::{_DIGITS})?(?:{_SOURCE_NOTE})?】",
+        rf"【(?=[^【】]{{1,{_MAX_NOTE}}}】)(?P<source>{_DIGITS})(?::{_DIGITS})?(?:{_SOURCE_NOTE})?】",
+        # every proper prefix: "【4", "【4:", "【4:0", "【4:0†so", "【4†so"
+        rf"【(?![^【】]{{{_MAX_NOTE + 1}}})"
+        rf"(?:{_DIGITS}(?::(?:{_DIGITS}(?:{_SOURCE_NOTE})?)?|{_SOURCE_NOTE})?)?",
         _MAX_NOTE + 2,
     ),
     "bracket": _Dialect(
@@ -187,6 +199,8 @@ _DIALECTS: Final = {
 }
 _LIST_ID_RE: Final = re.compile(_DIGITS)
 _DEFAULT: Final = frozenset(DEFAULT_MARKERS)
+#: The start characters of the dialects other than ``"id"`` and ``"bracket"``.
+_OTHER_STARTS: Final = "".join(d.start for d in _DIALECTS.values() if d.start != "[")
 
 
 class _Grammar(NamedTuple):
@@ -217,8 +231,14 @@ def _grammar(markers: frozenset[str]) -> _Grammar:
     )
 
 
-def _markers(markers: Collection[str]) -> frozenset[str]:
+def check_markers(markers: Collection[str]) -> frozenset[str]:
     """Validate a ``markers`` option (a dialect name, or a collection of them).
+
+    Args:
+        markers: Some of :data:`MARKER_DIALECTS` (a collection of names, or one name).
+
+    Returns:
+        The names, as a set.
 
     Raises:
         ValueError: If a name is not in :data:`MARKER_DIALECTS`, or none is given.
@@ -272,14 +292,18 @@ class CitationParser:
         [Citation(label='1', doc_id=1, raw='[1, 3]'), Citation(label='3', doc_id=3, raw='')]
     """
 
-    __slots__ = ("_grammar", "_other", "pending")
+    __slots__ = ("_alt", "_grammar", "_other", "pending")
 
     def __init__(self, *, markers: Collection[str] = DEFAULT_MARKERS) -> None:
         #: The text held back because it may still begin a citation (read-only).
         self.pending = ""
-        self._grammar = _grammar(_DEFAULT if markers is DEFAULT_MARKERS else _markers(markers))
-        # Dialects other than the default go through _scan (the default has fast paths).
-        self._other = self._grammar.markers != _DEFAULT
+        self._grammar = _grammar(_DEFAULT if markers is DEFAULT_MARKERS else check_markers(markers))
+        # The "id" dialect has fast paths; text where another dialect's citation may start,
+        # and any text of a set with "bracket" (which starts with "[" too), goes through _scan.
+        chosen = self._grammar.markers
+        self._other = "id" not in chosen or "bracket" in chosen
+        #: the start character of the other dialect read besides "id" ("" if none)
+        self._alt = "".join(c for c in self._grammar.starts if c in _OTHER_STARTS)
 
     @property
     def markers(self) -> frozenset[str]:
@@ -313,7 +337,7 @@ class CitationParser:
         """
         if not isinstance(text, str):
             raise TypeError(f"CitationParser.feed() takes str, not {type(text).__name__}")
-        if self._other:
+        if self._other or (self._alt and (self._alt in text or self._alt in self.pending)):
             return self._scan(self.pending + text, final=False)
         if self.pending:
             text = self.pending + text
@@ -372,7 +396,7 @@ class CitationParser:
             The held-back text as a single text event, or nothing.
         """
         pending, self.pending = self.pending, ""
-        if self._other and pending:
+        if pending and (self._other or self._alt):
             return self._scan(pending, final=True)
         return [pending] if pending else []
 

@@ -313,10 +313,10 @@ class ReferencedChatModel(BaseChatModel):
             for chunk in source:
                 if (out := session.step(chunk)) is not None:
                     yield out
-            session.collect_check()
+            closing = session.close()
         finally:
             session.cancel()
-        yield from session.closing()
+        yield from closing
         if _in_a_run(config):
             session.report(config)
 
@@ -340,10 +340,10 @@ class ReferencedChatModel(BaseChatModel):
             async for chunk in source:
                 if (out := session.step(chunk)) is not None:
                     yield out
-            await session.acollect_check()
+            closing = await session.aclose()
         finally:
             session.cancel()
-        for out in session.closing():
+        for out in closing:
             yield out
         if _in_a_run(config):
             await session.areport(config)

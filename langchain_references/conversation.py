@@ -9,7 +9,8 @@ returns each document as a plain dict (``{"id": None, "metadata": {...}, "page_c
 :func:`artifact_documents` reads all three forms; any other artifact (text, numbers, a list
 mixing documents with other values, an empty list) is not a list of documents and is left
 alone. A document-shaped item that is not a valid document (its ``page_content`` not text) is
-skipped with a warning that names the tool call, and the rest of the artifact is kept.
+skipped with a warning that names the tool call (when the tool result is new: after the
+model's last message), and the rest of the artifact is kept.
 
 :func:`number_conversation` gives the documents ids: in conversation order, the documents of
 each tool result after those of the results before it. Given the ids of an earlier call
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
 from langchain_core.documents import Document
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_references.errors import LangchainReferencesError
 from langchain_references.numbering import ABSENT_DOCUMENT
@@ -100,11 +101,12 @@ def as_document(item: object) -> Document | None:
     )
 
 
-def artifact_documents(message: BaseMessage) -> list[Document] | None:
+def artifact_documents(message: BaseMessage, *, warn: bool = True) -> list[Document] | None:
     """The documents a tool message carries in its artifact, or None if it carries none.
 
     Args:
         message: A message of the conversation.
+        warn: Log a warning for each invalid document skipped.
 
     Returns:
         The documents (in any of the forms :func:`as_document` reads, made ``Document`` s),
@@ -126,6 +128,8 @@ def artifact_documents(message: BaseMessage) -> list[Document] | None:
         try:
             document = as_document(item)
         except _InvalidDocumentError as error:
+            if not warn:
+                continue
             logger.warning(
                 "Skipped item %d of the artifact of tool call %r: %s",
                 index,
@@ -197,7 +201,7 @@ class NumberedConversation(NamedTuple):
 
 
 def give_ids(
-    messages: Sequence[BaseMessage], ids: ConversationIds | None = None
+    messages: Sequence[BaseMessage], ids: ConversationIds | None = None, *, warn: bool = True
 ) -> tuple[list[tuple[int, list[Document]] | None], ConversationIds]:
     """Give the documents of a conversation's tool results their ids.
 
@@ -206,6 +210,8 @@ def give_ids(
         ids: The ids given on earlier calls: each tool result they name keeps its ids, new
             ones go on from :attr:`ConversationIds.next_id`. None: ids follow the order of
             the documents in ``messages`` alone (a tool result shown twice is numbered twice).
+        warn: Warn about the invalid documents of the new tool results (see
+            :func:`artifact_documents`).
 
     Returns:
         For each message, None or, for a tool result with documents, the id of its first
@@ -214,8 +220,14 @@ def give_ids(
     first = dict(ids.first) if ids is not None else {}
     next_id = ids.next_id if ids is not None else 1
     given: list[tuple[int, list[Document]] | None] = []
-    for message in messages:
-        found = artifact_documents(message)
+    # the tool results since the model's last message are new: only they warn (once, not
+    # on every later call of the conversation)
+    new_from = next(
+        (i + 1 for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], AIMessage)),
+        0,
+    )
+    for index, message in enumerate(messages):
+        found = artifact_documents(message, warn=warn and index >= new_from)
         if found is None:
             given.append(None)
             continue

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
@@ -208,6 +208,10 @@ class MiniLMEmbeddings(Embeddings):
     Raises:
         ValueError: If a numeric argument is out of range.
     """
+
+    #: ``embed_query(text)`` is ``embed_documents([text])[0]``: a shared
+    #: :class:`~langchain_references.embedding_cache.CachedEmbeddings` keeps one memo for both.
+    queries_are_documents: ClassVar[bool] = True
 
     def __init__(
         self,

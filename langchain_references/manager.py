@@ -15,7 +15,17 @@ import copy
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
 from functools import reduce
 from operator import add
-from typing import TYPE_CHECKING, Any, cast, overload
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Final,
+    Literal,
+    NamedTuple,
+    TypeAlias,
+    cast,
+    get_args,
+    overload,
+)
 
 from langchain_core.callbacks import (
     AsyncCallbackManager,
@@ -45,9 +55,10 @@ from langchain_core.tracers._streaming import _StreamingCallbackHandler
 from langchain_core.utils.pydantic import TypeBaseModel, get_fields
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
-from typing_extensions import TypedDict, Unpack, override
+from typing_extensions import override
 
-from langchain_references._parser import DEFAULT_MARKERS, CitationParser
+from langchain_references._parser import DEFAULT_MARKERS, Event, check_markers
+from langchain_references._parser import Citation as ParsedCitation
 from langchain_references.citations.streaming import (
     CITATION_CHECK_KEY,
     CitationChecker,
@@ -69,6 +80,11 @@ if TYPE_CHECKING:
     from langchain_references.citations.verifier import SentenceVerdict
 
 __all__ = ["REFERENCES_EVENT", "MissingDocumentsError", "ReferencedRunnable", "manage_references"]
+
+#: What the reader sees of a citation whose document does not support its sentence
+#: (``manage_references(on_unsupported=...)``).
+OnUnsupported: TypeAlias = Literal["keep", "flag", "drop"]
+_ON_UNSUPPORTED: Final = get_args(OnUnsupported)
 
 #: Name of the custom callback event that carries the cited references at the end of a run.
 REFERENCES_EVENT = "references"
@@ -286,22 +302,54 @@ def _field(field: Any) -> tuple[Any, Any]:
     return (field.annotation, ... if field.required else field.default)  # pydantic v1
 
 
+class _NativeCite(NamedTuple):
+    """A provider's own citation held back with the text around it (``on_unsupported``)."""
+
+    document: Document
+    quote: str | None
+
+
+#: What the session holds back while a sentence waits for its verdict.
+_Held = str | ParsedCitation | _NativeCite
+
+
+def _size(item: _Held) -> int:
+    """Characters of the answer as written that a held item stands for."""
+    if isinstance(item, str):
+        return len(item)
+    return len(item.raw) if isinstance(item, ParsedCitation) else 0
+
+
 class _Session:
-    """State of one run: the rewriter, the optional citation check, the output's shape."""
+    """State of one run: the rewriter, the optional citation check, the output's shape.
+
+    With a citation check, each text chunk is parsed once, by the rewriter's parser, and its
+    events go to both the check's sentence tracker and the rewriter (:meth:`feed`). With
+    ``on_unsupported`` other than ``"keep"``, the events are held back sentence by sentence
+    until the sentence's verdict has come (:meth:`_release`), then rendered with the
+    citations the verdict finds unsupported flagged or dropped.
+    """
 
     __slots__ = (
         "check",
         "check_data",
+        "ended",
+        "feed",
         "has_list_content",
+        "held",
+        "held_at",
         "last_id",
         "last_position",
         "mark_unsupported",
         "native",
+        "on_unsupported",
+        "released",
         "rewriter",
         "saw_chunks",
         "text_index",
         "unsupported",
         "v1",
+        "verdicts",
         "whole",
     )
 
@@ -311,6 +359,7 @@ class _Session:
         check: StreamingCitationCheck | None = None,
         *,
         mark_unsupported: bool = False,
+        on_unsupported: OnUnsupported = "keep",
         v1: bool = False,
     ) -> None:
         self.rewriter = rewriter
@@ -322,6 +371,19 @@ class _Session:
         self.text_index: Any = 0
         self.check = check
         self.mark_unsupported = mark_unsupported
+        self.on_unsupported = on_unsupported
+        # what waits for its sentence's verdict (None: nothing is held, "keep" or no check)
+        self.held: list[_Held] | None = (
+            [] if check is not None and on_unsupported != "keep" else None
+        )
+        self.held_at = 0  # offset in the answer as written of the first held item
+        self.released = 0  # sentences rendered so far (held mode)
+        self.ended = ""  # what the end of the wrapped stream released (see close())
+        self.verdicts: list[SentenceVerdict] | None = None
+        #: ``feed(text)``: take a text chunk, return the rewritten text now certain. Without a
+        #: citation check it is the rewriter's own ``feed`` (no layer of the session's on the
+        #: hot path); with one, :meth:`_checked_feed`.
+        self.feed: Callable[[str], str] = rewriter.feed if check is None else self._checked_feed
         self.check_data: dict[str, Any] | None = None
         self.unsupported: list[UnsupportedClaim] = []
         self.has_list_content = False
@@ -331,11 +393,100 @@ class _Session:
         self.whole: BaseMessage | None = None
         self.native: NativeRun | None = None  # the provider's own citations, if read
 
-    def feed(self, text: str) -> str:
-        """Take a text chunk: the citation check's, if any, then the rewriter's."""
-        if self.check is not None:
-            self.check.feed(text)
-        return self.rewriter.feed(text)
+    def _checked_feed(self, text: str) -> str:
+        """:attr:`feed` with a citation check: one parse, for the check and the rewriter.
+
+        The rewriter's parser parses the chunk; its events go to :meth:`_route`.
+        """
+        return self._route(self.rewriter.parse(text))
+
+    def cite(self, document: Document, quote: str | None) -> str:
+        """Take a provider's own citation (the native run's); return the text now certain."""
+        rewriter = self.rewriter
+        if self.check is None:
+            return rewriter.cite(document, quote=quote)
+        out = self._route(rewriter.parser.flush())  # the text before it, parsed once too
+        if self.held is None:
+            return out + rewriter.render_citation(document, quote=quote)
+        self.held.append(_NativeCite(document, quote))
+        return out
+
+    def _route(self, events: list[Event]) -> str:
+        """Parsed events of the answer: to the check, then rendered (or held back)."""
+        assert self.check is not None  # only called with a check
+        self.check.feed_events(events)
+        if self.held is None:
+            return self.rewriter.feed_events(events)
+        self.held.extend(events)
+        return self._release()
+
+    # -- holding sentences back until their verdict (on_unsupported != "keep") -------------
+
+    def _release(self, *, final: bool = False) -> str:
+        """Render the held sentences whose verdicts have come, in order (never waits).
+
+        Args:
+            final: The run is over and every verdict is in: render everything held.
+        """
+        check, held = self.check, self.held
+        if check is None or held is None:
+            return ""
+        out: list[str] = []
+        while self.released < check.sentences:
+            verdict = check.verdict(self.released)
+            if verdict is None:
+                break
+            out.append(self._render(self._take(check.end_of(self.released)), verdict))
+            self.released += 1
+        if final:  # what follows the last sentence (blanks), or is in none
+            out.append(self._render(self._take(self.held_at + sum(map(_size, held))), None))
+        return "".join(out)
+
+    def _take(self, end: int) -> list[_Held]:
+        """The held items up to offset ``end`` of the answer (a text item is cut there)."""
+        held = self.held
+        assert held is not None
+        taken: list[_Held] = []
+        at = self.held_at
+        count = 0
+        for item in held:
+            size = _size(item)
+            if at + size <= end:
+                taken.append(item)
+                at += size
+                count += 1
+                continue
+            if at < end and isinstance(item, str):
+                taken.append(item[: end - at])
+                held[count] = item[end - at :]
+                at = end
+            break
+        del held[:count]
+        self.held_at = at
+        return taken
+
+    def _render(self, items: list[_Held], verdict: SentenceVerdict | None) -> str:
+        """Render one sentence's held items as its verdict decides (None: as they are)."""
+        drop: frozenset[int] = frozenset()
+        flag: frozenset[int] = frozenset()
+        if verdict is not None and verdict.verification_worthy:
+            unsupported = frozenset(c.doc_id for c in verdict.citations if not c.precise)
+            if self.on_unsupported == "drop":
+                drop = unsupported
+            else:
+                flag = unsupported
+        rewriter = self.rewriter
+        parts: list[str] = []
+        events: list[Event] = []
+        for item in items:
+            if isinstance(item, _NativeCite):
+                parts.append(rewriter.feed_events(events, drop=drop, flag=flag))
+                parts.append(rewriter.render_citation(item.document, quote=item.quote))
+                events = []
+            else:
+                events.append(item)
+        parts.append(rewriter.feed_events(events, drop=drop, flag=flag))
+        return "".join(parts)
 
     # -- one chunk ---------------------------------------------------------------------------
 
@@ -364,11 +515,12 @@ class _Session:
         Raises:
             TypeError: If the chunk is neither text nor a message.
         """
-        if isinstance(chunk, BaseMessageChunk):
+        # the exact class first: isinstance of a pydantic (ABC) class costs more per chunk
+        if chunk.__class__ is AIMessageChunk or isinstance(chunk, BaseMessageChunk):
             self.saw_chunks = True
             if chunk.id:
                 self.last_id = chunk.id
-            content = self._native_content(chunk)
+            content = self._native_content(chunk) if self.native is not None else None
             if content is None:
                 content = self.rewrite_content(chunk.content)
             if self.v1 and isinstance(content, str):
@@ -386,7 +538,7 @@ class _Session:
                 return None  # text held back, and nothing else in the chunk: yield nothing
             return chunk.model_copy(update=update)
         if isinstance(chunk, BaseMessage):  # a non-streaming runnable: the whole output
-            whole = self._native_content(chunk)
+            whole = self._native_content(chunk) if self.native is not None else None
             if whole is None:
                 whole = self.rewrite_content(chunk.content)
             self.whole = chunk.model_copy(update={"content": whole})
@@ -397,11 +549,19 @@ class _Session:
         )
 
     def _native_content(self, message: BaseMessage) -> str | list[Any] | None:
-        """The content with the provider's own citations rendered, or None if none are read."""
-        if self.native is None:
+        """The content with the provider's own citations rendered, or None if none are read.
+
+        Once the native run knows that no adapter reads this run, the session lets it go:
+        the later chunks skip it.
+        """
+        native = self.native
+        assert native is not None  # the caller checks
+        content = native.rewrite(message)
+        if content is None:
+            if native.idle:
+                self.native = None
             return None
-        content = self.native.rewrite(message)
-        if content is not None and not isinstance(content, str):
+        if not isinstance(content, str):
             self.has_list_content = True
         return content
 
@@ -428,21 +588,48 @@ class _Session:
 
     # -- end of the answer -----------------------------------------------------------------
 
-    def _record_check(self, verdicts: list[SentenceVerdict]) -> None:
-        numbers = {
-            position: ref.number for ref in self.rewriter.references for position in ref.positions
-        }
-        self.check_data, self.unsupported = citation_report(verdicts, numbers)
+    # The close sequence of a run, for every driver: after the last chunk, ``close()`` (or
+    # ``await aclose()``) ends the stream, waits for the citation check and returns what to
+    # yield last; the driver cancels the check in a ``finally`` (the consumer may leave early).
 
-    def collect_check(self) -> None:
-        """Wait for the citation check, if any (sync path)."""
-        if self.check is not None:
-            self._record_check(self.check.finish())
+    def close(self) -> list[Any]:
+        """End the run (sync path): the closing outputs, the citation check collected.
 
-    async def acollect_check(self) -> None:
-        """Wait for the citation check, if any (async path)."""
+        Returns:
+            What the run yields after the last chunk (see :meth:`closing`).
+        """
+        self._end_stream()
         if self.check is not None:
-            self._record_check(await self.check.afinish())
+            self.verdicts = self.check.finish()
+        return self.closing()
+
+    async def aclose(self) -> list[Any]:
+        """Async :meth:`close`: the citation check awaited."""
+        self._end_stream()
+        if self.check is not None:
+            self.verdicts = await self.check.afinish()
+        return self.closing()
+
+    def _end_stream(self) -> None:
+        """The wrapped stream ended: render what the native run held, end the answer's parse.
+
+        With a check, the parser's last events go to it (its last sentence) before the
+        verdicts are waited for; without one, :meth:`ReferenceRewriter.finish` closes the
+        parser.
+        """
+        ended = self.native.finish() if self.native is not None else ""
+        if self.check is not None:
+            ended += self._route_last(self.rewriter.parser.close())
+        self.ended = ended
+
+    def _route_last(self, events: list[Event]) -> str:
+        """The parser's last events: the check's last sentence, then rendered or held."""
+        assert self.check is not None
+        self.check.close(events)
+        if self.held is None:
+            return self.rewriter.feed_events(events)
+        self.held.extend(events)
+        return ""
 
     def cancel(self) -> None:
         """Stop the citation check, if any (verifications not yet collected are dropped)."""
@@ -450,9 +637,19 @@ class _Session:
             self.check.cancel()
 
     def tail(self) -> str:
-        """Held-back text, the reference list and, if asked, the unsupported claims."""
-        held = self.native.finish() if self.native is not None else ""
-        tail = held + self.rewriter.finish()
+        """The last text: what the end released, the reference list, the unsupported claims.
+
+        Every held sentence is rendered first (every verdict is in), so the check's report
+        numbers the sources as the answer does.
+        """
+        tail = self.ended + self._release(final=True) + self.rewriter.finish()
+        if self.verdicts is not None:
+            numbers = {
+                position: ref.number
+                for ref in self.rewriter.references
+                for position in ref.positions
+            }
+            self.check_data, self.unsupported = citation_report(self.verdicts, numbers)
         if self.mark_unsupported and self.unsupported:
             tail += self.rewriter.style.format_citation_check(self.unsupported)
         return tail
@@ -521,7 +718,7 @@ class _Session:
         return annotations
 
     def closing(self) -> list[Any]:
-        """What the run yields after the last chunk (the check collected already).
+        """What the run yields after the last chunk (called by :meth:`close`).
 
         Returns:
             The whole message of a non-streaming runnable, closed; or the closing chunk of a
@@ -631,12 +828,13 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         style: ReferenceStyle | None = None,
         verifier: CitationChecker | None = None,
         mark_unsupported: bool = False,
+        on_unsupported: OnUnsupported = "keep",
         native: NativeOption | str = "auto",
         name: str | None = None,
         markers: Collection[str] = DEFAULT_MARKERS,
         output_version: str | None = None,
     ) -> None:
-        self.markers = tuple(sorted(CitationParser(markers=markers).markers))  # checks names
+        self.markers = tuple(sorted(check_markers(markers)))
         self.output_version = _checked_output_version(output_version)
         if native is not None and native != "auto" and native not in ADAPTER_NAMES:
             raise UnknownAdapterError(
@@ -656,8 +854,15 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
             )
         if mark_unsupported and verifier is None:
             raise ValueError("mark_unsupported=True needs a verifier")
+        if on_unsupported not in _ON_UNSUPPORTED:
+            raise ValueError(
+                f"on_unsupported must be one of {list(_ON_UNSUPPORTED)}, not {on_unsupported!r}"
+            )
+        if on_unsupported != "keep" and verifier is None:
+            raise ValueError(f"on_unsupported={on_unsupported!r} needs a verifier")
         self.verifier = verifier
         self.mark_unsupported = mark_unsupported
+        self.on_unsupported: OnUnsupported = on_unsupported
         self.name = name or f"ManageReferences[{bound.get_name()}]"
 
     def _wrap(self, bound: Runnable[Any, Any]) -> None:
@@ -834,10 +1039,13 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
             ReferenceRewriter(documents, self.style, markers=self.markers, track_spans=v1),
             check,
             mark_unsupported=self.mark_unsupported,
+            on_unsupported=self.on_unsupported,
             v1=v1,
         )
         if self.native is not None:
-            session.native = NativeRun(self.native, session.rewriter, documents, session.feed)
+            session.native = NativeRun(
+                self.native, session.rewriter, documents, session.feed, session.cite
+            )
         return session
 
     # -- the drivers: the same loop, sync and async ----------------------------------------
@@ -862,13 +1070,12 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
             for chunk in source(bound_input, relay.inner_config(config)):
                 if (out := session.step(chunk)) is not None:
                     yield relay.emit(out)
-            session.collect_check()
+            closing = session.close()
         except BaseException as error:
             relay.fail(error)
             raise
         finally:
             session.cancel()
-        closing = session.closing()
         for out in closing:
             yield relay.emit(out)
         relay.end(closing[-1] if closing else None)
@@ -887,13 +1094,12 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
             async for chunk in source(bound_input, relay.inner_config(config)):
                 if (out := session.step(chunk)) is not None:
                     yield await relay.aemit(out)
-            await session.acollect_check()
+            closing = await session.aclose()
         except BaseException as error:
             await relay.afail(error)
             raise
         finally:
             session.cancel()
-        closing = session.closing()
         for out in closing:
             yield await relay.aemit(out)
         await relay.aend(closing[-1] if closing else None)
@@ -1004,33 +1210,50 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         return self.atransform(_once(input), config, **kwargs)
 
 
-class ReferencesOptions(TypedDict, total=False):
-    """The keyword options of :func:`manage_references` (see there) and its overloads."""
-
-    documents_key: str
-    style: ReferenceStyle | None
-    verifier: CitationChecker | None
-    mark_unsupported: bool
-    native: NativeOption | str
-    name: str | None
-    markers: Collection[str]
-    output_version: str | None
-
-
 @overload
 def manage_references(
-    runnable: BaseChatModel, **options: Unpack[ReferencesOptions]
+    runnable: BaseChatModel,
+    *,
+    documents_key: str = "documents",
+    style: ReferenceStyle | None = None,
+    verifier: CitationChecker | None = None,
+    mark_unsupported: bool = False,
+    on_unsupported: OnUnsupported = "keep",
+    native: NativeOption | str = "auto",
+    name: str | None = None,
+    markers: Collection[str] = DEFAULT_MARKERS,
+    output_version: str | None = None,
 ) -> ReferencedChatModel: ...
 
 
 @overload
 def manage_references(
-    runnable: Runnable[Any, Any], **options: Unpack[ReferencesOptions]
+    runnable: Runnable[Any, Any],
+    *,
+    documents_key: str = "documents",
+    style: ReferenceStyle | None = None,
+    verifier: CitationChecker | None = None,
+    mark_unsupported: bool = False,
+    on_unsupported: OnUnsupported = "keep",
+    native: NativeOption | str = "auto",
+    name: str | None = None,
+    markers: Collection[str] = DEFAULT_MARKERS,
+    output_version: str | None = None,
 ) -> ReferencedRunnable: ...
 
 
 def manage_references(
-    runnable: Runnable[Any, Any], **options: Unpack[ReferencesOptions]
+    runnable: Runnable[Any, Any],
+    *,
+    documents_key: str = "documents",
+    style: ReferenceStyle | None = None,
+    verifier: CitationChecker | None = None,
+    mark_unsupported: bool = False,
+    on_unsupported: OnUnsupported = "keep",
+    native: NativeOption | str = "auto",
+    name: str | None = None,
+    markers: Collection[str] = DEFAULT_MARKERS,
+    output_version: str | None = None,
 ) -> ReferencedRunnable | ReferencedChatModel:
     """Wrap a chat model, LLM or chain so that its citations become real references.
 
@@ -1043,23 +1266,30 @@ def manage_references(
 
     Args:
         runnable: The runnable that writes the answer. It receives the whole input dict.
-        **options: The keyword options below (:class:`ReferencesOptions`).
-
-    Keyword Args:
-        documents_key (str): The input key holding the list of Documents put in the prompt;
+        documents_key: The input key holding the list of Documents put in the prompt;
             ``"documents"`` by default.
-        style (ReferenceStyle | None): How citations and the list are written;
+        style: How citations and the list are written;
             :class:`MarkdownReferenceStyle` by default.
-        verifier (CitationChecker | None): Check each sentence's citations against the cited
+        verifier: Check each sentence's citations against the cited
             documents while the answer streams, e.g. ``CitationVerifier(LLMJudge(model))``
             from :mod:`langchain_references.factuality`. The report (citation recall and
             precision, unsupported sentences and citations) goes to
             ``response_metadata["citation_check"]`` of chat outputs and to the
             ``"references"`` event of every output. None (default): no check.
-        mark_unsupported (bool): Also append the unsupported sentences to the text, after the
+        mark_unsupported: Also append the unsupported sentences to the text, after the
             reference list, in the style's form (:meth:`ReferenceStyle.format_citation_check`);
             False by default.
-        native (NativeOption | str): Read the provider's own citations too (Anthropic
+        on_unsupported: What the reader sees of a citation whose document, the verifier
+            says, does not support its sentence (a citation that is not *precise*): ``"keep"``
+            (default) renders it as any other; ``"flag"`` follows its marker with the style's
+            flag (:meth:`ReferenceStyle.format_unsupported`, `` (unsupported)`` in text);
+            ``"drop"`` removes it, with the blanks before it, and it takes no number: its
+            source is numbered and listed only if another, supported citation cites it.
+            Since a verdict comes once its sentence is complete, with ``"flag"`` or
+            ``"drop"`` each sentence is held back until its verdict has come (the stream
+            goes on sentence by sentence: a sentence is released with the first chunk after
+            its verdict, or at the end); with ``"keep"`` nothing is held. Needs a verifier.
+        native: Read the provider's own citations too (Anthropic
             Citations, OpenAI Responses annotations, Perplexity, Gemini grounding, Cohere,
             LangChain v1 ``citation`` annotations) and number them with the ``[n](id=k)``
             citations, in one reference list: ``"auto"`` (default) picks the adapter from the
@@ -1067,14 +1297,15 @@ def manage_references(
             adapter name (see :data:`~langchain_references.native.ADAPTER_NAMES`) forces one,
             None turns it off. With it, the documents key may be absent (provider citations
             carry their sources) and a bare chat model may be called with its own input.
-        name (str | None): The run name shown in callbacks, traces and ``astream_events``;
+        name: The run name shown in callbacks, traces and ``astream_events``;
             ``"ManageReferences[<wrapped runnable's name>]"`` by default.
-        markers (Collection[str]): The citation dialects the answer is written in (see
+        markers: The citation dialects the answer is written in (see
             :data:`~langchain_references._parser.MARKER_DIALECTS`): ``"id"`` for
-            ``[n](id=k)`` (default), ``"source"`` for ``【k†source】`` and ``【k】``,
-            ``"bracket"`` for plain ``[k]`` and ``[k, m]`` (opt-in: only for prompts that ask
-            for it, since ``[1]`` is common in text).
-        output_version (str | None): ``"v1"``: message outputs are LangChain v1 content
+            ``[n](id=k)`` and ``"source"`` for ``【k†source】``, ``【k】`` and OpenAI
+            Assistants' ``【k:m†source】`` (both by default), ``"bracket"`` for plain ``[k]``
+            and ``[k, m]`` (opt-in: only for prompts that ask for it, since ``[1]`` is common
+            in text).
+        output_version: ``"v1"``: message outputs are LangChain v1 content
             blocks, and the final message's text block carries standard ``Citation``
             annotations (url, title, cited_text, and ``start_index`` / ``end_index`` of each
             marker in the answer text as written). Over a chat model, the default (None) is
@@ -1092,7 +1323,9 @@ def manage_references(
 
     Raises:
         TypeError: If ``runnable``, ``style`` or ``verifier`` has the wrong type.
-        ValueError: If ``mark_unsupported`` is set without a verifier.
+        ValueError: If ``mark_unsupported`` or ``on_unsupported`` other than ``"keep"`` is
+            set without a verifier, ``on_unsupported`` is not one of its three values, or
+            ``markers`` names an unknown dialect.
 
     Examples:
         >>> from langchain_core.documents import Document
@@ -1106,11 +1339,21 @@ def manage_references(
         <BLANKLINE>
         - [1] https://fr.example
     """
-    references = ReferencedRunnable(runnable, **options)
+    references = ReferencedRunnable(
+        runnable,
+        documents_key=documents_key,
+        style=style,
+        verifier=verifier,
+        mark_unsupported=mark_unsupported,
+        on_unsupported=on_unsupported,
+        native=native,
+        name=name,
+        markers=markers,
+        output_version=output_version,
+    )
     if isinstance(runnable, BaseChatModel):
         from langchain_references.chat_model import ReferencedChatModel  # a sibling layer
 
-        output_version = options.get("output_version")
         if output_version is None:  # the chat model's own
             return ReferencedChatModel(wrapped=runnable, references=references)
         return ReferencedChatModel(

@@ -41,7 +41,11 @@ from langchain_references._parser import DEFAULT_MARKERS
 from langchain_references.chat_model import ReferencedChatModel
 from langchain_references.citations.streaming import CitationChecker
 from langchain_references.conversation import ConversationIds, give_ids
-from langchain_references.manager import REFERENCES_METADATA_KEY, ReferencedRunnable
+from langchain_references.manager import (
+    REFERENCES_METADATA_KEY,
+    OnUnsupported,
+    ReferencedRunnable,
+)
 from langchain_references.native.registry import NativeOption
 from langchain_references.styles import ReferenceStyle
 
@@ -82,6 +86,8 @@ class ReferencesMiddleware(AgentMiddleware[ReferencesState, Any, Any]):
         verifier: Check each sentence's citations while the answer streams; the report is in
             ``response_metadata["citation_check"]``.
         mark_unsupported: Append the unsupported sentences after the reference list.
+        on_unsupported: What the reader sees of a citation its document does not support
+            (with a verifier): ``"keep"`` it, ``"flag"`` it, or ``"drop"`` it.
         native: Read the provider's own citations too (``"auto"``, an adapter name or None).
         markers: The citation dialects the answers are written in.
         output_version: ``"v1"`` for standard content blocks with citation annotations
@@ -101,6 +107,7 @@ class ReferencesMiddleware(AgentMiddleware[ReferencesState, Any, Any]):
         style: ReferenceStyle | None = None,
         verifier: CitationChecker | None = None,
         mark_unsupported: bool = False,
+        on_unsupported: OnUnsupported = "keep",
         native: NativeOption | str = "auto",
         markers: Collection[str] = DEFAULT_MARKERS,
         output_version: str | None = None,
@@ -113,6 +120,7 @@ class ReferencesMiddleware(AgentMiddleware[ReferencesState, Any, Any]):
             style=style,
             verifier=verifier,
             mark_unsupported=mark_unsupported,
+            on_unsupported=on_unsupported,
             native=native,
             markers=markers,
             output_version=output_version,
@@ -131,7 +139,7 @@ class ReferencesMiddleware(AgentMiddleware[ReferencesState, Any, Any]):
             The request to hand on, and the ids to keep in the state.
         """
         known = ConversationIds.from_state(request.state.get(REFERENCE_IDS_KEY))
-        _, ids = give_ids(request.messages, known)
+        _, ids = give_ids(request.messages, known, warn=False)  # the model's own call warns
         response_format = request.response_format
         if response_format is not None and not isinstance(response_format, ToolStrategy):
             return request, ids  # structured output as text: not rewritten

@@ -67,6 +67,8 @@ T = TypeVar("T")
 RETRY_STATUSES: Final = frozenset({429, 503})
 #: Longest wait for a free concurrency slot before asking again (seconds).
 _POLL_S: Final = 0.02
+#: A bucket this close to a whole token has one (float sums of refills fall just short).
+_TOKEN_EPSILON: Final = 1e-9
 
 
 @dataclass(frozen=True)
@@ -287,19 +289,19 @@ class LocalLimiterBackend:
             bucket = self._buckets.get(key)
             if bucket is None:
                 bucket = self._buckets[key] = _Bucket(tokens=float(limit.burst), updated=now)
+            if now < bucket.paused_until:  # no refill while paused: no burst after the pause
+                return bucket.paused_until - now
             rps = limit.requests_per_second
-            if rps is not None:
+            if rps is not None:  # the bucket holds at most ``burst`` tokens, however long idle
                 elapsed = max(0.0, now - bucket.updated)
                 bucket.tokens = min(float(limit.burst), bucket.tokens + elapsed * rps)
             bucket.updated = now
-            if now < bucket.paused_until:
-                return bucket.paused_until - now
             if limit.max_concurrent is not None and bucket.in_flight >= limit.max_concurrent:
                 return _POLL_S
             if rps is not None:
-                if bucket.tokens < 1.0:
+                if bucket.tokens < 1.0 - _TOKEN_EPSILON:  # not a rounding error's wait forever
                     return (1.0 - bucket.tokens) / rps
-                bucket.tokens -= 1.0
+                bucket.tokens = max(0.0, bucket.tokens - 1.0)
             bucket.in_flight += 1
             return 0.0
 
@@ -311,12 +313,16 @@ class LocalLimiterBackend:
                 bucket.in_flight -= 1
 
     def defer(self, key: str, seconds: float) -> None:
-        """See :meth:`LimiterBackend.defer`; the pause also empties the bucket (no burst after)."""
+        """See :meth:`LimiterBackend.defer`.
+
+        The pause leaves one token in the bucket (the retry goes when it ends) and none
+        accrues during it: no burst after the pause, however many requests waited it out.
+        """
         with self._lock:
             now = self._clock()
             bucket = self._buckets.setdefault(key, _Bucket(tokens=0.0, updated=now))
             bucket.paused_until = max(bucket.paused_until, now + max(0.0, seconds))
-            bucket.tokens = 0.0
+            bucket.tokens = 1.0
             bucket.updated = bucket.paused_until
 
     def in_flight(self, key: str) -> int:

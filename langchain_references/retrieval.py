@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import re
 from collections.abc import Hashable, Iterable, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, get_args
 
 from langchain_references._optional import require
@@ -90,9 +92,23 @@ def check_retrieval(value: object) -> Retrieval:
     raise ValueError(f"retrieval must be one of {', '.join(RETRIEVAL_MODES)}, got {value!r}")
 
 
+def _bm25s(module: str = "bm25s") -> ModuleType:
+    """Import ``bm25s`` (or one of its modules): the one place this package imports it.
+
+    ``bm25s`` sets its own logger to DEBUG when imported, so its ``Building index from
+    tokens`` lines would reach any handler of the application's; its logger is given back to
+    the application's logging (level unset) after the import, whoever imported it first.
+    """
+    imported = require(module, "factcheck", feature="BM25 retrieval")
+    bm25s_logger = logging.getLogger("bm25s")
+    if bm25s_logger.level == logging.DEBUG:  # what bm25s sets, not an application's choice
+        bm25s_logger.setLevel(logging.NOTSET)
+    return imported
+
+
 @functools.cache
 def _stopwords() -> frozenset[str]:
-    stopwords = require("bm25s.stopwords", "factcheck", feature="BM25 retrieval")
+    stopwords = _bm25s("bm25s.stopwords")
     return frozenset(word.casefold() for word in stopwords.STOPWORDS_EN)
 
 
@@ -205,7 +221,7 @@ class BM25Index:
             raise ValueError(f"{len(ids)} ids for {len(corpus)} texts")
         if not corpus:
             return cls(None, ())
-        bm25s = require("bm25s", "factcheck", feature="BM25 retrieval")
+        bm25s = _bm25s()
         model = bm25s.BM25()
         model.index(corpus, show_progress=False)
         return cls(model, ids)
@@ -290,7 +306,7 @@ class BM25Index:
             raise LexicalIndexError(f"the BM25 index in {path} has a damaged id list")
         if not ids:
             return cls(None, ())
-        bm25s = require("bm25s", "factcheck", feature="BM25 retrieval")
+        bm25s = _bm25s()
         try:
             model = bm25s.BM25.load(str(path), mmap=mmap, show_progress=False)
         except (OSError, ValueError, KeyError) as exc:

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Container, Sequence
 from typing import NamedTuple
 
 from langchain_core.documents import Document
 
 from langchain_references._code import CodeAwareParser
-from langchain_references._parser import DEFAULT_MARKERS, Citation
+from langchain_references._parser import DEFAULT_MARKERS, Citation, Event
 from langchain_references.deeplinks import QuoteFinder
 from langchain_references.numbering import SourceNumbering, UsedReference
 from langchain_references.styles import ReferenceStyle
@@ -158,6 +158,8 @@ class ReferenceRewriter:
     def feed(self, text: str) -> str:
         """Consume a fragment of the answer and return the rewritten text now certain.
 
+        It is :meth:`feed_events` of :meth:`parse`, with a fast path for plain text.
+
         Args:
             text: The next fragment.
 
@@ -178,15 +180,58 @@ class ReferenceRewriter:
             if self._spans is not None:
                 self._written += len(text)
             return text  # fast path: plain text, untouched
-        events = parser.feed(text)
+        return self.feed_events(parser.feed(text))
+
+    def parse(self, text: str) -> list[Event]:
+        """The events of a fragment of the answer, from this rewriter's parser.
+
+        A caller that also gives the events to someone else (the citation check's sentence
+        tracker) parses each fragment once with it, then renders the events with
+        :meth:`feed_events`: ``feed_events(parse(text))`` is :meth:`feed`.
+
+        Args:
+            text: The next fragment.
+
+        Returns:
+            The events now certain (see :meth:`CodeAwareParser.feed`).
+        """
+        parser = self._parser
+        if parser.quiet and not parser.special(text):
+            return [text] if text else []
+        return parser.feed(text)
+
+    def feed_events(
+        self,
+        events: Sequence[Event],
+        *,
+        drop: Container[int] = (),
+        flag: Container[int] = (),
+    ) -> str:
+        """Rewrite events of the answer (from :meth:`parse`, or a parser's ``close``/``flush``).
+
+        Args:
+            events: Text and citation events, in order.
+            drop: Document ids whose citations are removed here, as a citation of an unknown
+                document is (not numbered; blanks before it go with it), without a warning.
+            flag: Document ids whose rendered citations are followed by the style's
+                :meth:`~langchain_references.styles.ReferenceStyle.format_unsupported`.
+
+        Returns:
+            The rewritten text now certain.
+
+        Raises:
+            RuntimeError: If called after :meth:`finish`.
+        """
+        if self._finished:
+            raise RuntimeError("ReferenceRewriter.feed_events() called after finish()")
         if not events:
             return ""  # a citation is forming
-        if len(events) == 1 and not self._deep and self._spans is None:  # text or a citation
-            event = events[0]
+        if len(events) == 1 and not self._deep and self._spans is None and not (drop or flag):
+            event = events[0]  # text or a citation
             if isinstance(event, str):
                 return self._text(event)
             return self._marker(self._cited_text(event))
-        return self._render(events)
+        return self._render(events, drop, flag)
 
     def finish(self) -> str:
         """End the answer: return held-back text verbatim and the reference list.
@@ -247,14 +292,25 @@ class ReferenceRewriter:
         """
         if self._finished:
             raise RuntimeError("ReferenceRewriter.cite() called after finish()")
-        held = self._render(self._parser.flush())
+        return self._render(self._parser.flush()) + self.render_citation(document, quote=quote)
+
+    def render_citation(self, document: Document, *, quote: str | None = None) -> str:
+        """:meth:`cite` without flushing the parser: the caller rendered the text before it.
+
+        Args:
+            document: The cited document.
+            quote: The cited passage (deep links).
+
+        Returns:
+            The styled marker (with the blanks held before it).
+        """
         marker = self._numbering.cite_document(document, quote=quote)
         out = self._marker(marker)
         if self._spans is not None and marker:
             start = self._written + len(out) - len(marker)
             self._spans.append(CitedSpan(start, start + len(marker), document, quote))
             self._written += len(out)
-        return held + out
+        return out
 
     @property
     def style(self) -> ReferenceStyle:
@@ -271,7 +327,9 @@ class ReferenceRewriter:
         """The numbering registry the citations go through (numbers, used references)."""
         return self._numbering
 
-    def _render(self, events: list[str | Citation]) -> str:
+    def _render(
+        self, events: Sequence[Event], drop: Container[int] = (), flag: Container[int] = ()
+    ) -> str:
         parts = []
         for event in events:
             if isinstance(event, str):
@@ -281,11 +339,18 @@ class ReferenceRewriter:
                 if self._spans is not None:
                     self._written += len(parts[-1])
                 continue
+            if event.doc_id in drop:
+                parts.append(self._marker(""))
+                continue
             # each citation quotes its own sentence with deep links: no cache then
             marker = self._cite(event) if self._deep else self._cited_text(event)
             parts.append(self._marker(marker))
             if self._spans is not None:
                 self._track(event, parts[-1], marker)
+            if marker and event.doc_id in flag:
+                parts.append(self._style.format_unsupported())
+                if self._spans is not None:
+                    self._written += len(parts[-1])
         return "".join(parts)
 
     def _track(self, event: Citation, out: str, marker: str) -> None:

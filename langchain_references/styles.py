@@ -9,7 +9,7 @@ Every built-in style escapes titles and URLs for its output format and never emi
 URL whose scheme can run code (``javascript:``, ``data:``, ``vbscript:``...), however it is
 disguised. :func:`safe_url` is the one URL sanitiser of every style and fact-check report, and
 :func:`clean_text` the one cleaner of untrusted text (control, escape and bidi characters
-removed, one line).
+removed, one line); :func:`clean_title` is it for titles, capped at :data:`MAX_TITLE_CHARS`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from html.entities import html5 as html5_entities
-from typing import Any
+from typing import Any, Final
 from urllib.parse import unquote
 
 from langchain_core.documents import Document
@@ -29,6 +29,7 @@ from langchain_core.documents import Document
 from langchain_references.deeplinks import deep_link, usable_quote
 
 __all__ = [
+    "MAX_TITLE_CHARS",
     "QUOTE_KEY",
     "EmptyReferenceStyle",
     "HTMLReferenceStyle",
@@ -37,6 +38,7 @@ __all__ = [
     "TextReferenceStyle",
     "UnsupportedClaim",
     "clean_text",
+    "clean_title",
     "is_safe_url",
     "safe_url",
 ]
@@ -93,6 +95,36 @@ def clean_text(text: str) -> str:
     if text.isascii() and text.isprintable():  # " " to "~": nothing to remove, only to fold
         return " ".join(text.split())
     return " ".join(_UNSAFE_TEXT_RE.sub("", _ESCAPE_SEQ_RE.sub("", text)).split())
+
+
+#: Longest title shown (:func:`clean_title`); a longer one is cut and ends with ``…``.
+MAX_TITLE_CHARS: Final = 300
+
+
+def clean_title(text: str, *, max_chars: int = MAX_TITLE_CHARS) -> str:
+    """:func:`clean_text` of an untrusted title, at most ``max_chars`` characters.
+
+    Only the title's start is read (a few times ``max_chars``), so the work is bounded
+    whatever its size; a title longer than ``max_chars`` once cleaned is cut and ends with
+    ``…`` (``max_chars`` characters in all).
+
+    Args:
+        text: The untrusted title.
+        max_chars: The longest result (at least 1).
+
+    Returns:
+        The title on one line, safe to show, at most ``max_chars`` characters.
+
+    Examples:
+        >>> clean_title("\u202egnp.exe\u202c  Report")
+        'gnp.exe Report'
+        >>> clean_title("A very long title", max_chars=10)
+        'A very lo…'
+    """
+    cleaned = clean_text(text[: 4 * max_chars + 64])
+    if len(cleaned) <= max_chars:
+        return cleaned
+    return cleaned[: max_chars - 1].rstrip() + "…"
 
 
 def _decode_entity(match: re.Match[str]) -> str:
@@ -313,12 +345,13 @@ class ReferenceStyle:
             document: The first cited document of a source.
 
         Returns:
-            The title, or None when the document has none.
+            The title (:func:`clean_title`: one line, capped), or None when the document has
+            none.
         """
         title = document.metadata.get(self.title_key)
         if title is None:
             return None
-        return clean_text(str(title)) or None
+        return clean_title(str(title)) or None
 
     def format_reference(self, ref: int, media: Document) -> str | None:
         """Return the text that replaces a citation in the answer.
@@ -355,6 +388,20 @@ class ReferenceStyle:
             The text to append (plain text here; each built-in style writes its own form).
         """
         return _section("\n\nCitation check:\n", [_text_check_line(claim) for claim in unsupported])
+
+    #: The word :meth:`format_unsupported` writes after an unsupported citation.
+    unsupported_label: str = "unsupported"
+
+    def format_unsupported(self) -> str:
+        """Return the flag written right after a citation its document does not support.
+
+        With ``manage_references(..., on_unsupported="flag")`` each rendered citation the
+        verifier finds unsupported (not precise) is followed by it.
+
+        Returns:
+            The flag (plain text here, `` (unsupported)``; each built-in style writes its form).
+        """
+        return f" ({clean_text(self.unsupported_label)})"
 
     def _links(self, refs: Sequence[tuple[int, Document]]) -> list[tuple[int, str | None, str]]:
         """Return ``(number, safe URL or None, clean label)`` for each reference."""
@@ -460,6 +507,10 @@ class MarkdownReferenceStyle(_LinkingStyle):
         """Write one ``- **n** [Title](URL)`` line per source."""
         return _section("\n\n", [_markdown_link_line(*link) for link in self._links(refs)])
 
+    def format_unsupported(self) -> str:
+        """Write `` *(unsupported)*`` (emphasis)."""
+        return f" *({_markdown_text(self.unsupported_label)})*"
+
     def format_citation_check(self, unsupported: list[UnsupportedClaim]) -> str:
         """Write a bold heading and one bullet per unsupported sentence."""
         lines = [_markdown_check_line(claim) for claim in unsupported]
@@ -497,6 +548,11 @@ class HTMLReferenceStyle(_LinkingStyle):
         """Write an ordered list of links to the sources."""
         items = [_html_link_item(url, label) for _, url, label in self._links(refs)]
         return _section("\n\n<ol>", items, "</ol>", separator="")
+
+    def format_unsupported(self) -> str:
+        """Write `` <em class="unsupported">(unsupported)</em>``, the label escaped."""
+        label = html.escape(clean_text(self.unsupported_label))
+        return f' <em class="unsupported">({label})</em>'
 
     def format_citation_check(self, unsupported: list[UnsupportedClaim]) -> str:
         """Write an ``<aside class="citation-check">`` list; everything escaped."""

@@ -54,14 +54,14 @@ import importlib
 import logging
 import re
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
 from typing import Any, Final
 
 from langchain_references._code import CodeAwareParser
-from langchain_references._parser import Citation
+from langchain_references._parser import DEFAULT_MARKERS, Citation, Event, check_markers
 
 __all__ = [
     "SEGMENT_WINDOW",
@@ -250,6 +250,19 @@ class SentenceCitationTracker:
     sentences completed by that call, in order; the concatenation of everything returned is
     the same for every way of cutting the answer into fragments.
 
+    A caller that parses the answer already (the references wrapper: one parser per run feeds
+    the rewriter and the check) gives the parser's events to :meth:`feed_events` and
+    :meth:`close_events` instead; the tracker then parses nothing. The two ways are not mixed
+    on one tracker.
+
+    Args:
+        markers: The citation dialects of the answer read by :meth:`feed` (see
+            :data:`~langchain_references._parser.MARKER_DIALECTS`); by default
+            :data:`~langchain_references._parser.DEFAULT_MARKERS`.
+
+    Raises:
+        ValueError: If ``markers`` names an unknown dialect, or none.
+
     Examples:
         >>> t = SentenceCitationTracker()
         >>> t.feed("Seattle is in Washington [1](i")
@@ -258,13 +271,18 @@ class SentenceCitationTracker:
         [('Seattle is in Washington.', (2,))]
         >>> [(s.text, s.doc_ids) for s in t.close()]
         [('It rains a lot.', (3,))]
+        >>> t.ends
+        [36, 61]
     """
 
     __slots__ = (
         "_closed",
+        "_ends",
         "_final",
         "_has_text",
         "_index",
+        "_markers",
+        "_offset",
         "_opens",
         "_parser",
         "_pieces",
@@ -275,8 +293,9 @@ class SentenceCitationTracker:
         "_word",
     )
 
-    def __init__(self) -> None:
-        self._parser = CodeAwareParser()
+    def __init__(self, *, markers: Collection[str] = DEFAULT_MARKERS) -> None:
+        self._markers = markers if markers is DEFAULT_MARKERS else check_markers(markers)
+        self._parser: CodeAwareParser | None = None  # made by the first feed() of text
         self._pieces: list[_Piece] = []  # the sentence so far, but for ``_run``
         self._run: list[str] = []  # characters of the text after the last piece
         self._tail: list[_Piece] = []
@@ -290,6 +309,8 @@ class SentenceCitationTracker:
         self._word: str | None = ""
         self._previous: str | None = ""
         self._opens = True
+        self._offset = 0  # characters of the answer read (markers as written)
+        self._ends: list[int] = []
 
     @property
     def sentences_emitted(self) -> int:
@@ -297,12 +318,22 @@ class SentenceCitationTracker:
         return self._index
 
     @property
+    def ends(self) -> list[int]:
+        """Where each sentence returned so far ends in the answer as written (read-only).
+
+        ``ends[i]`` is the offset of the first character after sentence ``i``: the character
+        that decided its end (the blanks and markers after its last word belong to it), or
+        the answer's length for the last one. The answer's text is cut there into sentences
+        whatever the fragments were.
+        """
+        return self._ends
+
+    @property
     def pending(self) -> str:
         """The raw text of the sentence in progress (markers included)."""
         pieces = [*self._flushed(), *self._tail]
-        return "".join(p.raw if isinstance(p, Citation) else p for p in pieces) + (
-            self._parser.pending
-        )
+        held = self._parser.pending if self._parser is not None else ""
+        return "".join(p.raw if isinstance(p, Citation) else p for p in pieces) + held
 
     def feed(self, text: str) -> list[CitedSentence]:
         """Consume the next fragment of the answer.
@@ -319,8 +350,24 @@ class SentenceCitationTracker:
         """
         if self._closed:
             raise ValueError("feed() after close(): use a new SentenceCitationTracker")
+        return self.feed_events(self._text_parser().feed(text))
+
+    def feed_events(self, events: Iterable[Event]) -> list[CitedSentence]:
+        """Consume the next events of the answer, as a citation parser returns them.
+
+        Args:
+            events: Text and :class:`~langchain_references._parser.Citation` events, in order.
+
+        Returns:
+            The sentences completed by these events, in order.
+
+        Raises:
+            ValueError: If the tracker was closed.
+        """
+        if self._closed:
+            raise ValueError("feed() after close(): use a new SentenceCitationTracker")
         out: list[CitedSentence] = []
-        for event in self._parser.feed(text):
+        for event in events:
             self._consume(event, out)
         return out
 
@@ -333,15 +380,31 @@ class SentenceCitationTracker:
         """
         if self._closed:
             return []
-        out: list[CitedSentence] = []
-        for event in self._parser.close():
-            self._consume(event, out)
+        return self.close_events(self._parser.close() if self._parser is not None else ())
+
+    def close_events(self, events: Iterable[Event] = ()) -> list[CitedSentence]:
+        """End the answer after its last events (a parser's ``close()``).
+
+        Args:
+            events: The last events.
+
+        Returns:
+            The remaining sentences, as :meth:`close` does. Closing twice returns nothing.
+        """
+        if self._closed:
+            return []
+        out = self.feed_events(events)
         self._closed = True
         if self._started() or any(isinstance(p, Citation) for p in self._tail):
             out.append(self._emit())
         return out
 
     # ------------------------------------------------------------------ internals
+
+    def _text_parser(self) -> CodeAwareParser:
+        if self._parser is None:
+            self._parser = CodeAwareParser(markers=self._markers)
+        return self._parser
 
     def _started(self) -> bool:
         return bool(self._pieces or self._run)
@@ -360,10 +423,12 @@ class SentenceCitationTracker:
             else:  # right after a sentence end: the marker belongs to that sentence
                 self._state = _CANDIDATE
                 self._tail.append(event)
+            self._offset += len(event.raw)
             return
         for char in event:
             self._char(char, out)
             self._track(char)
+            self._offset += 1
 
     def _track(self, char: str) -> None:
         """Follow the words of the text (citations are not text)."""
@@ -453,6 +518,7 @@ class SentenceCitationTracker:
             raw=raw,
         )
         self._index += 1
+        self._ends.append(self._offset)
         self._pieces = []
         self._tail = []
         self._has_text = False
@@ -462,16 +528,22 @@ class SentenceCitationTracker:
         return sentence
 
 
-def split_cited_sentences(text: str) -> list[CitedSentence]:
+def split_cited_sentences(
+    text: str, *, markers: Collection[str] = DEFAULT_MARKERS
+) -> list[CitedSentence]:
     """Split a complete answer into cited sentences (``feed(text)`` then ``close()``).
 
     Args:
-        text: The whole answer, with ``[n](id=k)`` markers.
+        text: The whole answer, with citation markers.
+        markers: Its citation dialects (see :class:`SentenceCitationTracker`).
 
     Returns:
         Its sentences, in order.
+
+    Raises:
+        ValueError: If ``markers`` names an unknown dialect, or none.
     """
-    tracker = SentenceCitationTracker()
+    tracker = SentenceCitationTracker(markers=markers)
     return [*tracker.feed(text), *tracker.close()]
 
 

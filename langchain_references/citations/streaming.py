@@ -11,7 +11,7 @@ into a citation report (citation recall and precision after Liu et al., see
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
 
@@ -20,6 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 
 from langchain_references._concurrency import check_concurrency
+from langchain_references._parser import DEFAULT_MARKERS, Event
 from langchain_references.citations.evaluation import AnswerReport
 from langchain_references.citations.sentences import CitedSentence, SentenceCitationTracker
 from langchain_references.citations.verifier import SentenceVerdict
@@ -91,9 +92,12 @@ class StreamingCitationCheck:
         config: The run's child config, passed to the verifier (its judge calls are child runs).
         use_async: Schedule verifications as asyncio tasks (the caller runs in an event loop)
             instead of worker threads.
+        markers: The citation dialects :meth:`feed` reads (a caller that parses the answer
+            gives its events to :meth:`feed_events` instead).
 
     Raises:
-        ValueError: If ``config["max_concurrency"]`` is set and not an integer >= 1.
+        ValueError: If ``config["max_concurrency"]`` is set and not an integer >= 1, or
+            ``markers`` names an unknown dialect.
     """
 
     def __init__(
@@ -103,6 +107,7 @@ class StreamingCitationCheck:
         config: RunnableConfig,
         *,
         use_async: bool,
+        markers: Collection[str] = DEFAULT_MARKERS,
     ) -> None:
         limit = check_concurrency(config.get("max_concurrency"), "config['max_concurrency']")
         self._limit = DEFAULT_MAX_CONCURRENCY if limit is None else limit
@@ -111,7 +116,7 @@ class StreamingCitationCheck:
             i: doc for i, doc in enumerate(documents, start=1) if doc is not ABSENT_DOCUMENT
         }
         self._config = config
-        self._tracker = SentenceCitationTracker()
+        self._tracker = SentenceCitationTracker(markers=markers)
         self._use_async = use_async
         self._pending: list[_Pending] = []
         self._executor: ContextThreadPoolExecutor | None = None
@@ -120,6 +125,32 @@ class StreamingCitationCheck:
     def feed(self, text: str) -> None:
         """Consume raw answer text; start verifying each sentence it completes."""
         self._start(self._tracker.feed(text))
+
+    def feed_events(self, events: Iterable[Event]) -> None:
+        """Consume the answer's parser events; start verifying each sentence they complete."""
+        self._start(self._tracker.feed_events(events))
+
+    def close(self, events: Iterable[Event] = ()) -> None:
+        """The answer ended after ``events`` (its parser's last): verify its last sentence."""
+        self._start(self._tracker.close_events(events))
+
+    @property
+    def sentences(self) -> int:
+        """How many sentences are being (or were) verified."""
+        return len(self._pending)
+
+    def end_of(self, index: int) -> int:
+        """Where sentence ``index`` ends in the answer as written (see the tracker's ``ends``)."""
+        return self._tracker.ends[index]
+
+    def verdict(self, index: int) -> SentenceVerdict | None:
+        """The verdict of sentence ``index`` if it has come, else None (never waits).
+
+        Raises:
+            Exception: What the verifier raised for this sentence.
+        """
+        pending = self._pending[index]
+        return pending.result() if pending.done() else None
 
     def finish(self) -> list[SentenceVerdict]:
         """Wait for every verification (sync path) and return the verdicts in order."""

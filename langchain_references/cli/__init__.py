@@ -17,6 +17,11 @@ Ctrl-C stops any command at once with one ``error: interrupted; ...`` line sayin
 (a command adds it as a note to the ``KeyboardInterrupt``) and exit status 130, without a
 traceback. ``langchain-references --version`` prints the installed version.
 
+Logging: stderr shows warnings and errors only, of this package and of the libraries it uses
+alike (bm25s, Ray, httpx, chromadb... whatever level a library gives its own logger), each
+distinct message once; ``-v`` (before or after the command) shows INFO lines too, ``-vv``
+DEBUG lines. A host that configured logging before calling :func:`main` keeps its own.
+
 The command modules are imported when the parser is built, one by one: a command whose optional
 dependencies are not installed (e.g. ``factuality`` on the core install) still appears in
 ``--help``, and running it prints one ``error:`` line naming the extra to install, as does any
@@ -111,8 +116,20 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             _unavailable_command(subparsers, name, error)
         else:
-            add_command(subparsers, name, command)
+            _add_verbose(add_command(subparsers, name, command), default=argparse.SUPPRESS)
+    _add_verbose(parser, default=0)
     return parser
+
+
+def _add_verbose(parser: argparse.ArgumentParser, *, default: Any) -> None:
+    """Add ``-v/--verbose`` (counted; a subcommand's leaves the top level's value alone)."""
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=default,
+        help="log INFO lines on stderr (-vv: DEBUG lines); by default warnings only",
+    )
 
 
 def _exit_status(code: object) -> int:
@@ -142,13 +159,35 @@ class _FirstOccurrence(logging.Filter):
         return True
 
 
-def _configure_logging() -> None:
-    """Warnings to stderr, each distinct message once (unless logging is configured already)."""
+def log_level(verbose: int) -> int:
+    """The level of the lines stderr shows for ``-v`` given ``verbose`` times.
+
+    Args:
+        verbose: How many ``-v``.
+
+    Returns:
+        ``WARNING`` (none), ``INFO`` (``-v``) or ``DEBUG`` (``-vv`` and more).
+    """
+    return (logging.WARNING, logging.INFO)[verbose] if verbose < 2 else logging.DEBUG
+
+
+def _configure_logging(verbose: int = 0) -> None:
+    """Log lines of ``log_level(verbose)`` and up to stderr, each distinct message once.
+
+    The level is set on the handler too: a library that sets its own logger to DEBUG (bm25s
+    does, at import) still shows nothing below it. Logging configured already (a host
+    application calling :func:`main`) is left alone.
+
+    Args:
+        verbose: How many ``-v``.
+    """
+    level = log_level(verbose)
     root = logging.getLogger()
     before = list(root.handlers)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     for handler in root.handlers:
         if handler not in before:
+            handler.setLevel(level)
             handler.addFilter(_FirstOccurrence())
 
 
@@ -194,7 +233,7 @@ def _main(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
             args = build_parser().parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a usage error already reported on err
         return _exit_status(exc.code)
-    _configure_logging()
+    _configure_logging(getattr(args, "verbose", 0))
     run: Command = args.func
     try:
         return run(args, out=out, err=err)

@@ -60,7 +60,8 @@ from langchain_references.engine import (
 )
 from langchain_references.errors import LangchainReferencesError, RecordError
 from langchain_references.judges.heuristic import HeuristicJudge
-from langchain_references.judges.spec import JudgeSpecError, judge_from_spec
+from langchain_references.judges.nli import NLIModelError
+from langchain_references.judges.spec import NLI_PREFIX, JudgeSpecError, judge_from_spec
 from langchain_references.ratelimit import DEFAULT_LIMITS, RateLimit, RateLimiter
 from langchain_references.retrieval import DEFAULT_RETRIEVAL, RETRIEVAL_MODES
 from langchain_references.runcache import RunCache, RunCacheError, default_run_cache_path
@@ -112,7 +113,7 @@ T = TypeVar("T")
 #: What ``--judge heuristic`` / ``heuristic-lexical`` says on stderr (``{emb}``: embeddings).
 HEURISTIC_NOTICE: Final = (
     "judge: HeuristicJudge (offline word-overlap{emb} heuristic; weak, not an NLI model). "
-    "Pass --judge llm:PROVIDER:MODEL for an LLM judge."
+    "Pass --judge llm:PROVIDER:MODEL for an LLM judge, or --judge nli:MODEL for an NLI model."
 )
 
 
@@ -484,7 +485,9 @@ def add_judge_options(parser: argparse.ArgumentParser) -> None:
         "--judge",
         default="heuristic",
         metavar="SPEC",
-        help="heuristic | heuristic-lexical | llm:PROVIDER:MODEL (default: heuristic)",
+        help="heuristic | heuristic-lexical | llm:PROVIDER:MODEL | nli:MODEL (an ONNX "
+        "cross-encoder: a local folder or .onnx file, or a Hugging Face Hub id) "
+        "(default: heuristic)",
     )
     parser.add_argument(
         "--max-concurrency",
@@ -505,7 +508,8 @@ def build_judge(
 
     Args:
         spec: ``heuristic`` (offline, MiniLM embeddings), ``heuristic-lexical`` (offline, no
-            embeddings) or ``llm:PROVIDER:MODEL``.
+            embeddings), ``llm:PROVIDER:MODEL`` or ``nli:MODEL`` (an ONNX cross-encoder: a
+            local folder or ``.onnx`` file, or a Hugging Face Hub id; the ``nli`` extra).
         err: Where to write :data:`HEURISTIC_NOTICE` for a heuristic judge (nowhere if None).
         limiter: Rate limits; an LLM judge's model draws on its ``"judge"`` key (LangChain's
             ``rate_limiter``).
@@ -514,7 +518,8 @@ def build_judge(
         The judge and, for an LLM judge, its chat model.
 
     Raises:
-        CLIError: On an unknown spec or an unavailable model.
+        CLIError: On an unknown spec or an unavailable model (a missing package or API key,
+            a missing NLI model file, no network for a Hub id).
     """
     extra: dict[str, Any] = {}
     if limiter is not None and limiter.limit_for("judge") is not None:
@@ -528,6 +533,12 @@ def build_judge(
         )
     except JudgeSpecError as exc:
         raise CLIError(f"--judge {exc}") from exc
+    except NLIModelError as exc:
+        raise CLIError(f"--judge nli:{exc}") from exc
+    except MissingDependencyError as exc:
+        if not spec.startswith(NLI_PREFIX):
+            raise
+        raise CLIError(f"--judge {spec}: {exc}") from exc
     if isinstance(judge, HeuristicJudge) and err is not None:
         emb = " + MiniLM similarity" if judge.embeddings is not None else ""
         err.write(HEURISTIC_NOTICE.format(emb=emb) + "\n")

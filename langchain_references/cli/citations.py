@@ -5,7 +5,8 @@ of cited answers (format in :mod:`~langchain_references.citations.evaluation`) a
 per-answer table, the unsupported sentences and citations, or the whole report (``--json``).
 
 Judges (``--judge``): ``heuristic`` (default; offline, MiniLM embeddings, weak),
-``heuristic-lexical`` (no embeddings) or ``llm:PROVIDER:MODEL``; see
+``heuristic-lexical`` (no embeddings), ``llm:PROVIDER:MODEL`` or ``nli:MODEL`` (an ONNX
+cross-encoder: a local folder or ``.onnx`` file, or a Hugging Face Hub id); see
 :func:`~langchain_references.cli._common.build_judge`.
 
 The report names the judge behind its verdicts (a ``Judge: KIND (MODEL) — ...`` line; a

@@ -19,10 +19,13 @@ Search (``--search``):
 Judge: ``--judge SPEC``, the same option as the ``factuality`` and ``citations`` commands
 (:func:`~langchain_references.cli._common.build_judge`): ``heuristic`` (the default: the
 offline :class:`~langchain_references.judges.HeuristicJudge` with MiniLM embeddings, which is
-weak, not an NLI model, and said so on stderr), ``heuristic-lexical`` or
+weak, not an NLI model, and said so on stderr), ``heuristic-lexical``,
 ``llm:PROVIDER:MODEL`` (an :class:`~langchain_references.judges.LLMJudge` through
-``langchain.chat_models.init_chat_model``). ``--model PROVIDER:MODEL`` is a deprecated alias
-of ``--judge llm:PROVIDER:MODEL`` that prints a warning.
+``langchain.chat_models.init_chat_model``) or ``nli:MODEL`` (a
+:class:`~langchain_references.judges.CrossEncoderNLIJudge`: a local ONNX model folder or
+``.onnx`` file, or a Hugging Face Hub id; its verdicts are named after the model).
+``--model PROVIDER:MODEL`` is a deprecated alias of ``--judge llm:PROVIDER:MODEL`` that prints
+a warning.
 
 A statement that could not be checked (the search failed or found nothing, no page could be
 fetched, no passage was judged, or the chain raised) gets the verdict ``error`` ("Could not
@@ -35,9 +38,13 @@ Resuming: each statement checked (with no failed judgement) is recorded in the r
 nothing), with its searches, pages and judgements; ``--resume`` reports the statements an
 earlier run with the same settings and judge finished without checking them again (a
 statement that was under way reuses the searches, pages and judgements it finds), and says
-how many were reused. Rate limits (``--rate search=RPS/N``, ``fetch=...`` per host) hold for
-the web search back-ends and fetches from the web, for every statement checked at once; a 429
-or 503 is retried after its ``Retry-After``.
+how many were reused. A search is known in the cache by what it searches (the digest of the
+demo corpus, of a folder's files or of a recording), never by the port of the local server of
+``demo`` and ``local:FOLDER``, so a resumed run reuses the work of every search kind.
+
+Rate limits (``--rate search=RPS/N``, ``fetch=...`` per host) hold for the web search
+back-ends and fetches from the web, for every statement checked at once; a 429 or 503 is
+retried after its ``Retry-After``.
 
 Engines: ``--engine ray`` checks the statements on Ray actors (``--workers N``, each building
 the chain once; :func:`check_statements_on_ray`), the finished ones taken from the run cache
@@ -98,6 +105,9 @@ from langchain_references.factcheck.result import (
     FactCheckProgress,
     FactCheckResult,
 )
+from langchain_references.factcheck.served import ServedCorpus
+from langchain_references.judges.base import judge_info
+from langchain_references.judges.spec import llm_of_spec
 from langchain_references.loading import read_text
 
 if TYPE_CHECKING:
@@ -247,7 +257,8 @@ def read_statements(statements: Sequence[str], file: Path | None) -> list[str]:
 class _Setup:
     search: SearchProvider
     description: str
-    local_origins: list[str] = field(default_factory=list)
+    identity: str  # the search in cache keys: a corpus's or a recording's digest, a spec
+    corpus: ServedCorpus | None = None  # the pages a local server serves for the search
     web: bool = False  # a web search API: rate-limited
 
 
@@ -266,20 +277,27 @@ def build_search(spec: str, stack: contextlib.ExitStack) -> _Setup:
         stack: Exit stack owning the servers started here.
 
     Returns:
-        The provider, a description, and the origins of the local servers it links to.
+        The provider, a description, its identity in cache keys (the digest of a served
+        corpus or a recording, never a local server's address), and the corpus it serves.
 
     Raises:
         CLIError: If the spec is unknown, a path is wrong or an optional package is missing.
     """
     from langchain_references.demo import site as demo_site
+    from langchain_references.demo.corpus import render_pages
     from langchain_references.factcheck.search import LocalCorpusSearch, RecordedSearch
     from langchain_references.factcheck.search.spec import search_from_spec
 
     kind, _, value = spec.partition(":")
     if kind == "demo" and not value:
-        base_url = stack.enter_context(demo_site.serve_demo_site())
+        rendered = render_pages()
+        base_url = stack.enter_context(demo_site.serve_pages(rendered))  # = serve_demo_site()
+        corpus = ServedCorpus.of_pages(base_url, rendered)
         return _Setup(
-            demo_site.DemoSiteSearch(base_url), f"demo corpus served at {base_url}", [base_url]
+            demo_site.DemoSiteSearch(base_url),
+            f"demo corpus served at {base_url}",
+            f"demo {corpus.identity}",
+            corpus,
         )
     if kind == "local" and value:
         try:
@@ -287,8 +305,10 @@ def build_search(spec: str, stack: contextlib.ExitStack) -> _Setup:
         except ValueError as exc:
             raise CLIError(f"--search {spec}: {exc}") from exc
         base_url = stack.enter_context(demo_site.serve_pages(pages))
+        corpus = ServedCorpus.of_pages(base_url, pages)
         provider = _optional(lambda: LocalCorpusSearch(value, base_url=base_url), spec)
-        return _Setup(provider, f"{len(pages)} file(s) of {value} served at {base_url}", [base_url])
+        description = f"{len(pages)} file(s) of {value} served at {base_url}"
+        return _Setup(provider, description, f"local {corpus.identity}", corpus)
     try:
         found = _optional(lambda: search_from_spec(spec), spec)
     except (OSError, ValueError) as exc:
@@ -297,13 +317,14 @@ def build_search(spec: str, stack: contextlib.ExitStack) -> _Setup:
         raise CLIError(f"--search {spec}: {exc}") from exc
     if isinstance(found, RecordedSearch):
         path = Path(value)
-        return _Setup(found, f"recorded results from {path} ({len(found.queries)} queries)")
+        description = f"recorded results from {path} ({len(found.queries)} queries)"
+        return _Setup(found, description, f"recorded {found.digest}")
     if found is None:
         raise CLIError(
             f"unknown --search {spec!r}: use demo, local:FOLDER, recorded:FILE, ddgs, tavily, "
             "bing or searx[:URL]"
         )
-    return _Setup(found, _WEB_SEARCH_NAMES[kind], web=True)
+    return _Setup(found, _WEB_SEARCH_NAMES[kind], spec, web=True)
 
 
 #: How the report names each web search back-end of :func:`search_from_spec`.
@@ -385,25 +406,27 @@ def build_chain(
     judge: Runnable[JudgeInputLike, Judgement] | None = None
     if spec != "heuristic":  # first: a missing package or API key stops before any work
         judge, _model = build_judge(spec, limiter=limiter)
-        judge_notice = (
-            f"judge: LLMJudge with {spec.removeprefix('llm:')}"
-            if spec.startswith("llm:")
-            else _common.HEURISTIC_NOTICE.format(emb="")
-        )
+        info = judge_info(judge)
+        if info.kind == "llm":
+            judge_notice = f"judge: LLMJudge with {llm_of_spec(spec)}"
+        elif info.kind == "nli":
+            judge_notice = f"judge: {info}"
+        else:
+            judge_notice = _common.HEURISTIC_NOTICE.format(emb="")
     setup = build_search(args.search, stack)
     embeddings = _embeddings()
     if judge is None:  # the MiniLM embeddings of the chain, loaded once
         judge = HeuristicJudge(embeddings)
         judge_notice = HEURISTIC_NOTICE
-    pages = PageCache(store=cache) if cache is not None else None
-    fetch_limiter = None if setup.local_origins else limiter  # our own local server: no limit
+    pages = PageCache(store=cache, corpus=setup.corpus) if cache is not None else None
+    fetch_limiter = None if setup.corpus else limiter  # our own local server: no limit
     if args.allow_private:
         fetcher = PageFetcher(
             allow_private=True, timeout_s=args.timeout, cache=pages, limiter=fetch_limiter
         )
-    elif setup.local_origins:
+    elif setup.corpus is not None:
         fetcher = PageFetcher(
-            guard=LocalOriginGuard(setup.local_origins), timeout_s=args.timeout, cache=pages
+            guard=LocalOriginGuard([setup.corpus.base_url]), timeout_s=args.timeout, cache=pages
         )
     else:
         fetcher = PageFetcher(timeout_s=args.timeout, cache=pages, limiter=fetch_limiter)
@@ -420,8 +443,9 @@ def build_chain(
         max_concurrency=args.max_concurrency,
         cache=cache,
         limiter=limiter if setup.web else None,
-        # a local server's port changes with every run: its results are its own
-        search_identity=" ".join([args.search, *setup.local_origins]),
+        # the work, not where it is served: a local server's port changes with every run
+        search_identity=setup.identity,
+        corpus=setup.corpus,
         retrieval=args.retrieval,
     )
 

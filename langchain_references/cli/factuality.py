@@ -14,9 +14,11 @@ Records without atoms (``{"response": ...}``) are atomized and revised by ``--ll
 the judge's model).
 
 Judges (``--judge``): ``heuristic`` (default; offline HeuristicJudge with MiniLM embeddings,
-weak: not an NLI model), ``heuristic-lexical`` (no embeddings), or ``llm:PROVIDER:MODEL``
+weak: not an NLI model), ``heuristic-lexical`` (no embeddings), ``llm:PROVIDER:MODEL``
 (an LLMJudge through ``langchain.chat_models.init_chat_model``, e.g.
-``llm:openai:gpt-4o-mini``; needs the ``langchain`` package and the provider's); see
+``llm:openai:gpt-4o-mini``; needs the ``langchain`` package and the provider's) or
+``nli:MODEL`` (an ONNX cross-encoder: a local folder or ``.onnx`` file, or a Hugging Face Hub
+id; the ``nli`` extra; ``model_name`` is then the model's name); see
 :func:`~langchain_references.cli._common.build_judge`.
 
 Progress goes to stderr (off with ``--quiet``): one line per finished stage of each record
@@ -95,6 +97,7 @@ from langchain_references.factuality.pipeline import (
 from langchain_references.factuality.retrieval import InputContexts
 from langchain_references.judges import judge_info
 from langchain_references.judges.cached import CachedJudge, judge_fingerprint
+from langchain_references.judges.spec import LLM_PREFIX, NLI_PREFIX
 from langchain_references.loading import LoadResult, load_records
 from langchain_references.runcache import RunCache, content_key
 
@@ -102,6 +105,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from langchain_references.engine import RayOptions
+    from langchain_references.judges.base import JudgeInfo
 
 __all__ = [
     "DESCRIPTION",
@@ -228,16 +232,20 @@ def summary_row(name: str, result: FactualityResult) -> list[str]:
     ]
 
 
-def judge_model_name(spec: str) -> str:
+def judge_model_name(spec: str, info: JudgeInfo | None = None) -> str:
     """FactReasoner's ``model_name`` for a ``--judge`` spec: the model, or the judge's name.
 
     Args:
-        spec: ``heuristic``, ``heuristic-lexical`` or ``llm:PROVIDER:MODEL``.
+        spec: ``heuristic``, ``heuristic-lexical``, ``llm:PROVIDER:MODEL`` or ``nli:MODEL``.
+        info: The judge built from the spec: an NLI judge is named after its model.
 
     Returns:
-        ``PROVIDER:MODEL`` for an LLM judge, the spec itself otherwise.
+        ``PROVIDER:MODEL`` for an LLM judge, the model's name for an NLI judge (with
+        ``info``), the spec itself otherwise.
     """
-    return spec.removeprefix("llm:")
+    if spec.startswith(NLI_PREFIX) and info is not None and info.model is not None:
+        return info.model
+    return spec.removeprefix(LLM_PREFIX)
 
 
 def inference_report(result: FactualityResult) -> dict[str, Any] | None:
@@ -645,7 +653,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     )
     info = judge_info(judge)  # what every result names (FactualityResult.judge)
     display = ProgressLines(err, len(records), enabled=not args.quiet)
-    scoring = _Scoring(finished, display, err, judge_model_name(args.judge))
+    scoring = _Scoring(finished, display, err, judge_model_name(args.judge, info))
     scoring.failed = len(bad)
     started = time.perf_counter()
 

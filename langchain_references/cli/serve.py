@@ -9,10 +9,12 @@ collection); Chroma's embedded client itself writes to the directory when it ope
 evidence service docs), so the directory must stay writable.
 
 The judge of every verdict is ``--judge``: ``heuristic`` (the default: offline, rough, not an
-NLI model), ``heuristic-lexical`` or ``llm:PROVIDER:MODEL`` (an LLM judge; needs the ``llm``
-extra, the provider's package and its API key, checked before the service starts). The start-up
-line names it, and so does every verdict the service answers (a ``judge`` key in the JSON, a
-badge on the web page).
+NLI model), ``heuristic-lexical``, ``llm:PROVIDER:MODEL`` (an LLM judge; needs the ``llm``
+extra, the provider's package and its API key, checked before the service starts) or
+``nli:MODEL`` (an ONNX cross-encoder NLI model: a local folder or ``.onnx`` file, or a Hugging
+Face Hub id; the ``nli`` extra; loaded before the service starts, and a local path is made
+absolute for the workers). The start-up line names it, and so does every verdict the service
+answers (a ``judge`` key in the JSON, a badge on the web page).
 
 Limits (``--max-body-bytes``, ``--max-claims``, ``--max-top-k``, ``--max-article-chars``) are
 answered with 4xx JSON errors naming the limit; ``--api-key-env VAR`` requires
@@ -48,9 +50,17 @@ from langchain_references.cli._common import (
 )
 from langchain_references.cli.index import add_location_options, open_index
 from langchain_references.judges.base import judge_info
+from langchain_references.judges.spec import JudgeSpecError, portable_judge_spec
 from langchain_references.server.settings import LOOPBACK_HOSTS, ServerSettings, SettingsError
 
-__all__ = ["DESCRIPTION", "HELP", "configure_parser", "log_config", "run", "settings_from_args"]
+__all__ = [
+    "DESCRIPTION",
+    "HELP",
+    "configure_parser",
+    "log_config",
+    "run",
+    "settings_from_args",
+]
 
 HELP: Final = "run the evidence service (HTTP API)"
 DESCRIPTION: Final = (
@@ -143,8 +153,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "--judge",
         default=_DEFAULTS.judge,
         metavar="SPEC",
-        help="the judge of the verdicts: heuristic (offline, rough), heuristic-lexical or "
-        "llm:PROVIDER:MODEL (default: heuristic)",
+        help="the judge of the verdicts: heuristic (offline, rough), heuristic-lexical, "
+        "llm:PROVIDER:MODEL or nli:MODEL (an ONNX cross-encoder: a local folder or .onnx "
+        "file, or a Hugging Face Hub id) (default: heuristic)",
     )
     add_retrieval_option(parser, "the evidence endpoints and the fact-check relevance stage rank")
     parser.add_argument(
@@ -173,13 +184,18 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         The settings.
 
     Raises:
-        CLIError: If the API key variable is unset or a setting is invalid.
+        CLIError: If the API key variable is unset or a setting is invalid (the judge spec
+            too: a local NLI model's path is made absolute, as the workers read it).
     """
     api_key = None
     if args.api_key_env:
         api_key = os.environ.get(args.api_key_env)
         if not api_key:
             raise CLIError(f"--api-key-env: the variable {args.api_key_env} is unset or empty")
+    try:
+        judge = portable_judge_spec(args.judge)  # the workers may not share our directory
+    except JudgeSpecError as exc:
+        raise CLIError(f"judge {exc}") from None
     try:
         return ServerSettings(
             index_name=args.name,
@@ -192,7 +208,7 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
             cors_origins=tuple(args.cors_origin),
             allowed_hosts=_allowed_hosts(args),
             search_backend=args.search,
-            judge=args.judge,
+            judge=judge,
             retrieval=args.retrieval,
             **{name: getattr(args, name) for name, _ in _LIMITS},
         )

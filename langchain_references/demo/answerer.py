@@ -28,6 +28,16 @@ Questions that ask for a quantity (``how tall / high / long / far / many / much 
 a number and a fitting unit (or a date) beats one that merely mentions the subject
 (:func:`states_asked_quantity`).
 
+Bounded work: the answerer reads at most ``max_document_chars`` characters of each document
+(from its start, cut at a blank) and ``max_prompt_chars`` in all, in document order, so that its
+time is linear in what it reads and bounded whatever the documents' size. The asynchronous
+paths (:meth:`~ExtractiveAnswerer.ainvoke`, :meth:`~ExtractiveAnswerer.astream`) do the
+CPU-bound steps (parsing the prompt, splitting and scoring the sentences) in a worker thread,
+never on the event loop, and stop when the call is cancelled: the worker thread checks a flag
+before each document, and the sentences are embedded ``embedding_batch_size`` at a time, so
+that a cancelled answer (a request past its time budget, a client gone) leaves at most one
+document's splitting or one batch's embedding running.
+
 Streaming emits one word per chunk (each chunk carries the whitespace before its word, so the
 chunks join to the exact text of :meth:`invoke`); citations are sometimes split across chunks
 (``[1](`` / ``id=3`` / ``)``), deterministically, as a real model's tokens would be.
@@ -35,8 +45,10 @@ chunks join to the exact text of :meth:`invoke`); citations are sometimes split 
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
+import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
@@ -54,11 +66,16 @@ from pydantic import Field
 
 from langchain_references._vectors import cosines
 from langchain_references.citations.sentences import sentence_segmenter, sentence_spans
+from langchain_references.errors import LangchainReferencesError
 
 sentence_segmenter()  # without pysbd, importing the module fails here
 
 __all__ = [
+    "EMBEDDING_BATCH_SIZE",
+    "MAX_DOCUMENT_CHARS",
+    "MAX_PROMPT_CHARS",
     "NOT_FOUND_ANSWER",
+    "AnswerCancelledError",
     "ExtractiveAnswerer",
     "ParsedPrompt",
     "PromptDocument",
@@ -70,6 +87,19 @@ __all__ = [
 
 #: The whole answer when no sentence of the documents is relevant to the question.
 NOT_FOUND_ANSWER: Final = "I could not find this in the documents."
+
+#: Characters of one document the answerer reads by default (a long abstract; the rest of a
+#: longer document is not read).
+MAX_DOCUMENT_CHARS: Final = 10_000
+#: Characters of all the documents the answerer reads by default, in document order.
+MAX_PROMPT_CHARS: Final = 100_000
+#: Sentences embedded per call on the async paths by default.
+EMBEDDING_BATCH_SIZE: Final = 32
+
+
+class AnswerCancelledError(LangchainReferencesError):
+    """The answer's asynchronous call was cancelled; its worker thread stopped early."""
+
 
 _DOCUMENT_RE: Final = re.compile(
     r"<document\s+id=([\"']?)(?P<id>[0-9]{1,9})\1\s*>(?P<text>.*?)</document\s*>",
@@ -322,10 +352,37 @@ def states_asked_quantity(question: str, sentence: str) -> bool | None:
     return any(p.search(sentence) for patterns in wanted for p in patterns)
 
 
-def _candidates(prompt: ParsedPrompt) -> list[_Candidate]:
+def _head(text: str, limit: int) -> str:
+    """The first ``limit`` characters of ``text`` at most, cut at a blank when there is one."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit + 1]  # a blank right after the limit cuts there
+    cut = max(head.rfind(blank) for blank in " \n\t\r")
+    return head[:cut] if cut > 0 else head[:limit]
+
+
+def _candidates(
+    prompt: ParsedPrompt,
+    *,
+    max_document_chars: int,
+    max_prompt_chars: int,
+    stop: threading.Event | None = None,
+) -> list[_Candidate]:
+    """The sentences of the documents' first characters (see the module docs' bounds).
+
+    Raises:
+        AnswerCancelledError: If ``stop`` is set before a document.
+    """
     candidates: list[_Candidate] = []
+    left = max_prompt_chars
     for doc_rank, doc in enumerate(prompt.documents):
-        text = _CITATION_LIKE_RE.sub("", doc.text)
+        if stop is not None and stop.is_set():
+            raise AnswerCancelledError("the answer was cancelled")
+        if left <= 0:
+            break
+        head = _head(doc.text, min(max_document_chars, left))
+        left -= len(head)
+        text = _CITATION_LIKE_RE.sub("", head)
         for sentence_rank, sentence in enumerate(split_sentences(text)):
             candidates.append(_Candidate(doc.id, doc_rank, sentence_rank, sentence))
     return candidates
@@ -431,6 +488,12 @@ class ExtractiveAnswerer(BaseChatModel):
     """A sentence stating the quantity the question asks for (:func:`states_asked_quantity`)
     is kept, ahead of the others, if it scores at least this fraction of the best score (and
     passes the absolute threshold)."""
+    max_document_chars: int = Field(default=MAX_DOCUMENT_CHARS, ge=1)
+    """Characters of one document read (from its start, cut at a blank); the rest is not."""
+    max_prompt_chars: int = Field(default=MAX_PROMPT_CHARS, ge=1)
+    """Characters of all the documents read, in document order."""
+    embedding_batch_size: int = Field(default=EMBEDDING_BATCH_SIZE, ge=1)
+    """Sentences embedded per call on the async paths (a cancelled answer stops between)."""
 
     @property
     def _llm_type(self) -> str:
@@ -444,6 +507,8 @@ class ExtractiveAnswerer(BaseChatModel):
             "min_similarity": self.min_similarity,
             "relative_threshold": self.relative_threshold,
             "answer_relative_threshold": self.answer_relative_threshold,
+            "max_document_chars": self.max_document_chars,
+            "max_prompt_chars": self.max_prompt_chars,
         }
 
     def _select(
@@ -483,9 +548,14 @@ class ExtractiveAnswerer(BaseChatModel):
                 break
         return selected
 
-    def _draft(self, messages: list[BaseMessage]) -> _Draft:
+    def _draft(self, messages: list[BaseMessage], stop: threading.Event | None = None) -> _Draft:
         prompt = parse_prompt(messages)
-        candidates = _candidates(prompt)
+        candidates = _candidates(
+            prompt,
+            max_document_chars=self.max_document_chars,
+            max_prompt_chars=self.max_prompt_chars,
+            stop=stop,
+        )
         draft = _Draft(prompt.question, candidates)
         if not candidates:
             draft.scores = []
@@ -511,11 +581,27 @@ class ExtractiveAnswerer(BaseChatModel):
     async def _aanswer_tokens(
         self, messages: list[BaseMessage], stop: list[str] | None
     ) -> list[str]:
-        draft = self._draft(messages)
-        if (embeddings := draft.embeddings) is not None:
-            query = await embeddings.aembed_query(draft.question)
-            draft.score(query, await embeddings.aembed_documents(draft.sentences))
-        return self._tokens(draft, stop)
+        """The answer's tokens, the CPU-bound steps in a worker thread (not on the loop).
+
+        Cancelled, the worker thread stops before its next document and no further batch of
+        sentences is embedded.
+        """
+        cancelled = threading.Event()
+        try:
+            draft = await asyncio.to_thread(self._draft, messages, cancelled)
+            if (embeddings := draft.embeddings) is not None:
+                query = await embeddings.aembed_query(draft.question)
+                sentences = draft.sentences
+                size = self.embedding_batch_size
+                vectors: list[list[float]] = []
+                for start in range(0, len(sentences), size):
+                    vectors.extend(
+                        await embeddings.aembed_documents(sentences[start : start + size])
+                    )
+                draft.score(query, vectors)
+            return await asyncio.to_thread(self._tokens, draft, stop)
+        finally:  # cancelled: the thread's work stops at its next check
+            cancelled.set()
 
     def _generate(
         self,

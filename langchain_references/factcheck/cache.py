@@ -13,6 +13,10 @@ The default directory is ``$XDG_CACHE_HOME/langchain-references/pages`` (``~/.ca
 per entry, written in one transaction): the pages of a resumable run live in its cache file,
 and are read back only when the run cache reuses (``--resume``).
 
+``PageCache(corpus=...)`` keys the pages of a corpus served on a local port by their stable
+form (:class:`~langchain_references.factcheck.served.ServedCorpus`): the port changes with
+every run, the pages do not; the entry's final URL is read back on this run's server.
+
 An entry remembers whether any address on its redirect chain was non-public
 (``private=True``); a fetcher that does not allow private addresses skips such entries, so the
 cache cannot be used to bypass the network guard.
@@ -30,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from langchain_references.factcheck.served import ServedCorpus
 from langchain_references.runcache import RunCache, content_key
 
 __all__ = ["CachedPage", "PageCache", "default_cache_dir"]
@@ -95,6 +100,7 @@ class PageCache:
             :func:`default_cache_dir`.
         ttl_s: Maximum age of a usable entry in seconds; ``None`` keeps entries forever.
         store: A run cache to keep the entries in instead of ``directory``.
+        corpus: A corpus served on a local port whose pages are keyed by their stable form.
 
     Raises:
         ValueError: If ``ttl_s`` is not positive, or both ``directory`` and ``store`` are given.
@@ -106,6 +112,7 @@ class PageCache:
         *,
         ttl_s: float | None = None,
         store: RunCache | None = None,
+        corpus: ServedCorpus | None = None,
     ) -> None:
         if ttl_s is not None and ttl_s <= 0:
             raise ValueError(f"ttl_s must be positive or None, got {ttl_s}")
@@ -114,11 +121,20 @@ class PageCache:
         self.directory = Path(directory) if directory is not None else default_cache_dir()
         self.ttl_s = ttl_s
         self.store = store
+        self.corpus = corpus
 
     @staticmethod
     def key(url: str) -> str:
         """Return the cache key of a URL (hex SHA-256 of the URL string)."""
         return hashlib.sha256(url.encode("utf-8")).hexdigest()
+
+    def _stable(self, url: str) -> str:
+        """The URL as the entries name it (a served corpus's pages by their stable form)."""
+        return self.corpus.stable(url) if self.corpus is not None else url
+
+    def _served(self, url: str) -> str:
+        """The inverse of :meth:`_stable`: a stored URL on this run's server."""
+        return self.corpus.served(url) if self.corpus is not None else url
 
     def _paths(self, url: str) -> tuple[Path, Path]:
         key = self.key(url)
@@ -151,19 +167,20 @@ class PageCache:
         Returns:
             The cached page or ``None``.
         """
-        raw = self._read(url)
+        name = self._stable(url)
+        raw = self._read(name)
         if raw is None:
             return None
         meta, body_bytes = raw
         try:
-            if meta["version"] != _FORMAT_VERSION or meta["url"] != url:
+            if meta["version"] != _FORMAT_VERSION or meta["url"] != name:
                 return None
             if hashlib.sha256(body_bytes).hexdigest() != meta["body_sha256"]:
                 logger.warning("Ignoring cache entry for %s: body does not match its hash", url)
                 return None
             entry = CachedPage(
                 url=url,
-                final_url=str(meta["final_url"]),
+                final_url=self._served(str(meta["final_url"])),
                 status=int(meta["status"]),
                 content_type=str(meta["content_type"]),
                 body=body_bytes.decode("utf-8"),
@@ -199,10 +216,11 @@ class PageCache:
             private: Whether any hop went to a non-public address.
         """
         body_bytes = body.encode("utf-8")
+        url = self._stable(url)
         meta: dict[str, Any] = {
             "version": _FORMAT_VERSION,
             "url": url,
-            "final_url": final_url,
+            "final_url": self._stable(final_url),
             "status": status,
             "content_type": content_type,
             "stored_at": time.time(),

@@ -40,7 +40,8 @@ Resuming and rate limits: with ``cache=RunCache(...)`` every finished check (a r
 failed judgement) is stored under the key of its statement, query and the chain's settings
 and judge (:meth:`FactCheckChain.item_key`), and the searches, pages (the default fetcher's)
 and judgements are stored under keys of their inputs (the judgements' include the judge's
-identity). When the cache reuses (``RunCache(path, reuse=True)``, the CLI's ``--resume``) a
+identity; a corpus served on a local port, ``corpus=``, by its content, not its port). When
+the cache reuses (``RunCache(path, reuse=True)``, the CLI's ``--resume``) a
 check already finished is returned from it without running the stages (no progress events),
 and a check that did not finish reuses the searches, pages and judgements it finds. With
 ``limiter=RateLimiter(...)`` the searches (key ``"search"``) and the default fetcher's
@@ -93,6 +94,7 @@ from langchain_references.factcheck.search.base import (
 from langchain_references.factcheck.search.base import SearchProvider
 from langchain_references.factcheck.search.cached import CachedSearch, provider_name
 from langchain_references.factcheck.search.limited import RateLimitedSearch
+from langchain_references.factcheck.served import ServedCorpus
 from langchain_references.factcheck.stages import (
     AggregateStage,
     ExtractStage,
@@ -255,7 +257,14 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
         cache: Run cache of finished checks, searches, pages and judgements (module docs).
         limiter: Rate limits of the searches and the default fetcher (module docs).
         search_identity: What distinguishes this search back-end's results from another's
-            of the same name (e.g. a recording's path); part of the cache keys.
+            of the same name (e.g. a recording's digest); part of the cache keys. Never a
+            local server's address, which changes with every run: name a served corpus by
+            ``corpus`` instead.
+        corpus: The corpus the search links to when it is served on a local port
+            (:class:`~langchain_references.factcheck.served.ServedCorpus`): the searches and
+            the default fetcher's pages are keyed by its stable links, and its identity (the
+            pages' digest) stands for the search in the cache keys when ``search_identity`` is
+            empty.
         index: An evidence index whose ``k`` closest passages are judged as well (module
             docs); its ``name`` is part of the cache keys.
 
@@ -291,6 +300,7 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
         limiter: RateLimiter | None = None,
         search_identity: str = "",
         index: PassageIndex | None = None,
+        corpus: ServedCorpus | None = None,
     ) -> None:
         if search is None and index is None:
             raise ValueError("give a search provider, an index, or both: there is no evidence")
@@ -333,7 +343,8 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
             embeddings = shared_minilm()
         self.cache = cache
         self.limiter = limiter
-        self.search_identity = search_identity
+        self.corpus = corpus
+        self.search_identity = search_identity or (corpus.identity if corpus is not None else "")
         self._fingerprint = self._settings(
             search, judge, aggregator, splitter, embeddings, k, max_results, weight_by
         ) | {"retrieval": retrieval, "index": index.name if index is not None else None}
@@ -341,14 +352,14 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
             search = RateLimitedSearch(search, limiter)
         if cache is not None:
             if search is not None:
-                search = CachedSearch(search, cache, identity=search_identity)
+                search = CachedSearch(search, cache, identity=self.search_identity, corpus=corpus)
             judge = CachedJudge(judge, cache)
         self.search = search
         self.judge = judge
         self.embeddings = embeddings
         self.vector_store = vector_store
         if fetcher is None:
-            page_cache = PageCache(store=cache) if cache is not None else None
+            page_cache = PageCache(store=cache, corpus=corpus) if cache is not None else None
             fetcher = PageFetcher(cache=page_cache, limiter=limiter)
         self.fetcher = fetcher
         self.splitter = splitter if splitter is not None else PassageSplitter()

@@ -154,7 +154,38 @@ def _verdict_note(result: FactCheckResult, escape: Callable[[str], str]) -> str:
     """What follows the verdict's name: confidence and score, or why it could not be checked."""
     if result.verdict is Verdict.ERROR:
         return f"(error: {escape(result.error or 'unknown reason')})"
-    return f"(confidence {_percent(result.confidence)}, score {result.score:+.2f})"
+    return f"(confidence {_percent(result.confidence)}, score {_score(result)})"
+
+
+#: How a verdict's score stands to its threshold: whether ``|score|`` is below it, and the
+#: sign shown for a positive and a negative score (``+0.45 ≥ 0.30``, ``-0.45 ≤ -0.30``,
+#: ``+0.29 < 0.30``, ``-0.29 > -0.30``).
+_SIDES: Final = {
+    Verdict.SUPPORTED: (False, "≥", "≥"),
+    Verdict.REFUTED: (False, "≤", "≤"),
+    Verdict.NOT_ENOUGH_EVIDENCE: (True, "<", ">"),
+}
+
+
+def _score(result: FactCheckResult) -> str:
+    """The score, beside the threshold that decided the verdict when the details give it.
+
+    The score has as many digits as it takes for the comparison shown to hold (two, up to
+    six): ``+0.299 < 0.30``, never a rounded ``+0.30`` beside *not enough evidence*.
+    """
+    score, threshold = result.score, result.verdict_details.get("threshold")
+    side = _SIDES.get(result.verdict)
+    if side is None or isinstance(threshold, bool) or not isinstance(threshold, float | int):
+        return f"{score:+.2f}"
+    below, positive, negative = side
+    limit = float(threshold)
+    shown = f"{limit:.2f}" if float(f"{limit:.2f}") == limit else f"{limit:g}"
+    digits = 2
+    while digits < 6 and (abs(float(f"{score:.{digits}f}")) < limit) is not below:
+        digits += 1
+    if score < 0:
+        return f"{score:+.{digits}f} {negative} -{shown}"
+    return f"{score:+.{digits}f} {positive} {shown}"
 
 
 def _judge_line(result: FactCheckResult, escape: Callable[[str], str]) -> str:

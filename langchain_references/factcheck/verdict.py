@@ -270,6 +270,7 @@ class WeightedVoteAggregator:
             "support": math.fsum(support) / denominator if denominator > 0 else 0.0,
             "refute": math.fsum(refute) / denominator if denominator > 0 else 0.0,
             "weight_total": denominator,
+            "threshold": self.threshold,
         }
         strongest = min(best[Label.ENTAILS], best[Label.CONTRADICTS])
         if (

@@ -9,12 +9,22 @@ Needs the ``nli`` extra (``onnxruntime``, ``tokenizers``, ``numpy``; ``huggingfa
 :meth:`CrossEncoderNLIJudge.from_pretrained`). No weights ship with this package: either pass
 local files or let :meth:`~CrossEncoderNLIJudge.from_pretrained` download them from the
 Hugging Face Hub (only when you call it, never at import).
+
+:func:`load_nli_judge` loads the model a ``nli:MODEL`` judge spec names
+(:mod:`~langchain_references.judges.spec`): a local folder (``model.onnx`` or
+``onnx/model.onnx`` beside ``tokenizer.json`` and ``config.json``, the layout of the Hub's
+cross-encoder repositories), a local ``.onnx`` file (its ``tokenizer.json`` and ``config.json``
+in its folder or the folder above), or a Hub repository ``ORG/NAME[@REVISION]`` (downloaded,
+or taken from the Hugging Face cache). What cannot be loaded (no such file, no network, a
+missing package) raises one typed error with a one-line message.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.runnables import RunnableConfig
 
 from langchain_references._optional import require
+from langchain_references.errors import LangchainReferencesError
 from langchain_references.judges.base import Judge, JudgeInfo, JudgeInput, Judgement, Label
 
 if TYPE_CHECKING:
@@ -29,13 +40,40 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     from tokenizers import Tokenizer
 
-__all__ = ["CrossEncoderNLIJudge", "label_from_name", "read_id2label"]
+__all__ = [
+    "CrossEncoderNLIJudge",
+    "NLIModelError",
+    "is_hub_id",
+    "label_from_name",
+    "load_nli_judge",
+    "local_nli_files",
+    "read_id2label",
+]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_REPO = "cross-encoder/nli-deberta-v3-xsmall"
 _PAD_TOKENS = ("[PAD]", "<pad>", "<|pad|>")
 _INT_TYPES = {"tensor(int64)": "int64", "tensor(int32)": "int32"}
+#: Where a model folder holds its ONNX graph by default (the Hub's cross-encoders: the second).
+DEFAULT_ONNX_FILES = ("model.onnx", "onnx/model.onnx")
+#: A Hugging Face Hub repository id, ``NAME`` or ``ORG/NAME``, with an optional ``@REVISION``.
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(?:/[A-Za-z0-9][\w.-]*)?(?:@[\w./-]+)?")
+
+
+class NLIModelError(LangchainReferencesError, ValueError):
+    """An NLI model that cannot be loaded: no such file, an incomplete folder, no network.
+
+    The message is one line naming the model and what is missing.
+    """
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def label_from_name(name: str) -> Label:
@@ -113,8 +151,12 @@ class CrossEncoderNLIJudge(Judge):
         raise_errors: Re-raise errors instead of recording them in ``Judgement.error``.
 
     Attributes:
-        model_name: The model's name in :meth:`info`: the ``.onnx`` file's name, or the Hub
-            repository (``@revision``) for a judge loaded by :meth:`from_pretrained`.
+        model_name: The model's name in :meth:`info`: the ``.onnx`` file's name, the Hub
+            repository (``@revision``) for a judge loaded by :meth:`from_pretrained`, the
+            folder's name for one loaded by :func:`load_nli_judge`.
+        model_sha256: The SHA-256 of the ``.onnx`` file: with :attr:`model_name`, what
+            identifies the judge in run caches (two models of one name do not share
+            judgements).
 
     Raises:
         ValueError: If the labels, model inputs/outputs or tokenizer do not fit together.
@@ -145,6 +187,7 @@ class CrossEncoderNLIJudge(Judge):
         self.batch_size = batch_size
         self.raise_errors = raise_errors
         self.model_name = Path(model_path).name
+        self.model_sha256 = _sha256(Path(model_path))
 
         if id2label is None:
             if config_path is None:
@@ -182,7 +225,10 @@ class CrossEncoderNLIJudge(Judge):
         self._tokenizer = self._load_tokenizer(tokenizers, tokenizer_path)
 
     def _load_tokenizer(self, tokenizers: Any, path: str | Path) -> Tokenizer:
-        tokenizer: Tokenizer = tokenizers.Tokenizer.from_file(str(path))
+        try:
+            tokenizer: Tokenizer = tokenizers.Tokenizer.from_file(str(path))
+        except Exception as exc:  # tokenizers raises a bare Exception on a malformed file
+            raise ValueError(f"cannot read the tokenizer {path}: {exc}") from exc
         tokenizer.enable_truncation(max_length=self.max_length, strategy="longest_first")
         padding = tokenizer.padding
         if padding is not None:
@@ -312,3 +358,113 @@ class CrossEncoderNLIJudge(Judge):
     ) -> list[Judgement]:
         probs = self.predict_proba([(item.statement, item.passage) for item in items])
         return [self._to_judgement(list(row)) for row in probs]
+
+
+# ------------------------------------------------------------------------ loading by name
+
+
+def local_nli_files(path: str | Path) -> tuple[Path, Path, Path, str]:
+    """The files of a local NLI model, and its name.
+
+    Args:
+        path: A model folder (``model.onnx`` or ``onnx/model.onnx``, or its one ``.onnx``
+            file, with ``tokenizer.json`` and ``config.json``) or an ``.onnx`` file (its
+            ``tokenizer.json`` and ``config.json`` in its folder or the folder above, as in
+            the Hub's ``onnx/`` layout).
+
+    Returns:
+        ``(onnx, tokenizer, config, name)``: the name is the model folder's (the one holding
+        ``config.json``), followed by ``/`` and the ``.onnx`` file's path in it when that is
+        not the folder's default (:data:`DEFAULT_ONNX_FILES`).
+
+    Raises:
+        NLIModelError: If there is no such file or folder, or a file is missing.
+    """
+    given = Path(path).expanduser()
+    if given.is_dir():
+        root = given
+        defaults = [root / name for name in DEFAULT_ONNX_FILES if (root / name).is_file()]
+        found = defaults or sorted([*root.glob("*.onnx"), *root.glob("onnx/*.onnx")])
+        if not found:
+            raise NLIModelError(f"{path}: no .onnx model in this folder (nor in onnx/)")
+        if len(found) > 1 and not defaults:
+            names = ", ".join(p.relative_to(root).as_posix() for p in found)
+            raise NLIModelError(f"{path}: several .onnx models ({names}): name the file")
+        onnx_file = found[0]
+    elif given.is_file():
+        if given.suffix != ".onnx":
+            raise NLIModelError(f"{path}: not an .onnx file nor a model folder")
+        onnx_file = given
+        parents = [given.parent, given.parent.parent]
+        root = next((p for p in parents if (p / "config.json").is_file()), given.parent)
+    else:
+        raise NLIModelError(f"{path}: no such model folder or .onnx file")
+    files = []
+    for name, what in (("tokenizer.json", "tokenizer"), ("config.json", "config, id2label")):
+        file = root / name
+        if not file.is_file():
+            raise NLIModelError(f"{path}: no {name} (the model's {what}) in {root}")
+        files.append(file)
+    tokenizer, config = files
+    model_name = root.resolve().name or str(root)
+    relative = onnx_file.relative_to(root).as_posix()
+    if relative not in DEFAULT_ONNX_FILES:
+        model_name = f"{model_name}/{relative}"
+    return onnx_file, tokenizer, config, model_name
+
+
+def is_hub_id(model: str) -> bool:
+    """Whether ``model`` is read as a Hub repository: it is no local path and looks like one.
+
+    Args:
+        model: What follows ``nli:`` in a judge spec.
+
+    Returns:
+        True for ``ORG/NAME[@REVISION]`` (or ``NAME``) that is not an existing file or
+        folder and does not end in ``.onnx``.
+    """
+    if Path(model).expanduser().exists() or model.endswith(".onnx"):
+        return False
+    return _HUB_ID.fullmatch(model) is not None
+
+
+def load_nli_judge(model: str, **kwargs: Any) -> CrossEncoderNLIJudge:
+    """Load the NLI judge of ``nli:MODEL``: a local folder or ``.onnx`` file, or a Hub id.
+
+    Args:
+        model: A local model folder or ``.onnx`` file (:func:`local_nli_files`), or a Hugging
+            Face Hub repository ``ORG/NAME[@REVISION]`` (:meth:`~CrossEncoderNLIJudge.
+            from_pretrained`: downloaded, or taken from the cache; ``HF_HUB_OFFLINE=1`` uses
+            the cache only).
+        **kwargs: Passed to the judge (``max_length``, ``batch_size``...).
+
+    Returns:
+        The judge, named after the model (:attr:`CrossEncoderNLIJudge.model_name`).
+
+    Raises:
+        MissingDependencyError: If a package of the ``nli`` extra is missing.
+        NLIModelError: If the model cannot be found, downloaded or loaded (one line).
+    """
+    _import_runtime()  # a missing package is named first, whatever the model
+    if is_hub_id(model):
+        repo, _, revision = model.partition("@")
+        try:
+            return CrossEncoderNLIJudge.from_pretrained(repo, revision=revision or None, **kwargs)
+        except (OSError, ValueError, RuntimeError) as exc:
+            reason = _first_line(exc)
+            raise NLIModelError(
+                f"{model}: no such local folder or .onnx file, and the Hugging Face Hub did not "
+                f"give it (offline, or no such repository): {reason}"
+            ) from exc
+    onnx_file, tokenizer, config, name = local_nli_files(model)
+    try:
+        judge = CrossEncoderNLIJudge(onnx_file, tokenizer, config_path=config, **kwargs)
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise NLIModelError(f"{model}: cannot load the model: {_first_line(exc)}") from exc
+    judge.model_name = name
+    return judge
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__

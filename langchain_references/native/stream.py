@@ -36,10 +36,13 @@ class NativeRun:
         documents: The run's documents (document-index citations map into them).
         feed: How answer text is fed (the rewriter's ``feed``, or the session's, which also
             feeds the streaming citation check).
+        cite: How a provider's citation is rendered, ``cite(document, quote)`` (by default
+            the rewriter's ``cite``; the session's keeps it in order with held text).
     """
 
     __slots__ = (
         "_adapter",
+        "_cite_document",
         "_decided",
         "_documents",
         "_feed",
@@ -54,14 +57,21 @@ class NativeRun:
         rewriter: ReferenceRewriter,
         documents: Sequence[Document],
         feed: Callable[[str], str],
+        cite: Callable[[Document, str | None], str] | None = None,
     ) -> None:
         self._native = native
+        self._cite_document = cite if cite is not None else self._rewriter_cite
         self._rewriter = rewriter
         self._documents = documents
         self._feed = feed
         self._adapter: NativeAdapter | None = None
         self._decided = False  # True once the run is known to have no adapter
         self._last_index: Any = None
+
+    @property
+    def idle(self) -> bool:
+        """Whether the run is known to have no adapter (it renders nothing, ever)."""
+        return self._adapter is None and self._decided
 
     def rewrite(self, message: BaseMessage) -> str | list[Any] | None:
         """Return the new content of ``message``, or None when no adapter reads it.
@@ -134,7 +144,10 @@ class NativeRun:
 
     def _cite(self, citation: NativeCitation) -> str:
         document = citation.to_document(self._documents)
-        return self._rewriter.cite(document, quote=citation.cited_text)
+        return self._cite_document(document, citation.cited_text)
+
+    def _rewriter_cite(self, document: Document, quote: str | None) -> str:
+        return self._rewriter.cite(document, quote=quote)
 
 
 def _has_text(content: str | list[Any]) -> bool:

@@ -10,7 +10,8 @@ the answer streams. With ``check_citations`` the streaming citation check
 (:class:`~langchain_references.citations.verifier.CitationVerifier` with the service's judge)
 verifies each sentence's citations as it completes.
 
-Events (``Accept: text/event-stream``): ``documents`` (what was retrieved, before the answer),
+Events (``Accept: text/event-stream``): ``documents`` (what was retrieved, before the answer,
+and which model answers: :func:`answerer_info`),
 ``token`` (each rewritten chunk of the answer), ``references`` (the cited sources and the
 citation check, from the ``references`` callback event) and ``result`` (the whole answer).
 The ``numbers`` style writes ``[1]`` and leaves the reference list to the ``references`` data,
@@ -41,17 +42,20 @@ from langchain_references.server.events import RESULT_EVENT, Event, openapi_resp
 from langchain_references.server.factcheck_api import evidence_link
 from langchain_references.server.index import EvidenceHit, Granularity
 from langchain_references.server.links import link, safe_reference
+from langchain_references.server.links import title as title_field
 from langchain_references.server.services import ServicesDep
 from langchain_references.server.settings import Text
 from langchain_references.styles import clean_text
 
 __all__ = [
     "DOCUMENTS_EVENT",
+    "EXTRACTIVE_DESCRIPTION",
     "REFERENCES_SSE_EVENT",
     "SYSTEM_PROMPT",
     "TOKEN_EVENT",
     "AnswerBody",
     "answer_events",
+    "answerer_info",
     "build_answer_chain",
     "get_answer_model",
     "hit_document",
@@ -141,6 +145,37 @@ def build_answer_chain(
     return manage_references(chain, style=STYLES[style](), verifier=verifier, name="answer")
 
 
+#: How the page and the API describe the offline answerer.
+EXTRACTIVE_DESCRIPTION: Final = (
+    "copies the documents' sentences closest to the question, each cited: not a generative model"
+)
+
+
+def answerer_info(model: Runnable[Any, Any]) -> dict[str, str | None]:
+    """Which model writes the answers, as the ``documents`` event and the result name it.
+
+    Args:
+        model: The answer model.
+
+    Returns:
+        ``{"kind", "model", "description"}``: ``"extractive"`` for the offline
+        :class:`~langchain_references.demo.answerer.ExtractiveAnswerer` (no model), else
+        ``"llm"`` with the chat model's name (``model_name``, ``model`` or ``model_id``;
+        its class name when it has none).
+    """
+    if isinstance(model, ExtractiveAnswerer):
+        return {"kind": "extractive", "model": None, "description": EXTRACTIVE_DESCRIPTION}
+    name = next(
+        (
+            value
+            for attribute in ("model_name", "model", "model_id")
+            if isinstance(value := getattr(model, attribute, None), str) and value
+        ),
+        type(model).__name__,
+    )
+    return {"kind": "llm", "model": clean_text(name), "description": None}
+
+
 def _chunk_text(chunk: object) -> str:
     if isinstance(chunk, str):
         return chunk
@@ -153,7 +188,7 @@ def _documents_json(documents: Sequence[Document]) -> list[dict[str, Any]]:
     return [
         {
             "position": position,
-            "title": clean_text(str(doc.metadata.get("title") or "")),
+            "title": title_field(str(doc.metadata.get("title") or "")) or "",
             "url": link(doc.metadata.get("source")),
             "record_id": doc.metadata.get("record_id"),
             "similarity": doc.metadata.get("similarity"),
@@ -164,7 +199,11 @@ def _documents_json(documents: Sequence[Document]) -> list[dict[str, Any]]:
 
 
 async def answer_events(
-    chain: Runnable[dict[str, Any], Any], *, question: str, documents: Sequence[Document]
+    chain: Runnable[dict[str, Any], Any],
+    *,
+    question: str,
+    documents: Sequence[Document],
+    answerer: dict[str, str | None] | None = None,
 ) -> AsyncIterator[Event]:
     """The events of one answer (see the module docs).
 
@@ -172,12 +211,14 @@ async def answer_events(
         chain: A chain from :func:`build_answer_chain`.
         question: The question.
         documents: The retrieved documents.
+        answerer: Which model answers (:func:`answerer_info`), named in the ``documents``
+            event and the result.
 
     Yields:
         ``documents``, ``token`` events, ``references``, then ``result``.
     """
     docs = _documents_json(documents)
-    yield Event(DOCUMENTS_EVENT, {"documents": docs})
+    yield Event(DOCUMENTS_EVENT, {"documents": docs, "answerer": answerer})
     parts: list[str] = []
     references: list[dict[str, Any]] = []
     check: Any = None
@@ -195,9 +236,8 @@ async def answer_events(
             check = data.get(CITATION_CHECK_KEY)
     cited = {"references": references, "citation_check": check}
     yield Event(REFERENCES_SSE_EVENT, cited)
-    yield Event(
-        RESULT_EVENT, {"question": question, "answer": "".join(parts), "documents": docs, **cited}
-    )
+    result = {"question": question, "answer": "".join(parts), "documents": docs, **cited}
+    yield Event(RESULT_EVENT, {**result, "answerer": answerer})
 
 
 class AnswerBody(BaseModel):
@@ -260,4 +300,7 @@ async def answer(
     chain = build_answer_chain(
         model, style=body.style, judge=services.judge if body.check_citations else None
     )
-    return await respond(request, answer_events(chain, question=body.question, documents=documents))
+    events = answer_events(
+        chain, question=body.question, documents=documents, answerer=answerer_info(model)
+    )
+    return await respond(request, events)

@@ -30,6 +30,7 @@ import contextvars
 import hmac
 import importlib
 import importlib.util
+import ipaddress
 import json
 import logging
 import os
@@ -38,10 +39,10 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterable
 from typing import TYPE_CHECKING, Final
-from urllib.parse import urlsplit
 
 from langchain_references._optional import require
-from langchain_references.judges.spec import judge_from_spec
+from langchain_references.judges.nli import NLIModelError
+from langchain_references.judges.spec import JUDGE_SPECS, judge_from_spec
 from langchain_references.server.index import EvidenceIndex, EvidenceIndexError, load_embeddings
 from langchain_references.server.live import LiveIndex
 from langchain_references.server.services import Services
@@ -67,12 +68,14 @@ if TYPE_CHECKING:
 
     from langchain_references.factcheck.search import SearchProvider
     from langchain_references.judges import Judge
+    from langchain_references.judges.base import JudgeInfo
 
 __all__ = [
     "OPTIONAL_ROUTERS",
     "PUBLIC_PATHS",
     "EscapingFormatter",
     "RequestIdFilter",
+    "api_description",
     "app_from_env",
     "build_search_backend",
     "build_services",
@@ -154,12 +157,43 @@ def _host_allowed(host: str, patterns: Iterable[str]) -> bool:
     return False
 
 
-def _host_of(header: bytes) -> str | None:
-    """The host name of a ``Host`` header (lower case, port and IPv6 brackets removed)."""
-    try:
-        return urlsplit("//" + header.decode("ascii")).hostname
-    except (UnicodeDecodeError, ValueError):
+#: ``Host = uri-host [ ":" port ]`` (RFC 7230 5.4, RFC 3986 3.2.2): a bracketed IPv6
+#: address or a name of letters, digits, dots, hyphens and underscores (an IPv4 address is
+#: one), digits for the port. No userinfo (``user@host``), path, query, blank or
+#: percent-encoding.
+_HOST_RE: Final = re.compile(
+    r"(?:\[(?P<ipv6>[0-9A-Fa-f:.]+)\]"
+    r"|(?P<name>[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,251}[A-Za-z0-9_])?))"
+    r"(?::(?P<port>[0-9]{1,5}))?"
+)
+
+
+def _host_of(values: list[bytes]) -> str | None:
+    """The host name of the request's ``Host`` headers, parsed strictly, or ``None``.
+
+    Exactly one ``Host`` header (RFC 7230 5.4) whose value is ``host[:port]``: a name (lower
+    case in the result) or a bracketed IPv6 address (without its brackets in the result), a
+    port of at most 65535. Anything else (a doubled header, ``user@host``, a port that is no
+    number...) is ``None``, so refused.
+    """
+    if len(values) != 1:
         return None
+    try:
+        value = values[0].decode("ascii")
+    except UnicodeDecodeError:
+        return None
+    match = _HOST_RE.fullmatch(value)
+    if match is None or (match["port"] is not None and int(match["port"]) > _MAX_PORT):
+        return None
+    if match["ipv6"] is not None:
+        try:
+            return ipaddress.IPv6Address(match["ipv6"]).compressed
+        except ValueError:
+            return None
+    return match["name"].lower()
+
+
+_MAX_PORT: Final = 65_535
 
 
 def _is_public(path: str) -> bool:
@@ -224,9 +258,10 @@ class _RequestContext:
 
     def _refusal(self, scope: Scope, headers: dict[bytes, bytes]) -> tuple[int, bytes] | None:
         """A 400, 401 or 413 answer decided from the headers alone, or ``None``."""
-        host = _host_of(headers.get(b"host", b""))
+        hosts = [value for name, value in scope["headers"] if name == b"host"]
+        host = _host_of(hosts)
         if host is None or not _host_allowed(host, self.allowed_hosts):
-            shown = escape_log(headers.get(b"host", b"").decode("latin-1"))[:200]
+            shown = escape_log(b", ".join(hosts).decode("latin-1"))[:200]
             return _json_body(
                 400, {"detail": f"host {shown!r} is not allowed", "limit": "allowed_hosts"}
             )
@@ -377,11 +412,15 @@ def build_services(
         IndexNotFoundError: If the index does not exist.
         IncompleteIndexError: If it has no complete generation (an interrupted build...).
         EvidenceIndexError: If Chroma cannot be reached.
-        SettingsError: If the search back-end is unknown or the judge cannot be loaded.
+        SettingsError: If the search back-end is unknown or the judge cannot be loaded (an
+            LLM judge's provider, an NLI judge's model files or the Hub).
         MissingDependencyError: If the judge needs a package that is not installed.
     """
     if judge is None:
-        judge, _ = judge_from_spec(settings.judge, load_model=load_judge_model)
+        try:
+            judge, _ = judge_from_spec(settings.judge, load_model=load_judge_model)
+        except NLIModelError as exc:
+            raise SettingsError(f"cannot load the judge nli:{exc}") from exc
     if index is None:
         index = EvidenceIndex.open(
             settings.index_name,
@@ -418,6 +457,27 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     yield
 
 
+def api_description(judge: JudgeInfo) -> str:
+    """The description of the API in ``/docs``: what it serves, and the judge of its verdicts.
+
+    Args:
+        judge: The service's judge.
+
+    Returns:
+        Markdown: the service, the judge every verdict names (its ``judge`` key) and the specs
+        an operator chooses it with (``serve --judge SPEC``, :data:`JUDGE_SPECS`).
+    """
+    *first, last = (f"`{spec}`" for spec in JUDGE_SPECS)
+    return (
+        "Evidence retrieval and claim verification over an evidence index; compatible with "
+        "the climate evidence API (`/api/...`).\n\n"
+        f"**Judge of the verdicts**: {judge}. Every verdict names it (a `judge` key: `kind`, "
+        "`model`, `description`; an NLI judge is named after its model). The operator sets "
+        f"it with `langchain-references serve --judge SPEC`: {', '.join(first)} or {last} "
+        "(an ONNX cross-encoder: a local folder or `.onnx` file, or a Hugging Face Hub id)."
+    )
+
+
 def create_app(settings: ServerSettings, *, services: Services | None = None) -> FastAPI:
     """Build the service's application.
 
@@ -446,8 +506,7 @@ def create_app(settings: ServerSettings, *, services: Services | None = None) ->
         )
     app = FastAPI(
         title="langchain-references evidence service",
-        description="Evidence retrieval and claim verification over an evidence index; "
-        "compatible with the climate evidence API (`/api/...`).",
+        description=api_description(services.judge_info),
         docs_url=None,  # served offline by server.docs, under a CSP
         redoc_url=None,
         swagger_ui_oauth2_redirect_url=None,

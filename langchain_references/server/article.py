@@ -74,6 +74,7 @@ from langchain_references.server.factcheck_api import (
 )
 from langchain_references.server.index import Granularity
 from langchain_references.server.links import link, safe_reference, safe_result
+from langchain_references.server.links import title as title_field
 from langchain_references.server.services import ServicesDep
 from langchain_references.server.settings import LimitExceededError, Text
 from langchain_references.styles import (
@@ -82,7 +83,6 @@ from langchain_references.styles import (
     MarkdownReferenceStyle,
     ReferenceStyle,
     TextReferenceStyle,
-    clean_text,
 )
 
 sentence_segmenter()  # without pysbd, importing the module fails here
@@ -236,7 +236,7 @@ def cite_evidence(
             "number": numbering.number(position),
             "stance": "supports" if position <= len(result.supporting) else "contradicts",
             "text": e.text,
-            "title": clean_text(e.title),
+            "title": title_field(e.title) or "",
             "url": link(e.url),
             "confidence": e.confidence,
             "similarity": e.similarity,
@@ -368,7 +368,7 @@ async def article_events(
     claim_of = {sentence.index: i for i, sentence in enumerate(claims)}
     head = {
         "url": url,
-        "title": title,
+        "title": title_field(title),
         "judge": None if judge is None else judge.to_dict(),
         "text": text,
         "sentences": [

@@ -10,7 +10,8 @@ same JSON document a client without streaming receives). :func:`respond` negotia
   counter from 1), with a ``: ping`` comment when nothing happened for
   :data:`PING_INTERVAL_S` seconds so that proxies keep the connection open. An error in the
   middle of the stream becomes a final :data:`ERROR_EVENT` (the status line was sent already);
-  a client that disconnects cancels the work.
+  a client that disconnects cancels the work, and so does the end of the request's time
+  budget (``max_request_seconds``; the stream then ends with an error event naming it).
 * otherwise: the iterator is drained and the data of its result event is the JSON body.
 
 Errors the client should see are :class:`ApiError` objects (an exceeded limit,
@@ -25,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
@@ -277,22 +279,38 @@ async def _pump(events: AsyncIterator[Event], queue: asyncio.Queue[object]) -> N
 
 
 async def _sse_body(
-    events: AsyncIterator[Event], ping_interval_s: float
+    events: AsyncIterator[Event], ping_interval_s: float, seconds: int | None = None
 ) -> AsyncGenerator[bytes, None]:
-    """The SSE body: events as they come, pings when idle, work cancelled on disconnect."""
+    """The SSE body: events as they come, pings when idle, work cancelled on disconnect.
+
+    Past ``seconds`` (the request's time budget, ``None`` for none) the work is cancelled and
+    the stream ends with an error event naming ``max_request_seconds``.
+    """
+    loop = asyncio.get_running_loop()
     queue: asyncio.Queue[object] = asyncio.Queue()
     task = asyncio.create_task(_pump(events, queue))
+    started = last_sent = loop.time()
     event_id = 0
     try:
         while True:
+            now = loop.time()
+            timeout = ping_interval_s - (now - last_sent)
+            if seconds is not None:
+                if now - started > seconds:
+                    yield _over_budget(seconds, now - started, task, event_id + 1)
+                    break
+                timeout = min(timeout, started + seconds - now + _BUDGET_SLACK_S)
             try:
-                item = await asyncio.wait_for(queue.get(), ping_interval_s)
+                item = await asyncio.wait_for(queue.get(), max(timeout, 0.0))
             except TimeoutError:
-                yield KEEPALIVE_COMMENT
+                if loop.time() - last_sent >= ping_interval_s:
+                    last_sent = loop.time()
+                    yield KEEPALIVE_COMMENT
                 continue
             if item is _END or not isinstance(item, Event):
                 break
             event_id += 1
+            last_sent = loop.time()
             yield encode_event(item, event_id=event_id)
     finally:
         if not task.done():
@@ -301,20 +319,37 @@ async def _sse_body(
             await task
 
 
+#: How long past the budget the stream waits before ending it (so ``elapsed > seconds``).
+_BUDGET_SLACK_S: Final = 0.01
+
+
+def _over_budget(seconds: int, elapsed: float, task: asyncio.Task[None], event_id: int) -> bytes:
+    """Cancel the work of a stream past its budget; the error event that ends the stream."""
+    task.cancel()
+    logger.warning("A streamed request ran out of its %d s; its work is cancelled", seconds)
+    error = LimitExceededError("max_request_seconds", seconds, math.ceil(elapsed), status_code=503)
+    return encode_event(Event(ERROR_EVENT, ApiError.from_limit(error).payload()), event_id=event_id)
+
+
 def stream_response(
-    events: AsyncIterator[Event], *, ping_interval_s: float = PING_INTERVAL_S
+    events: AsyncIterator[Event],
+    *,
+    ping_interval_s: float = PING_INTERVAL_S,
+    seconds: int | None = None,
 ) -> EventSourceResponse:
     """Stream the events as server-sent events (the streaming mode).
 
     Args:
         events: The endpoint's events.
         ping_interval_s: Seconds without an event before a keep-alive comment.
+        seconds: The time budget (``max_request_seconds``): past it the work is cancelled and
+            the stream ends with an error event (503's body, naming the limit); ``None``: none.
 
     Returns:
         A ``text/event-stream`` response, not cached, not buffered by proxies.
     """
     return EventSourceResponse(
-        _sse_body(events, ping_interval_s),
+        _sse_body(events, ping_interval_s, seconds),
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
 
@@ -323,7 +358,8 @@ async def respond(request: Request, events: AsyncIterator[Event]) -> Response:
     """Answer with the events as SSE or with their result as JSON, by the ``Accept`` header.
 
     In the JSON mode the work is :func:`~langchain_references.server.guard.guarded`: cancelled
-    when the client leaves, answered 503 past ``max_request_seconds``.
+    when the client leaves, answered 503 past ``max_request_seconds``. A stream has the same
+    budget: past it the work is cancelled and the stream ends with an error event.
 
     Args:
         request: The request (its ``Accept`` header decides).
@@ -332,9 +368,9 @@ async def respond(request: Request, events: AsyncIterator[Event]) -> Response:
     Returns:
         The response.
     """
-    if wants_event_stream(request.headers.get("accept")):
-        return stream_response(events)
     seconds = get_services(request).settings.max_request_seconds
+    if wants_event_stream(request.headers.get("accept")):
+        return stream_response(events, seconds=seconds)
     try:
         return await guarded(request, collect(events), seconds=seconds)
     except LimitExceededError as exc:

@@ -1,11 +1,14 @@
-"""Links in the service's JSON: every URL a response carries goes through one sanitiser.
+"""Links and titles in the service's JSON: each goes through one sanitiser.
 
 A record's URL is untrusted (the index is built from files, the web back-end returns what it
 finds); a client may put a response's URL in a link. :func:`link` is
 :func:`~langchain_references.styles.safe_url` for JSON fields (``None`` when the URL must not
 be linked), and the helpers below apply it to the structured parts of the native responses:
 references (``source``), fact-check evidence and failures (``url``, ``""`` when unsafe, as the
-result model types it).
+result model types it). Titles are as untrusted (a page's ``<title>``, a record's field):
+:func:`title` is :func:`~langchain_references.styles.clean_title` for JSON fields (control
+and bidi characters removed, one line, at most
+:data:`~langchain_references.styles.MAX_TITLE_CHARS` characters).
 """
 
 from __future__ import annotations
@@ -15,9 +18,9 @@ from typing import Any, TypeVar
 
 from langchain_references.factcheck.result import Evidence, FactCheckResult
 from langchain_references.failures import Failure
-from langchain_references.styles import safe_url
+from langchain_references.styles import clean_title, safe_url
 
-__all__ = ["link", "safe_reference", "safe_result"]
+__all__ = ["link", "safe_reference", "safe_result", "title"]
 
 
 def link(url: object) -> str | None:
@@ -33,15 +36,33 @@ def link(url: object) -> str | None:
 
 
 def safe_reference(reference: Mapping[str, Any]) -> dict[str, Any]:
-    """A reference's JSON form (``number``, ``source``, ``title``...) with a safe ``source``.
+    """A reference's JSON form (``number``, ``source``, ``title``...), its fields made safe.
 
     Args:
         reference: A :meth:`~langchain_references.numbering.Reference.to_dict` result.
 
     Returns:
-        A copy whose ``source`` is :func:`link` of the original.
+        A copy whose ``source`` is :func:`link` of the original and whose ``title`` is
+        :func:`title` of it.
     """
-    return {**reference, "source": link(reference.get("source"))}
+    return {
+        **reference,
+        "source": link(reference.get("source")),
+        "title": title(reference.get("title")),
+    }
+
+
+def title(text: object) -> str | None:
+    """A title ready for a JSON field, or ``None`` (absent or empty once cleaned).
+
+    Args:
+        text: The untrusted title (anything but a string is no title).
+
+    Returns:
+        :func:`~langchain_references.styles.clean_title` of it (control and bidi characters
+        removed, one line, capped), or ``None``.
+    """
+    return (clean_title(text) or None) if isinstance(text, str) else None
 
 
 _Item = TypeVar("_Item", Evidence, Failure)

@@ -1,7 +1,8 @@
 """The web page at ``/``: check an article, or ask a question, against the evidence service.
 
 Plain HTML, CSS and JavaScript files shipped in ``server/static`` (no build step), served by
-this router: ``/`` is ``index.html``, ``/static/app.js`` and ``/static/style.css`` the rest;
+this router: ``/`` is ``index.html``, ``/static/app.js``, ``/static/style.css`` and
+``/static/favicon.svg`` (also at ``/favicon.ico``) the rest;
 any other name under ``/static/`` is a 404 (no file-system lookup from the URL). The script
 calls the native endpoints with ``Accept: text/event-stream`` and inserts every piece of
 untrusted text (the article, passages, titles, answers) as text, never as HTML, and clips
@@ -42,6 +43,7 @@ SECURITY_HEADERS: Final[dict[str, str]] = {
 STATIC_FILES: Final[dict[str, str]] = {
     "app.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
+    "favicon.svg": "image/svg+xml",
 }
 
 router = APIRouter(include_in_schema=False)
@@ -63,6 +65,16 @@ def index() -> Response:
     return Response(
         _read("index.html"), media_type="text/html; charset=utf-8", headers=SECURITY_HEADERS
     )
+
+
+@router.get("/favicon.ico")
+def favicon() -> Response:
+    """The page's icon where a browser looks for it without reading the page (an SVG).
+
+    Returns:
+        ``favicon.svg`` with the security headers.
+    """
+    return Response(_read("favicon.svg"), media_type="image/svg+xml", headers=SECURITY_HEADERS)
 
 
 @router.get("/static/{name}")

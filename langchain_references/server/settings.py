@@ -19,7 +19,7 @@ from typing import Annotated, Any, Final, TypeAlias
 from pydantic import AfterValidator
 
 from langchain_references.errors import LangchainReferencesError
-from langchain_references.judges.spec import JudgeSpecError, llm_of_spec
+from langchain_references.judges.spec import JudgeSpecError, parse_judge_spec
 from langchain_references.retrieval import DEFAULT_RETRIEVAL, Retrieval, check_retrieval
 
 __all__ = [
@@ -136,13 +136,19 @@ class ServerSettings:
         cors_origins: Origins allowed by CORS; empty (the default) turns CORS off.
         allowed_hosts: Host names (``Host`` header, port aside) the service answers; others
             get a 400 JSON error, so that a web page cannot reach the service through DNS
-            rebinding. ``"*.example.org"`` allows the subdomains, ``"*"`` any host. Default:
-            the loopback names.
+            rebinding. The header is parsed strictly (RFC 7230): exactly one, ``host[:port]``
+            with a bracketed IPv6 address, no userinfo (``user@host`` is refused).
+            ``"*.example.org"`` allows the subdomains, ``"*"`` any host. Default: the
+            loopback names.
         search_backend: Name of the web search back-end of ``/v1/factcheck`` (e.g.
             ``"ddgs"``), or ``None`` to search the evidence index only.
         judge: The judge of every verdict (:mod:`~langchain_references.judges.spec`):
-            ``heuristic`` (the default: offline and rough), ``heuristic-lexical`` or
-            ``llm:PROVIDER:MODEL``; every answer names it.
+            ``heuristic`` (the default: offline and rough), ``heuristic-lexical``,
+            ``llm:PROVIDER:MODEL`` or ``nli:MODEL`` (an ONNX cross-encoder: a local folder
+            or ``.onnx`` file, or a Hugging Face Hub id); every answer names it (an NLI
+            judge after its model). The workers read it from the variable
+            ``LANGCHAIN_REFERENCES_SERVER_JUDGE`` (:meth:`to_env`); the ``serve`` command
+            gives them a local model's absolute path.
         retrieval: How the evidence endpoints and the fact-check relevance stage rank:
             ``"dense"``, ``"bm25"`` or ``"hybrid"`` (the default).
     """
@@ -194,7 +200,7 @@ class ServerSettings:
         if self.api_key is not None and not self.api_key.strip():
             raise SettingsError("the API key is blank")
         try:
-            llm_of_spec(self.judge)
+            parse_judge_spec(self.judge)
         except JudgeSpecError as exc:
             raise SettingsError(f"judge {exc}") from None
         try:

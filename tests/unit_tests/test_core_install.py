@@ -289,7 +289,7 @@ def test_the_agents_page_runs_on_an_install_of_the_llm_extra() -> None:
         extras=("llm",),
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[-1] == "ran 4"
+    assert result.stdout.splitlines()[-1] == "ran 5"
     assert 'pip install ".[llm]"' in (REPO_ROOT / "docs" / "agents-and-langgraph.md").read_text(
         encoding="utf-8"
     )

@@ -242,3 +242,37 @@ def test_the_package_imports_its_names_on_first_access() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
     assert done.stdout.splitlines() == ["False", "True True"]
+
+
+def test_manage_references_shows_every_option_in_its_signature() -> None:
+    from langchain_references.manager import DEFAULT_MARKERS
+
+    parameters = inspect.signature(langchain_references.manage_references).parameters
+    assert list(parameters) == [
+        "runnable",
+        "documents_key",
+        "style",
+        "verifier",
+        "mark_unsupported",
+        "on_unsupported",
+        "native",
+        "name",
+        "markers",
+        "output_version",
+    ]
+    assert parameters["runnable"].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+    options = {name: p for name, p in parameters.items() if name != "runnable"}
+    assert {p.kind for p in options.values()} == {inspect.Parameter.KEYWORD_ONLY}
+    assert {name: p.default for name, p in options.items()} == {
+        "documents_key": "documents",
+        "style": None,
+        "verifier": None,
+        "mark_unsupported": False,
+        "on_unsupported": "keep",
+        "native": "auto",
+        "name": None,
+        "markers": ("id", "source"),
+        "output_version": None,
+    }
+    assert options["markers"].default is DEFAULT_MARKERS
+    assert "on_unsupported" in (langchain_references.manage_references.__doc__ or "")

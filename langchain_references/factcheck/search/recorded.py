@@ -8,6 +8,7 @@ punctuation and quotes stripped). An unknown query returns no hits and logs a wa
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import unicodedata
@@ -84,6 +85,17 @@ class RecordedSearch(BaseSearchProvider):
     def queries(self) -> list[str]:
         """The recorded queries, in recording order."""
         return list(self._exact)
+
+    @property
+    def digest(self) -> str:
+        """The SHA-256 of what the recording replays: its queries and results, in order.
+
+        The identity of the recording in cache keys: editing a result of the file changes
+        it, moving the file or re-indenting it does not.
+        """
+        replayed = [[query, [dict(r) for r in results]] for query, results in self._exact.items()]
+        text = json.dumps(replayed, sort_keys=True, separators=(",", ":"), default=repr)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()  # ASCII JSON
 
     @classmethod
     def from_records(

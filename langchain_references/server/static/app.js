@@ -15,7 +15,7 @@ const VERDICT_LABELS = {
 // What the badge of the offline heuristic says about setting a real judge.
 const HOW_TO_SET_A_JUDGE =
   "The service's operator sets an LLM judge with: langchain-references serve --judge " +
-  "llm:PROVIDER:MODEL";
+  "llm:PROVIDER:MODEL (or an NLI model: --judge nli:MODEL)";
 
 // Longest shown title, passage and message (characters): a 100 KB title used to freeze the
 // page for seconds while the browser laid it out. What is left out is counted, not shown.
@@ -95,6 +95,31 @@ function showJudge(id, judge) {
   badge.dataset.kind = judge.kind;
   badge.appendChild(document.createTextNode(text));
   if (rough) badge.appendChild(el("span", "how", HOW_TO_SET_A_JUDGE));
+}
+
+// Show (or hide, without one) the badge naming the model that writes the answer: "Answered
+// by: KIND (MODEL) — DESCRIPTION"; the offline extractive answerer's badge is marked rough.
+function showAnswerer(answerer) {
+  const badge = byId("answer-by");
+  clear(badge);
+  const known = !!answerer && typeof answerer.kind === "string";
+  badge.hidden = !known;
+  badge.classList.toggle("rough", known && answerer.kind === "extractive");
+  if (!known) {
+    delete badge.dataset.kind;
+    return;
+  }
+  badge.dataset.kind = clip(answerer.kind, MAX_TITLE);
+  const model =
+    typeof answerer.model === "string" && answerer.model
+      ? clip(answerer.model, MAX_TITLE)
+      : "no model";
+  const description =
+    typeof answerer.description === "string" ? clip(answerer.description, MAX_MESSAGE) : "";
+  const text =
+    "Answered by: " + clip(answerer.kind, MAX_TITLE) + " (" + model + ")" +
+    (description ? " — " + description : "");
+  badge.appendChild(document.createTextNode(text));
 }
 
 // Parse a text/event-stream body: calls onEvent(name, data) for each event.
@@ -353,6 +378,7 @@ async function ask(event) {
   clear(answer);
   clear(references);
   showJudge("answer-judge", null);
+  showAnswerer(null);
   delete answer.dataset.done;
   const button = byId("answer-submit");
   button.disabled = true;
@@ -360,6 +386,7 @@ async function ask(event) {
   try {
     await postEvents("/v1/answer", payload, (name, data) => {
       if (name === "documents") {
+        showAnswerer(data.answerer);
         setStatus("answer-status", data.documents.length + " documents found; answering…");
       } else if (name === "token") {
         answer.appendChild(document.createTextNode(data.text));

@@ -185,6 +185,20 @@ def test_the_instruction_comes_before_each_tool_results_documents() -> None:
     assert numbered.shown[0].text == ("CITE\n\n<document id=1>\nParis is in France.\n</document>")
 
 
+def test_an_invalid_document_warns_when_its_tool_result_is_new_only(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    broken = tool([{"type": "Document", "page_content": None}, PARIS], "c1")
+    later = [HumanMessage("q"), AIMessage("", tool_calls=[]), broken]
+    with caplog.at_level(logging.WARNING, logger="langchain_references.conversation"):
+        first = number_conversation(later, instruction=None)
+        assert len(caplog.records) == 1
+        # the next call: the model answered after the tool result, which is no longer new
+        again = number_conversation([*later, AIMessage("Paris [1](id=1).")], instruction=None)
+    assert len(caplog.records) == 1
+    assert first.documents == again.documents == [PARIS]
+
+
 def test_conversation_documents_shows_the_citation_instruction_by_default() -> None:
     shown, documents = conversation_documents([tool([PARIS])])
     assert shown[0].text == (

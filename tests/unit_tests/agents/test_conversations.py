@@ -8,6 +8,7 @@ from 1. Real langchain ``create_agent``, real langgraph checkpointers (``InMemor
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -239,3 +240,34 @@ def test_the_agents_page_prints_what_it_shows(
     assert len(shown) >= 4
     for block in shown:
         assert block in printed
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_an_invalid_document_in_an_artifact_is_skipped_and_the_answer_kept(
+    form: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from langchain_core.tools import tool
+
+    @tool(response_format="content_and_artifact")
+    def lookup(query: str) -> tuple[str, list[Document]]:
+        """Look the query up."""
+        broken = Document.model_construct(page_content=None, metadata={})
+        return "two pages", [broken, RAIN[0]]
+
+    model = AgentChatModel(
+        script=[
+            AIMessage("", tool_calls=[{"name": "lookup", "args": {"query": "q"}, "id": "c1"}]),
+            AIMessage("Rain [1](id=1)."),
+        ]
+    )
+    style = TextReferenceStyle()
+    if form == "wrapper":
+        agent = create_agent(manage_references(model, style=style), tools=[lookup])
+    else:
+        agent = create_agent(model, tools=[lookup], middleware=[ReferencesMiddleware(style=style)])
+    with caplog.at_level(logging.WARNING, logger="langchain_references.conversation"):
+        last = agent.invoke({"messages": [HumanMessage("q")]})["messages"][-1]
+    assert last.content == "Rain [1].\n\n- [1] https://rain.example"
+    assert [r.getMessage() for r in caplog.records] == [
+        "Skipped item 0 of the artifact of tool call 'c1': page_content is NoneType, not text"
+    ]

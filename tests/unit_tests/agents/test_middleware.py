@@ -332,6 +332,58 @@ async def test_the_async_agent_keeps_the_ids_in_the_state() -> None:
     assert ids["next_id"] == 1 + len(RAIN) + 2
 
 
+def _conversation_script(n: int) -> list[AIMessage]:
+    # conversation n searches rain then needle, and cites both in its second answer
+    return [
+        call("rain", f"r{n}"),
+        AIMessage(f"Rain {n} [1](id=1)."),
+        call("needle", f"n{n}"),
+        AIMessage(f"Seattle {n} [1](id=2), rain [2](id=1)."),
+    ]
+
+
+def _expected(n: int) -> str:
+    return f"Seattle {n} [1], rain [2].\n\n- [1] https://needle.example\n- [2] https://rain.example"
+
+
+def test_one_middleware_serves_many_conversations_at_once_in_threads() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    shared = ReferencesMiddleware(style=TextReferenceStyle())
+    saver = InMemorySaver()
+
+    def converse(n: int) -> tuple[str, dict[str, Any]]:
+        model = AgentChatModel(script=_conversation_script(n))
+        agent = create_agent(model, tools=[search_tool()], middleware=[shared], checkpointer=saver)
+        config = {"configurable": {"thread_id": f"user-{n}"}}
+        agent.invoke({"messages": [HumanMessage("a")]}, config)
+        last = agent.invoke({"messages": [HumanMessage("b")]}, config)["messages"][-1]
+        return last.content, agent.get_state(config).values[REFERENCE_IDS_KEY]
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(converse, range(16)))
+    assert [content for content, _ in results] == [_expected(n) for n in range(16)]
+    assert all(ids["next_id"] == 1 + len(RAIN) + 2 for _, ids in results)  # no ids shared
+
+
+async def test_one_middleware_serves_many_conversations_at_once_in_asyncio() -> None:
+    import asyncio
+
+    shared = ReferencesMiddleware(style=TextReferenceStyle())
+    saver = InMemorySaver()
+
+    async def converse(n: int) -> str:
+        model = AgentChatModel(script=_conversation_script(n))
+        agent = create_agent(model, tools=[search_tool()], middleware=[shared], checkpointer=saver)
+        config = {"configurable": {"thread_id": f"user-{n}"}}
+        await agent.ainvoke({"messages": [HumanMessage("a")]}, config)
+        state = await agent.ainvoke({"messages": [HumanMessage("b")]}, config)
+        return str(state["messages"][-1].content)
+
+    answers = await asyncio.gather(*(converse(n) for n in range(16)))
+    assert answers == [_expected(n) for n in range(16)]
+
+
 def test_the_middlewares_output_version_overrides_the_models_own() -> None:
     model = AgentChatModel(script=list(TWO_CALLS), output_version="v0")
     middleware = ReferencesMiddleware(style=TextReferenceStyle(), output_version="v1")

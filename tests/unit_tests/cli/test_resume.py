@@ -178,3 +178,196 @@ def test_rate_option_is_checked(tmp_path: Path) -> None:
     code, _, err = run_main("factuality", "--input", str(path), "--rate", "judge=fast")
     assert code == 2
     assert "expected RPS[/CONCURRENT] (e.g. 1 or 0.5/2), got 'fast'" in err
+
+
+# ------------------------------------------------------------------ factcheck: every search kind
+# A search's identity in the cache keys is its corpus, folder or recording (their contents),
+# never the address of the local server the demo and local searches serve their pages from
+# (a new port every run).
+
+SEARCH_ITEMS = ("search", "page")
+
+
+def factcheck_twice(argv: list[str], cache: Path) -> str:
+    """Run ``factcheck`` fresh, then with ``--resume`` and the same output: the second's stderr."""
+    code, first, err = run_main("factcheck", *argv, "--cache", str(cache))
+    assert code == 0, err
+    code, second, err = run_main("factcheck", *argv, "--cache", str(cache), "--resume")
+    assert code == 0, err
+    assert second == first
+    return err
+
+
+def resumed_line(err: str) -> str:
+    [line] = [line for line in err.splitlines() if line.startswith("resumed: ")]
+    return line
+
+
+def entries(cache: Path) -> dict[str, int]:
+    store = RunCache(cache)
+    try:
+        return {namespace: store.count(namespace) for namespace in SEARCH_ITEMS}
+    finally:
+        store.close()
+
+
+DEMO_STATEMENTS = ["Europa has an ocean under its ice", "Honeybees dance to share directions"]
+DEMO_ARGS = ["--search", "demo", "--judge", "heuristic-lexical", "--json", "--k", "3"]
+DEMO_ARGS += ["--max-results", "3"]
+
+
+def test_factcheck_demo_search_resumes_every_statement(tmp_path: Path) -> None:
+    cache = tmp_path / "run.sqlite3"
+    err = factcheck_twice([*DEMO_STATEMENTS, *DEMO_ARGS], cache)
+    assert resumed_line(err) == f"resumed: reused 2 of 2 statement(s) from {cache}"
+    assert err.count("reused from the run cache") == 2
+
+
+def test_factcheck_demo_search_unfinished_statements_reuse_searches_and_pages(
+    tmp_path: Path,
+) -> None:
+    cache = tmp_path / "run.sqlite3"
+    argv = [*DEMO_STATEMENTS, *DEMO_ARGS, "--cache", str(cache)]
+    assert run_main("factcheck", *argv)[0] == 0
+    stored = entries(cache)
+    assert stored["search"] == 2
+    assert stored["page"] >= 3
+    store = RunCache(cache)
+    assert store.clear("factcheck") == 2  # as if the run had stopped before the verdicts
+    store.close()
+
+    code, out, err = run_main("factcheck", *argv, "--resume")
+    assert code == 0, err
+    assert resumed_line(err) == f"resumed: reused 0 of 2 statement(s) from {cache}"
+    assert entries(cache) == stored  # the searches and pages of the first run, under their keys
+    # the searches read back link to this run's server, where the pages were fetched from
+    [base_url] = [line.split()[-1] for line in err.splitlines() if line.startswith("search: ")]
+    urls = [e["url"] for line in out.splitlines() for e in json.loads(line)["supporting"]]
+    assert urls
+    assert all(url.startswith(base_url) for url in urls)
+
+
+def write_folder(folder: Path, terns: str) -> Path:
+    folder.mkdir()
+    (folder / "terns.html").write_text(
+        "<html><head><title>Terns</title></head><body><article><p>"
+        + terns * 3
+        + "</p></article></body></html>",
+        encoding="utf-8",
+    )
+    (folder / "puffins.txt").write_text(
+        "Puffins dig burrows on grassy cliffs and come back to them every spring. " * 3,
+        encoding="utf-8",
+    )
+    return folder
+
+
+TERNS = "Arctic terns fly from pole to pole every year, the longest migration known. "
+LOCAL_STATEMENTS = ["Arctic terns migrate pole to pole", "Puffins dig burrows on cliffs"]
+LOCAL_ARGS = ["--judge", "heuristic-lexical", "--json", "--k", "3"]
+
+
+def test_factcheck_local_search_resumes_every_statement_until_a_file_changes(
+    tmp_path: Path,
+) -> None:
+    folder = write_folder(tmp_path / "corpus", TERNS)
+    cache = tmp_path / "run.sqlite3"
+    argv = [*LOCAL_STATEMENTS, "--search", f"local:{folder}", *LOCAL_ARGS]
+    err = factcheck_twice(argv, cache)
+    assert resumed_line(err) == f"resumed: reused 2 of 2 statement(s) from {cache}"
+
+    (folder / "terns.html").write_text(
+        "<html><body><article><p>" + TERNS.replace("pole to pole", "coast to coast") * 3,
+        encoding="utf-8",
+    )
+    code, _, err = run_main("factcheck", *argv, "--cache", str(cache), "--resume")
+    assert code == 0, err
+    assert resumed_line(err) == f"resumed: reused 0 of 2 statement(s) from {cache}"
+
+
+def test_factcheck_local_search_identity_is_the_content_not_the_path(tmp_path: Path) -> None:
+    cache = tmp_path / "run.sqlite3"
+    one = write_folder(tmp_path / "one", TERNS)
+    two = write_folder(tmp_path / "two", TERNS)
+    assert (
+        run_main(
+            "factcheck",
+            *LOCAL_STATEMENTS,
+            "--search",
+            f"local:{one}",
+            *LOCAL_ARGS,
+            "--cache",
+            str(cache),
+        )[0]
+        == 0
+    )
+    code, _, err = run_main(
+        "factcheck",
+        *LOCAL_STATEMENTS,
+        "--search",
+        f"local:{two}",
+        *LOCAL_ARGS,
+        "--cache",
+        str(cache),
+        "--resume",
+    )
+    assert code == 0, err
+    assert resumed_line(err) == f"resumed: reused 2 of 2 statement(s) from {cache}"
+
+
+def write_recording(path: Path, site: LocalSite, pages: dict[str, str]) -> Path:
+    results = {s: [{"title": s, "snippet": "", "link": site.url(p)}] for s, p in pages.items()}
+    path.write_text(json.dumps(results), encoding="utf-8")
+    return path
+
+
+RECORDED_ARGS = ["--allow-private", "--json", "--k", "2", "--judge", "heuristic-lexical"]
+
+
+def test_factcheck_recorded_search_resumes_every_statement_wherever_the_file_is(
+    tmp_path: Path, local_site: LocalSite
+) -> None:
+    pages = {s: f"/page/{s.split()[1]}" for s in STATEMENTS}
+    recording = write_recording(tmp_path / "recording.json", local_site, pages)
+    cache = ["--cache", str(tmp_path / "run.sqlite3")]
+    err = factcheck_twice(
+        [*STATEMENTS, "--search", f"recorded:{recording}", *RECORDED_ARGS], tmp_path / "run.sqlite3"
+    )
+    assert resumed_line(err) == f"resumed: reused 3 of 3 statement(s) from {cache[1]}"
+
+    moved = tmp_path / "moved" / "recording.json"  # the same recording elsewhere
+    moved.parent.mkdir()
+    moved.write_bytes(recording.read_bytes())
+    argv = [*STATEMENTS, "--search", f"recorded:{moved}", *RECORDED_ARGS, *cache, "--resume"]
+    code, _, err = run_main("factcheck", *argv)
+    assert code == 0, err
+    assert resumed_line(err) == f"resumed: reused 3 of 3 statement(s) from {cache[1]}"
+    assert sum(local_site.requests.values()) == 3  # each page fetched once, by the first run
+
+
+def test_factcheck_recorded_search_edited_reuses_no_stale_check(
+    tmp_path: Path, local_site: LocalSite
+) -> None:
+    pages = {s: f"/page/{s.split()[1]}" for s in STATEMENTS}
+    recording = write_recording(tmp_path / "recording.json", local_site, pages)
+    argv = [*STATEMENTS, "--search", f"recorded:{recording}", *RECORDED_ARGS]
+    argv += ["--cache", str(tmp_path / "run.sqlite3")]
+    assert run_main("factcheck", *argv)[0] == 0
+
+    # another page for one statement: the recording replays something else
+    pages[STATEMENTS[0]] = "/page/delta"
+    write_recording(recording, local_site, pages)
+    code, out, err = run_main("factcheck", *argv, "--resume")
+    assert code == 0, err
+    assert (
+        resumed_line(err) == f"resumed: reused 0 of 3 statement(s) from {tmp_path / 'run.sqlite3'}"
+    )
+    [cited] = [e["url"] for e in json.loads(out.splitlines()[0])["supporting"]]
+    assert cited == local_site.url("/page/delta")
+    # only the new page is fetched: the pages are keyed by their URLs, which did not change
+    assert dict(local_site.requests) == {
+        "/page/alpha": 1,
+        "/page/beta": 1,
+        "/page/gamma": 1,
+        "/page/delta": 1,
+    }

@@ -1,4 +1,4 @@
-"""Citation marker dialects of the parser: ``id`` (default), ``source`` and ``bracket``."""
+"""Citation marker dialects of the parser: ``id`` and ``source`` (default), ``bracket``."""
 
 from __future__ import annotations
 
@@ -49,17 +49,17 @@ def parse(pieces: list[str], markers: Markers) -> list[Event]:
 
 def test_the_constants_name_the_dialects_and_the_default() -> None:
     assert MARKER_DIALECTS == ("id", "source", "bracket")
-    assert DEFAULT_MARKERS == ("id",)
+    assert DEFAULT_MARKERS == ("id", "source")
     parser = CitationParser()
-    assert parser.markers == frozenset({"id"})
-    assert parser.starts == "["
-    assert parser.max_citation_length == MAX_CITATION_LENGTH
+    assert parser.markers == frozenset({"id", "source"})
+    assert parser.starts == "[【"
+    assert parser.max_citation_length == MAX_CITATION_LENGTH == len("【】") + 64
 
 
 @pytest.mark.parametrize(
     ("markers", "starts", "longest"),
     [
-        (("id",), "[", MAX_CITATION_LENGTH),
+        (("id",), "[", len("[](id=)") + 2 * 9),
         (("source",), "【", len("【】") + 64),
         (("bracket",), "[", 2 + 16 * 9 + 15 * 2),
         (("source", "id"), "[【", len("【】") + 64),
@@ -121,6 +121,32 @@ def test_an_unknown_dialect_or_none_is_named_in_the_error(markers: Markers, what
             ],
         ),
         (("source",), "【3†】", [Citation("3", 3, "【3†】")]),
+        (
+            # OpenAI Assistants / Azure file search: document 4, sub-index ignored.
+            ("source",),
+            "Rain【4:0†source】 sun 【12:345†notes.pdf】【7:1】.",
+            [
+                "Rain",
+                Citation("4", 4, "【4:0†source】"),
+                " sun ",
+                Citation("12", 12, "【12:345†notes.pdf】"),
+                Citation("7", 7, "【7:1】"),
+                ".",
+            ],
+        ),
+        (
+            DEFAULT_MARKERS,
+            "a [1](id=2) b 【3:0†source】 c 【4】 [5]",
+            [
+                "a ",
+                Citation("1", 2, "[1](id=2)"),
+                " b ",
+                Citation("3", 3, "【3:0†source】"),
+                " c ",
+                Citation("4", 4, "【4】"),
+                " [5]",
+            ],
+        ),
         (("source",), "【07†a [b] (c)】", [Citation("07", 7, "【07†a [b] (c)】")]),
         (("source",), "【1†" + "x" * 62 + "】", [Citation("1", 1, "【1†" + "x" * 62 + "】")]),
         (("source",), "【【1】", ["【", Citation("1", 1, "【1】")]),
@@ -207,7 +233,13 @@ def test_citations_of_each_dialect_are_found(
         (("source",), "[1](id=2) and [1] and [1, 2]"),
         (("bracket",), "[1](id=2) and 【1†source】"),
         # Not markers at all.
-        (("source",), "【】 【x】 【†source】 【NUMBER†source】 【1:0†source】 【 1】 【1 】"),
+        (("source",), "【】 【x】 【†source】 【NUMBER†source】 【 1】 【1 】"),
+        (
+            ("source",),
+            "【1:†source】 【1:x†source】 【:0†source】 【1:0:0†source】 【1:1234567890】",
+        ),
+        (("source",), "【1:0 †source】 【1 :0】 ends with 【4:0†sou"),
+        (DEFAULT_MARKERS, "[1] and [1, 2] and [x](y) and 【1:】"),
         (("source",), "【注意】 Chinese brackets 【重要】"),
         (("source",), "【1†two\nlines】"),
         (("source",), "【1234567890】"),  # more digits than any real document list
@@ -273,14 +305,14 @@ def test_source_notes_are_bounded() -> None:
     assert parser.pending == ""
 
 
-def test_the_default_dialect_keeps_its_behavior() -> None:
+def test_the_id_dialect_alone_keeps_its_behavior() -> None:
     parser = CitationParser(markers=("id",))
     assert parser.feed("[1] 【2】 [3](id=4)") == ["[1] 【2】 ", Citation("3", 4, "[3](id=4)")]
 
 
 # ---------------------------------------------------------------- properties
 
-alphabet = st.sampled_from(list("[]()id=NUMBER0123456789 ,ab\n.é【】†L-x"))
+alphabet = st.sampled_from(list("[]()id=NUMBER0123456789 ,:ab\n.é【】†L-x"))
 fragments = st.one_of(
     st.text(alphabet, max_size=12),
     st.sampled_from(
@@ -297,6 +329,9 @@ fragments = st.one_of(
             "【2†source】",
             "【3】",
             "【12†L1-L5】",
+            "【4:0†source】",
+            "【4:",
+            ":0†source】",
             "【4†",
             "†source】",
             "【1†" + "x" * 60,
@@ -329,15 +364,16 @@ def test_events_render_back_to_the_input(markers: Markers, case: tuple[str, list
     assert raw(parse(pieces, markers)) == text
 
 
+@pytest.mark.parametrize("markers", [DEFAULT_MARKERS, ("id",)])
 @settings(max_examples=300, deadline=None)
-@given(splits())
-def test_the_general_scanner_agrees_with_the_default_fast_path(
-    case: tuple[str, list[str]],
+@given(case=splits())
+def test_the_general_scanner_agrees_with_the_id_fast_path(
+    markers: Markers, case: tuple[str, list[str]]
 ) -> None:
     _, pieces = case
-    fast = CitationParser()
-    general = CitationParser()
-    general._other = True  # the path of the other dialects, on the default one
+    fast = CitationParser(markers=markers)
+    general = CitationParser(markers=markers)
+    general._other = True  # the path of the other dialects, on the default ones
     for piece in pieces:
         assert general.feed(piece) == fast.feed(piece)
         assert general.pending == fast.pending
@@ -376,5 +412,8 @@ def test_the_rewriter_renumbers_each_id_of_a_bracket_list() -> None:
     )
 
 
-def test_the_rewriter_leaves_other_dialects_alone_by_default() -> None:
-    assert rewrite(["a 【2†source】 [1]"], DEFAULT_MARKERS) == "a 【2†source】 [1]"
+def test_the_rewriter_reads_source_markers_by_default_and_leaves_brackets_alone() -> None:
+    expected = "a [1] [1] [2]\n\n- [1] https://e.org/b\n- [2] https://e.org/c"
+    assert rewrite(["a 【2†source】 [1] 【3:0†source】"], DEFAULT_MARKERS) == expected
+    assert rewrite(list("a 【2†source】 [1] 【3:0†source】"), DEFAULT_MARKERS) == expected
+    assert rewrite(["a 【2†source】 [1]"], ("id",)) == "a 【2†source】 [1]"

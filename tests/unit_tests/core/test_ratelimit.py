@@ -65,6 +65,32 @@ def test_burst_lets_that_many_go_at_once() -> None:
     assert starts == [100.0, 100.0, 100.0, 101.0, 102.0]
 
 
+def test_the_bucket_holds_at_most_its_burst_however_long_idle() -> None:
+    clock = FakeClock()
+    rl = limiter(clock, fetch=RateLimit(requests_per_second=2.0, burst=3))
+    with rl.slot("fetch:a.example"):
+        pass
+    clock.now += 3600.0  # an hour idle: 7,200 tokens' worth of time
+    starts = []
+    for _ in range(6):
+        with rl.slot("fetch:a.example"):
+            starts.append(clock.now - 3700.0)
+    assert starts == [0.0, 0.0, 0.0, 0.5, 1.0, 1.5]
+
+
+def test_waiting_out_a_pause_gives_no_burst_after_it() -> None:
+    clock = FakeClock()
+    backend = LocalLimiterBackend(clock)
+    limit = RateLimit(requests_per_second=1.0, burst=3)
+    assert [backend.try_acquire("k", limit) for _ in range(4)] == [0.0, 0.0, 0.0, 1.0]
+    backend.defer("k", 10.0)  # a 429 with Retry-After: 10
+    assert backend.try_acquire("k", limit) == 10.0  # a waiter asks during the pause
+    clock.now += 10.0
+    # one request when the pause ends (the retry), then one a second: not the three that ten
+    # seconds would refill
+    assert [backend.try_acquire("k", limit) for _ in range(2)] == [0.0, 1.0]
+
+
 def test_prefix_and_default_limits() -> None:
     rl = RateLimiter({"fetch": RateLimit(1.0), "fetch:slow.example": RateLimit(0.1)})
     assert rl.limit_for("fetch:a.example") == RateLimit(1.0)

@@ -16,7 +16,14 @@ from langchain_references import (
     TextReferenceStyle,
 )
 from langchain_references.rewriter import ReferenceRewriter
-from langchain_references.styles import UnsupportedClaim, clean_text, is_safe_url, safe_url
+from langchain_references.styles import (
+    MAX_TITLE_CHARS,
+    UnsupportedClaim,
+    clean_text,
+    clean_title,
+    is_safe_url,
+    safe_url,
+)
 
 A = Document("a", metadata={"source": "https://a.org/x", "title": "Alpha"})
 B = Document("b", metadata={"source": "https://b.org"})
@@ -394,3 +401,34 @@ def test_citation_check_lists_every_number_and_reason_in_order(
 ) -> None:
     assert style.format_citation_check(CHECKED) == expected
     assert style.format_citation_check([]) == ""
+
+
+# -- titles: cleaned and capped ---------------------------------------------------------------
+
+#: Bidi embeddings, overrides, isolates and marks, C0 and C1 controls, then 100 KB.
+HOSTILE_TITLE = (
+    "\u202aA\u202b\u202c\u202dB\u202e \u2066C\u2067\u2068\u2069 \u200eD\u200f"
+    "\x00\x07\x1b\x7f\x80\x9f E " + "x" * 100_000
+)
+
+
+def test_clean_title_removes_bidi_and_control_characters_and_caps_the_length() -> None:
+    assert clean_title("\u202egnp.exe\u202c  Report\u2066\u2069\u200e") == "gnp.exe Report"
+    assert clean_title("A very long title", max_chars=10) == "A very lo…"
+    assert clean_title("Exactly ten", max_chars=11) == "Exactly ten"
+    assert clean_title("Tab\there\nand\x85there") == "Tab here and there"
+    shown = clean_title(HOSTILE_TITLE)
+    assert shown == "AB C D E " + "x" * (MAX_TITLE_CHARS - 10) + "…"
+    assert len(shown) == MAX_TITLE_CHARS == 300
+
+
+@pytest.mark.parametrize(
+    "style", [MarkdownReferenceStyle(), TextReferenceStyle(), HTMLReferenceStyle()]
+)
+def test_reference_lists_show_clean_capped_titles(style: ReferenceStyle) -> None:
+    document = Document("d", metadata={"source": "https://d.org/", "title": HOSTILE_TITLE})
+    assert style.get_title(document) == clean_title(HOSTILE_TITLE)
+    listing = render(style, "Cited [1](id=1).", [document])
+    assert "x" * (MAX_TITLE_CHARS - 10) + "…" in listing
+    assert "x" * (MAX_TITLE_CHARS - 9) not in listing
+    assert "\u202e" not in listing

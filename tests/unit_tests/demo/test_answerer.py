@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
@@ -15,6 +16,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, Sys
 from pydantic import ValidationError
 
 from langchain_references import format_documents
+from langchain_references.demo import answerer as answerer_module
 from langchain_references.demo.answerer import (
     NOT_FOUND_ANSWER,
     ExtractiveAnswerer,
@@ -438,3 +440,79 @@ def test_a_quantity_in_an_irrelevant_sentence_does_not_win() -> None:
     texts = (NEEDLE, "Bees fly 3 miles high. Bees dance.")
     answer = ExtractiveAnswerer().invoke(_prompt("How tall is the Space Needle?", *texts)).text
     assert _assert_faithful(answer, texts) == [1] * len(_cited(answer))
+
+
+# -- bounded work, off the event loop --------------------------------------------------------
+
+HONEY = "Bees make honey. "  # 17 characters
+
+
+def _recording_splitter(monkeypatch: pytest.MonkeyPatch, *, split: bool) -> list[tuple[int, bool]]:
+    """Record ``(characters given, called on a running event loop)`` per splitter call."""
+    calls: list[tuple[int, bool]] = []
+
+    def recording(text: str) -> list[str]:
+        calls.append((len(text), _on_loop()))
+        return split_sentences(text) if split else []
+
+    monkeypatch.setattr(answerer_module, "split_sentences", recording)
+    return calls
+
+
+@pytest.mark.parametrize(
+    ("repeats", "read"),
+    [(10, 169), (100, 1_699), (588, 9_995), (1_000, 10_000), (100_000, 10_000)],
+)
+def test_the_answerer_reads_a_bounded_head_of_each_document(
+    monkeypatch: pytest.MonkeyPatch, repeats: int, read: int
+) -> None:
+    calls = _recording_splitter(monkeypatch, split=False)
+    ExtractiveAnswerer().invoke(_prompt("What do bees make?", HONEY * repeats))
+    # the document stripped is 17 * repeats - 1 characters; past 10,000 it is cut at the
+    # last blank up to the limit (588 sentences and "Bees", then a blank), whatever its size
+    assert calls == [(read, False)]
+
+
+def test_the_answerer_reads_at_most_max_prompt_chars_in_all(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = _recording_splitter(monkeypatch, split=False)
+    texts = [HONEY * 12_000] * 12  # 12 documents of 204,000 characters
+    ExtractiveAnswerer().invoke(_prompt("What do bees make?", *texts))
+    # 10 heads of 10,000 characters, then nothing is left for the last two documents
+    assert [length for length, _ in calls] == [10_000] * 10
+    model = ExtractiveAnswerer(max_document_chars=100, max_prompt_chars=250)
+    calls.clear()
+    model.invoke(_prompt("What do bees make?", *texts))
+    # 100 characters end in "honey." (cut at the blank before "honey"), twice; then the 62
+    # left end in "make h" (cut at the blank before "h"); the last 2 are "Be" (no blank)
+    assert [length for length, _ in calls] == [94, 94, 60, 2]
+
+
+async def test_the_async_paths_split_and_score_in_a_worker_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = _recording_splitter(monkeypatch, split=True)
+    scored: list[bool] = []
+
+    def recording_scores(question: str, sentences: Any) -> list[float]:
+        scored.append(_on_loop())
+        return lexical_scores(question, sentences)
+
+    monkeypatch.setattr(answerer_module, "lexical_scores", recording_scores)
+    messages = _prompt("What do bees make?", HONEY * 3, MOON)
+    model = ExtractiveAnswerer()
+    assert (await model.ainvoke(messages)).text == "Bees make honey [1](id=1)."
+    assert "".join([c.text async for c in model.astream(messages)]) == (
+        "Bees make honey [1](id=1)."
+    )
+    assert calls == [(50, False), (99, False)] * 2
+    assert scored == [False, False]
+
+
+def _on_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

@@ -416,3 +416,37 @@ def test_several_reports_take_the_options_of_one_report() -> None:
     assert html_reports == render_report(other, HTMLReferenceStyle())
     with pytest.raises(ValueError, match="max_snippet_chars"):
         render_reports([other], max_snippet_chars=3)
+
+
+@pytest.mark.parametrize(
+    ("verdict", "score", "shown"),
+    [
+        (Verdict.NOT_ENOUGH_EVIDENCE, 0.299, "score +0.299 < 0.30"),  # not a rounded +0.30
+        (Verdict.NOT_ENOUGH_EVIDENCE, -0.29999, "score -0.29999 > -0.30"),
+        (Verdict.NOT_ENOUGH_EVIDENCE, 0.0, "score +0.00 < 0.30"),
+        (Verdict.SUPPORTED, 0.3, "score +0.30 ≥ 0.30"),
+        (Verdict.SUPPORTED, 0.7512, "score +0.75 ≥ 0.30"),
+        (Verdict.REFUTED, -0.45, "score -0.45 ≤ -0.30"),
+        (Verdict.DISPUTED, 0.1, "score +0.10)"),
+    ],
+)
+def test_the_score_is_shown_beside_its_threshold_never_contradicting_the_verdict(
+    verdict: Verdict, score: float, shown: str
+) -> None:
+    checked = TWO_FROM_ONE_URL.model_copy(
+        update={
+            "verdict": verdict,
+            "score": score,
+            "confidence": 0.5,
+            "verdict_details": {"threshold": 0.3},
+        }
+    )
+    first = render_report(checked, TextReferenceStyle()).splitlines()[1]
+    assert first.endswith(f"(confidence 50%, {shown}" + ("" if shown.endswith(")") else ")"))
+
+
+def test_an_aggregator_without_a_threshold_shows_the_score_alone() -> None:
+    checked = TWO_FROM_ONE_URL.model_copy(update={"verdict_details": {"threshold": True}})
+    assert render_report(checked, TextReferenceStyle()).splitlines()[1] == (
+        "Verdict: SUPPORTED (confidence 75%, score +0.75)"
+    )

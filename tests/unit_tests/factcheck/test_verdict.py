@@ -270,6 +270,7 @@ def test_details_give_support_refute_and_weight_total() -> None:
         "support": pytest.approx(0.8 / 1.5),
         "refute": pytest.approx(0.15 / 1.5),
         "weight_total": 1.5,
+        "threshold": 0.3,
     }
     assert result.score == pytest.approx((0.8 - 0.15) / 1.5)
 

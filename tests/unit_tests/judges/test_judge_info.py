@@ -176,5 +176,6 @@ def test_unknown_specs_are_refused_with_the_choices(spec: str) -> None:
     with pytest.raises(JudgeSpecError) as caught:
         llm_of_spec(spec)
     assert str(caught.value) == (
-        f"must be 'heuristic', 'heuristic-lexical' or 'llm:PROVIDER:MODEL', got {spec!r}"
+        "must be 'heuristic', 'heuristic-lexical', 'llm:PROVIDER:MODEL' or 'nli:MODEL', "
+        f"got {spec!r}"
     )

@@ -17,11 +17,16 @@ import pytest
 import uvicorn
 from fastapi import Request
 from fastapi.testclient import TestClient
+from langchain_core.embeddings import Embeddings
+from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
+from langchain_references.demo import answerer as answerer_module
+from langchain_references.demo.answerer import ExtractiveAnswerer
 from langchain_references.judges import Judgement
 from langchain_references.server import article as article_module
 from langchain_references.server import compat
+from langchain_references.server.answer import get_answer_model
 from langchain_references.server.app import EscapingFormatter, create_app
 from langchain_references.server.article import split_with_offsets
 from langchain_references.server.guard import ClientDisconnectedError, guarded
@@ -34,6 +39,7 @@ from tests.unit_tests.server._native_fixtures import (
     native_index,
     native_index_dir,
     native_settings,
+    parse_sse,
 )
 from tests.unit_tests.server.conftest import ScriptedJudge, free_port
 
@@ -348,6 +354,101 @@ def test_a_request_past_its_time_budget_is_a_503_and_its_judging_stops(
     assert judged < 20 * 10  # stopped well before the end
 
 
+class SlowEmbeddings(Embeddings):
+    """Bag-of-words vectors that take ``delay`` seconds per text; records when each was done."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.done: list[float] = []  # time.monotonic() at the end of each text
+        self.lock = threading.Lock()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        vectors = []
+        for text in texts:
+            time.sleep(self.delay)
+            with self.lock:
+                self.done.append(time.monotonic())
+            vectors.append(self.embed_query(text))
+        return vectors
+
+    def embed_query(self, text: str) -> list[float]:
+        lowered = text.lower()
+        return [float(lowered.count(word)) for word in ("tall", "metres", "tower", "built")]
+
+    def after(self, moment: float) -> int:
+        """How many texts were embedded after ``moment``."""
+        with self.lock:
+            return sum(1 for done in self.done if done > moment)
+
+
+def _slow_answer_client(
+    make_client: ClientFactory, embeddings: SlowEmbeddings, batch: int
+) -> TestClient:
+    client = make_client(max_request_seconds=1)
+    model = ExtractiveAnswerer(embeddings=embeddings, embedding_batch_size=batch)
+    client.app.dependency_overrides[get_answer_model] = lambda: model  # type: ignore[attr-defined]
+    return client
+
+
+#: Sentences of the 7 landmarks records (the answerer embeds each).
+LANDMARK_SENTENCES = 20
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_answer_past_its_time_budget_stops_embedding(
+    make_client: ClientFactory, stream: bool
+) -> None:
+    embeddings = SlowEmbeddings(0.1)  # 2 s for every sentence: past the 1 s budget
+    client = _slow_answer_client(make_client, embeddings, batch=4)
+    body = {"question": "How tall is the Space Needle?", "top_k": 7}
+    headers = {"Accept": "text/event-stream"} if stream else {}
+    response = client.post("/v1/answer", json=body, headers=headers)
+    answered = time.monotonic()
+    if stream:
+        assert response.status_code == 200
+        events = parse_sse(response.text)
+        assert [name for name, _, _ in events] == ["documents", "error"]
+        error = events[-1][1]
+    else:
+        assert response.status_code == 503
+        error = response.json()
+    assert error == {
+        "detail": f"max_request_seconds is 1, the request has {error['actual']}",
+        "code": "limit_exceeded",
+        "limit": "max_request_seconds",
+        "maximum": 1,
+        "actual": error["actual"],
+    }
+    assert error["actual"] == 2  # ended within the second past the budget
+    time.sleep(1.5)  # what the answer would still embed
+    assert embeddings.after(answered) <= 4  # the batch in flight at most
+    assert len(embeddings.done) < LANDMARK_SENTENCES  # stopped before the end
+
+
+async def test_a_cancelled_answer_stops_splitting_before_the_next_document(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    split: list[str] = []
+    splitting = threading.Event()
+
+    def slow_split(text: str) -> list[str]:
+        splitting.set()
+        time.sleep(0.2)
+        split.append(text)
+        return [text]
+
+    monkeypatch.setattr(answerer_module, "split_sentences", slow_split)
+    documents = "".join(f"<document id={i}>Bees make honey {i}.</document>" for i in range(1, 21))
+    messages = [SystemMessage(documents), HumanMessage("What do bees make?")]
+    task = asyncio.create_task(ExtractiveAnswerer().ainvoke(messages))
+    assert await asyncio.to_thread(splitting.wait, 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.sleep(1.0)  # five more documents' time
+    assert split == ["Bees make honey 1."]  # the one in flight, then nothing
+
+
 async def test_guard_cancels_the_work_when_the_client_leaves() -> None:
     messages = iter([{"type": "http.request", "body": b""}, {"type": "http.disconnect"}])
 
@@ -397,6 +498,104 @@ def test_only_allowed_hosts_are_answered(services: Services, host: str, status: 
         }
     else:
         assert response.json() == "Seems to be running"
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "attacker.example@localhost",  # userinfo: a URL parser's host is "localhost"
+        "localhost@attacker.example",
+        "@localhost",
+        "localhost:8000@attacker.example",
+        "localhost:",
+        "localhost:99999",
+        "localhost:80:80",
+        "localhost:http",
+        "localhost/evil",
+        "localhost?x=1",
+        "localhost#x",
+        "local host",
+        " localhost",
+        "localhost%2e",
+        "::1",  # IPv6 without brackets
+        "[::1",
+        "[::1]x",
+        "[::1]:",
+        "[zz::1]",
+        "[localhost]",
+        "localhost.",
+        ".localhost",
+    ],
+)
+def test_malformed_hosts_are_refused(services: Services, host: str) -> None:
+    client = _compat_client(services, services.judge)
+    response = client.get("/healthcheck", headers={"Host": host})
+    assert response.status_code == 400
+    assert response.json() == {"detail": f"host {host!r} is not allowed", "limit": "allowed_hosts"}
+
+
+@pytest.mark.parametrize(
+    ("host", "allowed"),
+    [
+        ("localhost", ("localhost",)),
+        ("localhost:65535", ("localhost",)),
+        ("LocalHost:1", ("localhost",)),
+        ("127.0.0.1", ("127.0.0.1",)),
+        ("[::1]", ("::1",)),
+        ("[0:0:0:0:0:0:0:1]:8000", ("::1",)),
+        ("my_service:8000", ("my_service",)),
+        ("a.example.org", ("*.example.org",)),
+    ],
+)
+def test_well_formed_hosts_are_answered(
+    services: Services, host: str, allowed: tuple[str, ...]
+) -> None:
+    client = _compat_client(services, services.judge, allowed_hosts=allowed)
+    response = client.get("/healthcheck", headers={"Host": host})
+    assert (response.status_code, response.json()) == (200, "Seems to be running")
+
+
+async def test_exactly_one_host_header_is_answered(services: Services) -> None:
+    app = create_app(services.settings, services=services)
+
+    async def status(*hosts: bytes) -> tuple[int, bytes]:
+        sent: list[dict[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "GET",
+            "scheme": "http",
+            "path": "/healthcheck",
+            "raw_path": b"/healthcheck",
+            "query_string": b"",
+            "root_path": "",
+            "headers": [(b"host", host) for host in hosts],
+            "client": ("127.0.0.1", 5000),
+            "server": ("127.0.0.1", 8000),
+        }
+        await app(scope, receive, send)  # type: ignore[arg-type]
+        body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+        return sent[0]["status"], body
+
+    assert await status(b"localhost") == (200, b'"Seems to be running"')
+    assert await status(b"localhost", b"localhost") == (
+        400,
+        b'{"detail": "host \'localhost, localhost\' is not allowed", "limit": "allowed_hosts"}',
+    )
+    assert await status(b"localhost", b"attacker.example") == (
+        400,
+        b'{"detail": "host \'localhost, attacker.example\' is not allowed", '
+        b'"limit": "allowed_hosts"}',
+    )
+    assert (await status())[0] == 400
 
 
 def test_allowed_hosts_are_configurable(services: Services) -> None:

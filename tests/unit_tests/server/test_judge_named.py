@@ -165,7 +165,11 @@ def test_the_judge_setting_is_checked_and_travels_to_the_workers() -> None:
     assert env["LANGCHAIN_REFERENCES_SERVER_JUDGE"] == "llm:openai:gpt-4o-mini"
     assert ServerSettings.from_env(env) == settings
     assert ServerSettings().judge == "heuristic"
-    with pytest.raises(SettingsError, match="judge must be 'heuristic', 'heuristic-lexical' or"):
+    with pytest.raises(
+        SettingsError,
+        match="judge must be 'heuristic', 'heuristic-lexical', 'llm:PROVIDER:MODEL' or "
+        "'nli:MODEL', got 'oracle'",
+    ):
         ServerSettings(judge="oracle")
 
 
@@ -251,4 +255,7 @@ def test_serve_refuses_an_llm_judge_without_its_api_key(
     )
     err = io.StringIO()
     assert main([*argv, "oracle"], out=io.StringIO(), err=err) == 2
-    assert err.getvalue().startswith("error: judge must be 'heuristic', 'heuristic-lexical' or")
+    assert err.getvalue() == (
+        "error: judge must be 'heuristic', 'heuristic-lexical', 'llm:PROVIDER:MODEL' or "
+        "'nli:MODEL', got 'oracle'\n"
+    )

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 from langchain_core.callbacks import adispatch_custom_event
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
+from langchain_references.demo import answerer as answerer_module
+from langchain_references.demo.answerer import split_sentences
 from langchain_references.demo.site import serve_pages
 from langchain_references.factcheck.fetch import PageFetcher
 from langchain_references.factcheck.result import PROGRESS_EVENT as FACTCHECK_PROGRESS
@@ -23,11 +29,14 @@ from langchain_references.retrieval import Retrieval
 from langchain_references.server.article import is_claim, split_with_offsets
 from langchain_references.server.factcheck_api import build_checker, check_stream
 from langchain_references.server.index import EvidenceIndex, parse_evidence_record
+from langchain_references.server.links import safe_reference
 from langchain_references.server.services import Services
 from langchain_references.server.settings import ServerSettings
+from langchain_references.styles import MAX_TITLE_CHARS
 from tests.unit_tests.factcheck.test_report import result as make_result
 from tests.unit_tests.server._build_fakes import WordHashEmbeddings
 from tests.unit_tests.server._native_fixtures import (
+    LiveServer,
     make_app,
     make_client,
     native_index,
@@ -335,6 +344,52 @@ def test_article_never_links_unsafe_urls(make_client: ClientFactory) -> None:
     assert "&lt;img" in claim["references_text"]
 
 
+#: A page title with bidi controls (U+202E reverses what follows), C0/C1 controls and 100 KB.
+HOSTILE_TITLE = "\u202eTower\u202c \u2066facts\u2069\u200e\u200f\x07\x85 " + "A" * 100_000
+
+
+def test_article_titles_lose_control_and_bidi_characters_and_are_capped(
+    make_client: ClientFactory,
+) -> None:
+    statement = "The Eiffel Tower is 330 metres tall."
+    page = WEB_PAGE.replace("<title>Tower facts</title>", f"<title>{HOSTILE_TITLE}</title>")
+    with serve_pages({"/tower.html": page, "/article.html": page}) as base:
+        hit = {"title": HOSTILE_TITLE, "snippet": "", "link": base + "tower.html"}
+        search = RecordedSearch({statement: [hit]})
+        client = make_client(
+            use_judge=ScriptedJudge({"330 metres": "supports"}), search=search, allow_private=True
+        )
+        data = client.post("/v1/article", json={"text": statement, "top_k": 1}).json()
+        fetched = client.post("/v1/article", json={"url": base + "article.html"}).json()
+    shown = "Tower facts " + "A" * (MAX_TITLE_CHARS - len("Tower facts ") - 1) + "…"
+    assert len(shown) == MAX_TITLE_CHARS == 300
+    (claim,) = data["claims"]
+    web = [r for r in claim["references"] if r["source"] == base + "tower.html"]
+    assert web == [
+        {
+            "number": web[0]["number"],
+            "source": base + "tower.html",
+            "title": shown,
+            "positions": web[0]["positions"],
+        }
+    ]
+    passages = [p for p in claim["passages"] if p["url"] == base + "tower.html"]
+    assert [p["title"] for p in passages] == [shown] * len(passages)
+    assert f"[{shown}]({base}tower.html)" in claim["references_text"]
+    assert fetched["title"] == shown
+
+
+def test_reference_json_titles_lose_bidi_and_control_characters() -> None:
+    reference = {"number": 1, "source": None, "positions": [1]}
+    titled = safe_reference({**reference, "title": "\u202eevil\u202c\u2066 \x1b[31mred\x9b"})
+    assert titled == {**reference, "title": "evil red"}
+    assert safe_reference({**reference, "title": HOSTILE_TITLE})["title"] == (
+        "Tower facts " + "A" * 287 + "…"
+    )
+    assert safe_reference({**reference, "title": "\u202e\u202c"})["title"] is None
+    assert safe_reference({**reference, "title": None})["title"] is None
+
+
 # --------------------------------------------------------------------------- answer
 
 
@@ -359,6 +414,12 @@ def test_answer_json_is_cited(make_client: ClientFactory) -> None:
     ]
     assert next(d["record_id"] for d in data["documents"]) == "needle"
     assert data["citation_check"] is None
+    assert data["answerer"] == {
+        "kind": "extractive",
+        "model": None,
+        "description": "copies the documents' sentences closest to the question, each cited: "
+        "not a generative model",
+    }
 
 
 def test_answer_streams_tokens_that_join_to_the_answer(make_client: ClientFactory) -> None:
@@ -373,6 +434,8 @@ def test_answer_streams_tokens_that_join_to_the_answer(make_client: ClientFactor
     names = [name for name, _, _ in events]
     assert names[0] == "documents"
     assert names[-2:] == ["references", "result"]
+    assert events[0][1]["answerer"]["kind"] == "extractive"  # named before the answer
+    assert events[-1][1]["answerer"] == events[0][1]["answerer"]
     tokens = [data["text"] for name, data, _ in events if name == "token"]
     assert len(tokens) > 3
     result = events[-1][1]
@@ -380,6 +443,57 @@ def test_answer_streams_tokens_that_join_to_the_answer(make_client: ClientFactor
     check = events[-2][1]["citation_check"]
     assert check["num_sentences"] == 1
     assert check["citation_recall"] == result["citation_check"]["citation_recall"]
+
+
+def test_answer_splits_documents_off_the_event_loop(
+    make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, bool]] = []
+
+    def recording(text: str) -> list[str]:
+        try:
+            asyncio.get_running_loop()
+            calls.append((text[:20], True))
+        except RuntimeError:
+            calls.append((text[:20], False))
+        return split_sentences(text)
+
+    monkeypatch.setattr(answerer_module, "split_sentences", recording)
+    client = make_client()
+    body = {"question": "How tall is the Space Needle?", "top_k": 3}
+    assert client.post("/v1/answer", json=body).status_code == 200
+    assert len(calls) == 3  # one call per document, none on the event loop
+    assert [on_loop for _, on_loop in calls] == [False, False, False]
+    events = parse_sse(client.post("/v1/answer", json=body, headers=SSE).text)
+    assert events[-1][0] == "result"
+    assert [on_loop for _, on_loop in calls] == [False] * 6
+
+
+def test_a_slow_answer_leaves_the_health_check_responsive(
+    make_app: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started = threading.Event()
+
+    def slow_split(text: str) -> list[str]:
+        started.set()
+        time.sleep(3.0)  # stands for seconds of splitting a huge document
+        return split_sentences(text)
+
+    monkeypatch.setattr(answerer_module, "split_sentences", slow_split)
+    body = {"question": "How tall is the Space Needle?", "top_k": 1}
+    with (
+        LiveServer(make_app()) as server,
+        httpx.Client(base_url=server.base_url, timeout=60) as client,
+        ThreadPoolExecutor(1) as pool,
+    ):
+        answer = pool.submit(client.post, "/v1/answer", json=body)
+        assert started.wait(30)
+        before = time.monotonic()
+        health = client.get("/healthcheck")
+        latency = time.monotonic() - before
+        assert health.status_code == 200
+        assert latency < 1.5, latency  # 3 s when the splitting held the event loop
+        assert answer.result().status_code == 200
 
 
 def test_native_endpoints_are_in_the_openapi_docs(make_client: ClientFactory) -> None:
@@ -577,3 +691,21 @@ def test_the_web_passages_are_ranked_by_the_index_model_and_the_servers_retrieva
 
     index_only = build_checker(Services(settings=settings, index=index, judge=ScriptedJudge()), k=1)
     assert index_only.embeddings is None
+
+
+def test_an_llm_answerer_is_named_by_its_model() -> None:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    from langchain_references.server.answer import answerer_info
+
+    class Named(GenericFakeChatModel):
+        model_name: str = "gpt-4o-mini\u202e\x00"
+
+    assert answerer_info(Named(messages=iter([]))) == {
+        "kind": "llm",
+        "model": "gpt-4o-mini",
+        "description": None,
+    }
+    assert answerer_info(GenericFakeChatModel(messages=iter([])))["model"] == (
+        "GenericFakeChatModel"
+    )

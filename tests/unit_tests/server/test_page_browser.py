@@ -37,10 +37,20 @@ STATIC = resources.files("langchain_references.server") / "static"
 # --------------------------------------------------------------------------- headers and files
 
 
-@pytest.mark.parametrize("path", ["/", "/static/app.js", "/static/style.css", "/static/nope.js"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/",
+        "/static/app.js",
+        "/static/style.css",
+        "/static/favicon.svg",
+        "/favicon.ico",
+        "/static/x",
+    ],
+)
 def test_every_page_response_has_the_csp(make_client: Callable[..., TestClient], path: str) -> None:
     response = make_client().get(path)
-    assert response.status_code == (404 if "nope" in path else 200)
+    assert response.status_code == (404 if path == "/static/x" else 200)
     assert response.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
     assert response.headers["x-content-type-options"] == "nosniff"
     assert "script-src 'self'" in CONTENT_SECURITY_POLICY
@@ -52,6 +62,11 @@ def test_static_files_have_their_media_types(make_client: Callable[..., TestClie
     assert client.get("/").headers["content-type"] == "text/html; charset=utf-8"
     assert client.get("/static/app.js").headers["content-type"].startswith("text/javascript")
     assert client.get("/static/style.css").headers["content-type"].startswith("text/css")
+    for icon in ("/static/favicon.svg", "/favicon.ico"):
+        response = client.get(icon)
+        assert response.headers["content-type"] == "image/svg+xml"
+        assert response.content.startswith(b"<svg ")
+    assert '<link rel="icon" href="/static/favicon.svg"' in client.get("/").text
     assert client.get("/static/../page.py").status_code == 404
     assert client.get("/static/index.html").status_code == 404
 
@@ -180,7 +195,7 @@ HEURISTIC_BADGE = (
 )
 HOW = (
     "The service's operator sets an LLM judge with: langchain-references serve --judge "
-    "llm:PROVIDER:MODEL"
+    "llm:PROVIDER:MODEL (or an NLI model: --judge nli:MODEL)"
 )
 
 
@@ -255,6 +270,10 @@ def test_a_question_streams_a_cited_answer(page_at: Callable[..., object]) -> No
     page.click("#answer-submit")  # type: ignore[attr-defined]
     page.wait_for_selector("#answer[data-done='true']", timeout=60_000)  # type: ignore[attr-defined]
     assert page.inner_text("#answer") == "The Space Needle is 184 metres tall [1]."  # type: ignore[attr-defined]
+    assert page.inner_text("#answer-by") == (  # type: ignore[attr-defined]
+        "Answered by: extractive (no model) — copies the documents' sentences closest to the "
+        "question, each cited: not a generative model"
+    )
     link = page.locator("#references li a")  # type: ignore[attr-defined]
     assert link.count() == 1
     assert link.inner_text() == "The Space Needle"

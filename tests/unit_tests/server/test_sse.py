@@ -157,6 +157,42 @@ async def test_disconnect_cancels_the_work() -> None:
     assert cancelled == [True]
 
 
+async def test_a_stream_past_its_budget_ends_with_an_error_and_cancels_the_work() -> None:
+    cancelled: list[int] = []
+    produced: list[int] = []
+
+    async def endless() -> AsyncIterator[Event]:
+        i = 0
+        try:
+            while True:
+                i += 1
+                produced.append(i)
+                yield Event("tick", {"i": i})
+                await asyncio.sleep(0.4)
+        except asyncio.CancelledError:
+            cancelled.append(i)
+            raise
+
+    body = b"".join([chunk async for chunk in sse._sse_body(endless(), 15.0, 1)]).decode()
+    parsed = parse_sse(body)
+    assert [(name, event_id) for name, _, event_id in parsed] == [
+        ("tick", "1"),
+        ("tick", "2"),
+        ("tick", "3"),
+        ("error", "4"),
+    ]
+    assert parsed[-1][1] == {
+        "detail": "max_request_seconds is 1, the request has 2",
+        "code": "limit_exceeded",
+        "limit": "max_request_seconds",
+        "maximum": 1,
+        "actual": 2,
+    }
+    assert cancelled == [3]
+    await asyncio.sleep(0.5)
+    assert produced == [1, 2, 3]  # nothing after the budget
+
+
 # --------------------------------------------------------------------------- real uvicorn
 
 
