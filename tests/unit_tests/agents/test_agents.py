@@ -385,3 +385,46 @@ def test_stop_and_model_arguments_reach_the_bound_model_when_invoked() -> None:
         "Seattle [1].\n\n- [1] https://needle.example"
     )
     assert seen == [{"stop": ["END"], "seed": 3}]
+
+
+def _chat_messages() -> list[Any]:
+    docs = [Document("Seattle is a city in Washington state.", metadata={"source": "https://wa"})]
+    return [
+        HumanMessage("Where is Seattle?"),
+        AIMessage("", tool_calls=[{"name": "search", "args": {"query": "q"}, "id": "c1"}]),
+        ToolMessage("found", artifact=docs, tool_call_id="c1"),
+    ]
+
+
+async def test_an_async_invoke_invokes_the_wrapped_model_and_an_async_stream_streams_it() -> None:
+    from tests.unit_tests.fakes import StreamingChatModel, text_chunks
+
+    trace: list[Any] = []
+    model = StreamingChatModel(chunks=text_chunks(["Seattle ", "[1](id=1)."]), trace=trace)
+    wrapped = manage_references(model, style=TextReferenceStyle())
+    invoked = await wrapped.ainvoke(_chat_messages())
+    assert invoked.content == "Seattle [1].\n\n- [1] https://wa"
+    assert trace == []  # _agenerate, not _astream
+    streamed = [chunk async for chunk in wrapped.astream(_chat_messages())]
+    assert "".join(c.text for c in streamed) == invoked.content
+    assert trace == [("", 0), ("", 1)]
+
+
+async def test_the_async_paths_check_citations_with_the_async_judge_only() -> None:
+    from langchain_references.citations.verifier import CitationVerifier
+    from tests.unit_tests.citations.test_streaming import ContainsJudge
+    from tests.unit_tests.fakes import StreamingChatModel, text_chunks
+
+    chunks = text_chunks(["Seattle is a city in Washington state ", "[1](id=1)."])
+    verifier = CitationVerifier(ContainsJudge(forbid_sync=True))  # the sync judge raises
+    for streamed in (False, True):
+        model = StreamingChatModel(chunks=chunks, forbid_sync=True)
+        wrapped = manage_references(model, style=TextReferenceStyle(), verifier=verifier)
+        if streamed:
+            chunks_out = [c async for c in wrapped.astream(_chat_messages())]
+            metadata = chunks_out[-1].response_metadata
+        else:
+            metadata = (await wrapped.ainvoke(_chat_messages())).response_metadata
+        check = metadata["citation_check"]
+        assert (check["citation_recall"], check["citation_precision"]) == (1.0, 1.0), streamed
+        assert check["unsupported"] == []
