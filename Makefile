@@ -69,6 +69,7 @@ bench: $(DEV_STAMP)
 	$(PY) benchmarks/eval_climate_fever.py --judge heuristic --split second
 	$(PY) benchmarks/calibrate_heuristic.py
 	$(PY) benchmarks/eval_polarity.py
+	$(PY) benchmarks/eval_obvious_pairs.py
 	$(PY) benchmarks/eval_factuality.py
 	$(PY) benchmarks/eval_citations.py
 	$(PY) benchmarks/bench_splitter.py
