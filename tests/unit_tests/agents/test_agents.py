@@ -428,3 +428,43 @@ async def test_the_async_paths_check_citations_with_the_async_judge_only() -> No
         check = metadata["citation_check"]
         assert (check["citation_recall"], check["citation_precision"]) == (1.0, 1.0), streamed
         assert check["unsupported"] == []
+
+
+def test_called_without_a_run_manager_the_wrapped_model_runs_in_the_callers_config() -> None:
+    """``_generate`` called directly: the wrapped model's run keeps the ambient config's tags
+    and handlers, tagged not to stream."""
+    from langchain_core.runnables.config import var_child_runnable_config
+
+    from tests.unit_tests.fakes import RunCollector
+
+    collector = RunCollector()
+    model = AgentChatModel(script=[AIMessage("Seattle [4](id=1).")])
+    wrapped = manage_references(model, style=TextReferenceStyle())
+    token = var_child_runnable_config.set({"tags": ["outer"], "callbacks": [collector]})
+    try:
+        result = wrapped._generate(list(HISTORY))
+    finally:
+        var_child_runnable_config.reset(token)
+    assert result.generations[0].message.content == ("Seattle [1].\n\n- [1] https://needle.example")
+    (run,) = collector.runs
+    assert run.run_type == "llm"
+    assert run.tags == ["outer", "nostream"]
+
+
+def test_an_invoke_invokes_the_wrapped_model_and_a_stream_streams_it() -> None:
+    from tests.unit_tests.fakes import StreamingChatModel, text_chunks
+
+    class Counted(StreamingChatModel):
+        def _stream(self, *args: Any, **kwargs: Any) -> Any:
+            self.trace.append("stream")
+            yield from super()._stream(*args, **kwargs)
+
+    trace: list[Any] = []
+    model = Counted(chunks=text_chunks(["Seattle ", "[1](id=1)."]), trace=trace)
+    wrapped = manage_references(model, style=TextReferenceStyle())
+    invoked = wrapped.invoke(_chat_messages())
+    assert invoked.content == "Seattle [1].\n\n- [1] https://wa"
+    assert trace == []  # _generate, not _stream
+    streamed = list(wrapped.stream(_chat_messages()))
+    assert "".join(c.text for c in streamed) == invoked.content
+    assert trace == ["stream"]
