@@ -22,8 +22,11 @@ alike (bm25s, Ray, httpx, chromadb... whatever level a library gives its own log
 distinct message once; ``-v`` (before or after the command) shows INFO lines too, ``-vv``
 DEBUG lines. A host that configured logging before calling :func:`main` keeps its own.
 
-The command modules are imported when the parser is built, one by one: a command whose optional
-dependencies are not installed (e.g. ``factuality`` on the core install) still appears in
+The parser is built from the light modules of :mod:`langchain_references.cli.parsers` (the
+options of each command, defined there once): ``--version``, ``--help`` and every command's
+``--help`` import no judge, model, embeddings, tracer or engine; a command's module is imported
+when it runs. A command whose optional dependencies are not installed (its ``REQUIRES``, looked
+up without importing them; e.g. ``factuality`` on the core install) still appears in
 ``--help``, and running it prints one ``error:`` line naming the extra to install, as does any
 :class:`~langchain_references._optional.MissingDependencyError` a command raises.
 """
@@ -33,6 +36,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import importlib.util
 import logging
 import sys
 from collections.abc import Sequence
@@ -107,18 +111,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, extra in _COMMANDS.items():
-        # Imported here, one by one: a command whose extra is missing must not hide the others.
-        try:
-            command = importlib.import_module(f"{__name__}.{name}")
-        except ImportError as exc:
-            error = missing_dependency(exc, extra, feature=f"the {name} command")
-            if error is None:  # not a missing extra: a bug, let it show
-                raise
+        # Only the command's parser module (light): the command's own loads when it runs.
+        command = importlib.import_module(f"{__name__}.parsers.{name}")
+        error = _missing_requirement(command.REQUIRES, name, extra)
+        if error is not None:  # its extra is not installed: --help names it, a run reports it
             _unavailable_command(subparsers, name, error)
         else:
             _add_verbose(add_command(subparsers, name, command), default=argparse.SUPPRESS)
     _add_verbose(parser, default=0)
     return parser
+
+
+def _missing_requirement(
+    modules: Sequence[str], name: str, extra: str | None
+) -> MissingDependencyError | None:
+    """The error of the first of ``modules`` that is not installed (none imported), else None."""
+    for module in modules:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ImportError:  # a finder that refuses it
+            found = False
+        if not found:
+            missing = ModuleNotFoundError(f"No module named {module!r}", name=module)
+            return missing_dependency(missing, extra, feature=f"the {name} command")
+    return None
 
 
 def _add_verbose(parser: argparse.ArgumentParser, *, default: Any) -> None:
