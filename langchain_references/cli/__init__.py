@@ -2,8 +2,10 @@
 
 One entry point, :func:`main`, run by the ``langchain-references`` console script and by
 ``python -m langchain_references.cli``. Each command is a module of this package with
-``HELP``, ``DESCRIPTION``, ``configure_parser(parser)`` and ``run(args, *, out=None, err=None)``
-(registered by :func:`~langchain_references.cli._common.add_command`):
+``run(args, *, out=None, err=None)``, and its parser (``HELP``, ``DESCRIPTION``,
+``configure_parser(parser)``) is the module of the same name in
+:mod:`~langchain_references.cli.parsers` (registered by
+:func:`~langchain_references.cli._common.add_command`, ``run`` imported when it runs):
 
 * :mod:`~langchain_references.cli.factcheck`: check statements against web evidence;
 * :mod:`~langchain_references.cli.factuality`: FactReasoner-style long-form factuality;
