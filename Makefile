@@ -60,6 +60,7 @@ test: lint typecheck unit
 bench: $(DEV_STAMP)
 	$(PY) benchmarks/bench_streaming.py
 	$(PY) benchmarks/bench_code.py
+	$(PY) benchmarks/bench_cli_import.py
 	$(PY) benchmarks/bench_agents.py
 	$(PY) benchmarks/bench_fetch_latency.py
 	$(PY) benchmarks/bench_hostile.py

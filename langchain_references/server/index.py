@@ -85,6 +85,7 @@ from langchain_references.retrieval import (
     reciprocal_rank_fusion,
 )
 from langchain_references.server import bm25_store
+from langchain_references.server.settings import MAX_RECORD_CHARS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -119,9 +120,6 @@ logger = logging.getLogger(__name__)
 Granularity: TypeAlias = Literal["abstract", "phrase"]
 GRANULARITIES: Final[tuple[Granularity, ...]] = get_args(Granularity)
 
-#: Longest record text (characters) a build accepts by default: each record is embedded
-#: sentence by sentence and returned whole by searches, so its size is the cost of both.
-MAX_RECORD_CHARS: Final = 200_000
 #: Metadata keys the index writes itself; a record may not use them.
 RESERVED_KEYS: Final = frozenset({"record_id", "granularity", "position", "embeddings"})
 _KNOWN_STR: Final = ("url", "doi", "openalex_id")
