@@ -468,3 +468,68 @@ def test_an_invoke_invokes_the_wrapped_model_and_a_stream_streams_it() -> None:
     streamed = list(wrapped.stream(_chat_messages()))
     assert "".join(c.text for c in streamed) == invoked.content
     assert trace == ["stream"]
+
+
+def test_an_invoked_wrapper_answers_in_the_wrapped_models_output_version() -> None:
+    from tests.unit_tests.fakes import StreamingChatModel, text_chunks
+
+    model = StreamingChatModel(chunks=text_chunks(["Seattle ", "[1](id=1)."]), output_version="v1")
+    wrapped = manage_references(model, style=TextReferenceStyle())
+    message = wrapped.invoke(_chat_messages())
+    (block,) = message.content
+    assert block["text"] == "Seattle [1].\n\n- [1] https://wa"
+    assert [
+        (a["url"], block["text"][a["start_index"] : a["end_index"]]) for a in block["annotations"]
+    ] == [("https://wa", "[1]")]
+
+
+def test_stop_reaches_the_wrapped_model_when_an_invoke_streams() -> None:
+    from tests.unit_tests.fakes import StreamingChatModel, text_chunks
+
+    seen: list[Any] = []
+
+    class Recording(StreamingChatModel):
+        def _stream(self, messages: Any, stop: Any = None, **kwargs: Any) -> Any:
+            seen.append((stop, kwargs.get("temperature")))
+            yield from super()._stream(messages, stop=stop, **kwargs)
+
+    model = Recording(chunks=text_chunks(["Seattle ", "[1](id=1)."]))
+    wrapped = manage_references(model, style=TextReferenceStyle())
+    message = wrapped.invoke(_chat_messages(), stop=["END"], stream=True, temperature=0.5)
+    assert message.content == "Seattle [1].\n\n- [1] https://wa"
+    assert seen == [(["END"], 0.5)]
+
+
+def test_the_nostream_tag_is_not_inherited_by_the_wrapped_models_own_child_runs() -> None:
+    """Only the wrapped model's run is hidden from a messages stream, not what it calls."""
+    from langchain_core.callbacks import CallbackManager, CallbackManagerForLLMRun
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    from tests.unit_tests.fakes import RunCollector
+
+    inner = AgentChatModel(script=[AIMessage("Seattle [4](id=1).")])
+
+    class Delegating(AgentChatModel):
+        def _generate(
+            self,
+            messages: list[Any],
+            stop: Any = None,
+            run_manager: CallbackManagerForLLMRun | None = None,
+            **kwargs: Any,
+        ) -> ChatResult:
+            assert run_manager is not None
+            child = CallbackManager(handlers=[], parent_run_id=run_manager.run_id)
+            child.set_handlers(run_manager.inheritable_handlers)  # as a run's child inherits
+            child.add_tags(run_manager.inheritable_tags)
+            reply = inner.invoke(messages, {"callbacks": child})
+            return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    collector = RunCollector()
+    wrapped = manage_references(Delegating(), style=TextReferenceStyle())
+    message = wrapped.invoke(list(HISTORY), {"callbacks": [collector]})
+    assert message.content == "Seattle [1].\n\n- [1] https://needle.example"
+    (root,) = collector.runs
+    (wrapped_run,) = root.child_runs
+    (inner_run,) = wrapped_run.child_runs
+    assert "nostream" in wrapped_run.tags
+    assert "nostream" not in inner_run.tags
