@@ -60,6 +60,7 @@ test: lint typecheck unit
 bench: $(DEV_STAMP)
 	$(PY) benchmarks/bench_streaming.py
 	$(PY) benchmarks/bench_code.py
+	$(PY) benchmarks/bench_cli_import.py
 	$(PY) benchmarks/bench_agents.py
 	$(PY) benchmarks/bench_fetch_latency.py
 	$(PY) benchmarks/bench_hostile.py
@@ -69,6 +70,7 @@ bench: $(DEV_STAMP)
 	$(PY) benchmarks/eval_climate_fever.py --judge heuristic --split second
 	$(PY) benchmarks/calibrate_heuristic.py
 	$(PY) benchmarks/eval_polarity.py
+	$(PY) benchmarks/eval_obvious_pairs.py
 	$(PY) benchmarks/eval_factuality.py
 	$(PY) benchmarks/eval_citations.py
 	$(PY) benchmarks/bench_splitter.py

@@ -19,12 +19,12 @@ names are imported on first access.
 
 from __future__ import annotations
 
-import importlib.metadata
 from typing import TYPE_CHECKING
 
 from langchain_references._optional import lazy_exports
 
 if TYPE_CHECKING:
+    from langchain_references._version import __version__
     from langchain_references.chat_model import ReferencedChatModel
     from langchain_references.errors import LangchainReferencesError
     from langchain_references.failures import Failure
@@ -64,12 +64,8 @@ _EXPORTS = {
     "MarkdownReferenceStyle": "styles",
     "ReferenceStyle": "styles",
     "TextReferenceStyle": "styles",
+    "__version__": "_version",  # importlib.metadata, read on first access
 }
-
-try:
-    __version__: str = importlib.metadata.version("langchain-references")
-except importlib.metadata.PackageNotFoundError:  # run from a source tree that is not installed
-    __version__ = "0+unknown"
 
 __all__ = [
     "FORMAT_REFERENCES",

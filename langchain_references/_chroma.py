@@ -6,7 +6,8 @@ client of the package is made here, under one process-wide lock, with anonymized
 
 * :func:`ephemeral_client`: the process's in-memory client (the relevance stage's temporary
   collections), made once and shared; a new one after a fork or once the cached one was closed.
-* :func:`persistent_client`: an embedded Chroma directory (the evidence index).
+* :func:`persistent_client`: an embedded Chroma directory (the evidence index); ``fresh=True``
+  loads it anew, with what other processes wrote since (a serving index reopened).
 * :func:`http_client`: a Chroma server (``chroma run``), from an ``http(s)://host:port`` URL.
 """
 
@@ -42,21 +43,49 @@ def _settings() -> Any:
     return Settings(anonymized_telemetry=False)
 
 
-def persistent_client(path: str | os.PathLike[str], *, feature: str = "Chroma") -> ClientAPI:
+def persistent_client(
+    path: str | os.PathLike[str], *, feature: str = "Chroma", fresh: bool = False
+) -> ClientAPI:
     """An embedded Chroma in ``path`` (created if missing).
+
+    Chroma keeps one system per directory in a process, and every client made on the directory
+    shares it, with the vector indexes it loaded: what another process wrote there since (an
+    in-place ``add_records``) is in the SQLite file but not in the vectors searched. With
+    ``fresh``, the client is made on a new system, which loads the directory as it is now; it
+    then replaces the cached one, so that the later clients of the directory share it. The
+    previous system is not stopped: the clients and collections made on it (the generation a
+    service still searches in flight) keep working on it, and it is freed with them.
 
     Args:
         path: The directory.
         feature: What needs Chroma, named when it is not installed.
+        fresh: Load the directory anew rather than share the process's system on it.
 
     Returns:
         The client.
     """
     chromadb = _chromadb(feature)
+    directory = str(Path(path))
     with _LOCK:
-        return cast(
-            "ClientAPI", chromadb.PersistentClient(path=str(Path(path)), settings=_settings())
-        )
+        if fresh:
+            _forget_system(directory)
+        return cast("ClientAPI", chromadb.PersistentClient(path=directory, settings=_settings()))
+
+
+def _forget_system(directory: str) -> None:
+    """Under the lock: the next client of ``directory`` gets a new Chroma system.
+
+    Only the cache entry goes (``PersistentClient`` names a directory's system by its path);
+    its reference count stays, so that closing a client of the old system never stops the new
+    one.
+    """
+    try:
+        from chromadb.api.shared_system_client import SharedSystemClient
+    except ImportError:  # a chromadb without the cache: every client has a system of its own
+        return
+    systems = getattr(SharedSystemClient, "_identifier_to_system", None)
+    if isinstance(systems, dict):
+        systems.pop(directory, None)
 
 
 def http_client(url: str, *, feature: str = "Chroma") -> ClientAPI:

@@ -35,6 +35,7 @@ import logging
 import os
 import pickle
 import threading
+import warnings
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast
@@ -362,21 +363,29 @@ def _map(
 ) -> Dataset:
     import ray.data
 
-    return dataset.map_batches(
-        RunnableWorker,
-        fn_constructor_args=(factory,),
-        fn_constructor_kwargs={
-            "input_column": input_column,
-            "output_column": output_column,
-            "error_column": error_column,
-            "pickled": pickled,
-            "max_concurrency": options.max_concurrency,
-        },
-        batch_size=options.batch_size,
-        batch_format="numpy",
-        compute=ray.data.ActorPoolStrategy(size=options.workers),
-        num_cpus=options.cpus_per_worker,
-    )
+    with warnings.catch_warnings():
+        # max_restarts has no named parameter in Ray 2.60 (Ray Data's own advice for turning
+        # restarts off): its ray_remote_args route warns that it is deprecated
+        warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
+        return dataset.map_batches(
+            RunnableWorker,
+            fn_constructor_args=(factory,),
+            fn_constructor_kwargs={
+                "input_column": input_column,
+                "output_column": output_column,
+                "error_column": error_column,
+                "pickled": pickled,
+                "max_concurrency": options.max_concurrency,
+            },
+            batch_size=options.batch_size,
+            batch_format="numpy",
+            compute=ray.data.ActorPoolStrategy(size=options.workers),
+            num_cpus=options.cpus_per_worker,
+            # No actor restarts: Ray Data keeps a worker's constructor arguments in the object
+            # store, from which a restart is not guaranteed (Ray logs that at error level on every
+            # run otherwise); a worker that dies ends the run with Ray's error instead.
+            max_restarts=0,
+        )
 
 
 def map_runnable(

@@ -2,8 +2,10 @@
 
 One entry point, :func:`main`, run by the ``langchain-references`` console script and by
 ``python -m langchain_references.cli``. Each command is a module of this package with
-``HELP``, ``DESCRIPTION``, ``configure_parser(parser)`` and ``run(args, *, out=None, err=None)``
-(registered by :func:`~langchain_references.cli._common.add_command`):
+``run(args, *, out=None, err=None)``, and its parser (``HELP``, ``DESCRIPTION``,
+``configure_parser(parser)``) is the module of the same name in
+:mod:`~langchain_references.cli.parsers` (registered by
+:func:`~langchain_references.cli._common.add_command`, ``run`` imported when it runs):
 
 * :mod:`~langchain_references.cli.factcheck`: check statements against web evidence;
 * :mod:`~langchain_references.cli.factuality`: FactReasoner-style long-form factuality;
@@ -22,8 +24,11 @@ alike (bm25s, Ray, httpx, chromadb... whatever level a library gives its own log
 distinct message once; ``-v`` (before or after the command) shows INFO lines too, ``-vv``
 DEBUG lines. A host that configured logging before calling :func:`main` keeps its own.
 
-The command modules are imported when the parser is built, one by one: a command whose optional
-dependencies are not installed (e.g. ``factuality`` on the core install) still appears in
+The parser is built from the light modules of :mod:`langchain_references.cli.parsers` (the
+options of each command, defined there once): ``--version``, ``--help`` and every command's
+``--help`` import no judge, model, embeddings, tracer or engine; a command's module is imported
+when it runs. A command whose optional dependencies are not installed (its ``REQUIRES``, looked
+up without importing them; e.g. ``factuality`` on the core install) still appears in
 ``--help``, and running it prints one ``error:`` line naming the extra to install, as does any
 :class:`~langchain_references._optional.MissingDependencyError` a command raises.
 """
@@ -33,12 +38,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import importlib.util
 import logging
 import sys
 from collections.abc import Sequence
 from typing import Any, Final, TextIO
 
-from langchain_references import __version__
 from langchain_references._optional import MissingDependencyError, missing_dependency
 from langchain_references.cli._common import CLIError, Command, add_command, streams
 
@@ -58,6 +63,27 @@ _COMMANDS: Final[dict[str, str | None]] = {
     "index": "server",
     "serve": "server",
 }
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: print ``PROG VERSION`` and exit, reading the version only then."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(
+            option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, nargs=0, help=help
+        )
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        from langchain_references import __version__  # importlib.metadata: not for --help
+
+        sys.stdout.write(f"{parser.prog} {__version__}\n")
+        parser.exit()
 
 
 def _unavailable_command(subparsers: Any, name: str, error: MissingDependencyError) -> None:
@@ -102,23 +128,33 @@ def build_parser() -> argparse.ArgumentParser:
         description="Verifiable LLM answers: fact-check statements, score long-form "
         "factuality, check an answer's citations, or run the streaming-citations demo.",
     )
-    parser.add_argument(
-        "--version", action="version", version=f"%(prog)s {__version__}", help="print the version"
-    )
+    parser.add_argument("--version", action=_VersionAction, help="print the version")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, extra in _COMMANDS.items():
-        # Imported here, one by one: a command whose extra is missing must not hide the others.
-        try:
-            command = importlib.import_module(f"{__name__}.{name}")
-        except ImportError as exc:
-            error = missing_dependency(exc, extra, feature=f"the {name} command")
-            if error is None:  # not a missing extra: a bug, let it show
-                raise
+        # Only the command's parser module (light): the command's own loads when it runs.
+        command = importlib.import_module(f"{__name__}.parsers.{name}")
+        error = _missing_requirement(command.REQUIRES, name, extra)
+        if error is not None:  # its extra is not installed: --help names it, a run reports it
             _unavailable_command(subparsers, name, error)
         else:
             _add_verbose(add_command(subparsers, name, command), default=argparse.SUPPRESS)
     _add_verbose(parser, default=0)
     return parser
+
+
+def _missing_requirement(
+    modules: Sequence[str], name: str, extra: str | None
+) -> MissingDependencyError | None:
+    """The error of the first of ``modules`` that is not installed (none imported), else None."""
+    for module in modules:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ImportError:  # a finder that refuses it
+            found = False
+        if not found:
+            missing = ModuleNotFoundError(f"No module named {module!r}", name=module)
+            return missing_dependency(missing, extra, feature=f"the {name} command")
+    return None
 
 
 def _add_verbose(parser: argparse.ArgumentParser, *, default: Any) -> None:

@@ -39,6 +39,7 @@ import atexit
 import contextlib
 import copy
 import functools
+import importlib
 import os
 import secrets
 import shutil
@@ -59,9 +60,6 @@ from langchain_references.engine import (
     ray_session,
 )
 from langchain_references.errors import LangchainReferencesError, RecordError
-from langchain_references.judges.heuristic import HeuristicJudge
-from langchain_references.judges.nli import NLIModelError
-from langchain_references.judges.spec import NLI_PREFIX, JudgeSpecError, judge_from_spec
 from langchain_references.ratelimit import DEFAULT_LIMITS, RateLimit, RateLimiter
 from langchain_references.retrieval import DEFAULT_RETRIEVAL, RETRIEVAL_MODES
 from langchain_references.runcache import RunCache, RunCacheError, default_run_cache_path
@@ -79,6 +77,7 @@ __all__ = [
     "CLIError",
     "Command",
     "ItemProgress",
+    "LazyCommand",
     "ProgressLines",
     "add_engine_options",
     "add_judge_options",
@@ -142,6 +141,41 @@ class Command(Protocol):
             The exit status.
         """
         ...
+
+
+class LazyCommand:
+    """A :class:`Command` that imports its module when it runs, not when the parser is built.
+
+    ``--help`` and ``--version`` then load only the light modules that define the options
+    (:mod:`langchain_references.cli.parsers`); a command's judges, models and engines load
+    when it runs. Picklable (the parsed arguments travel to Ray actors).
+
+    Args:
+        module: The command's module, e.g. ``"langchain_references.cli.factcheck"``.
+        function: Its function run as the command (default ``run``).
+    """
+
+    def __init__(self, module: str, function: str = "run") -> None:
+        self.module = module
+        self.function = function
+
+    def __repr__(self) -> str:
+        return f"LazyCommand({self.module!r}, {self.function!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LazyCommand):
+            return NotImplemented
+        return (self.module, self.function) == (other.module, other.function)
+
+    def __hash__(self) -> int:
+        return hash((self.module, self.function))
+
+    def __call__(
+        self, args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None
+    ) -> int:
+        """Import the command's module and run its function."""
+        command: Command = getattr(importlib.import_module(self.module), self.function)
+        return command(args, out=out, err=err)
 
 
 def add_subcommand(
@@ -521,6 +555,11 @@ def build_judge(
         CLIError: On an unknown spec or an unavailable model (a missing package or API key,
             a missing NLI model file, no network for a Hub id).
     """
+    # Imported here: parsing the command line (and --help) loads no judge.
+    from langchain_references.judges.heuristic import HeuristicJudge
+    from langchain_references.judges.nli import NLIModelError
+    from langchain_references.judges.spec import NLI_PREFIX, JudgeSpecError, judge_from_spec
+
     extra: dict[str, Any] = {}
     if limiter is not None and limiter.limit_for("judge") is not None:
         extra["rate_limiter"] = limiter.for_langchain("judge")

@@ -42,8 +42,7 @@ import dataclasses
 import json
 import time
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from langchain_core.runnables import Runnable, RunnableLambda
 
@@ -57,15 +56,11 @@ from langchain_references.citations import (
 from langchain_references.citations.sentences import CitedSentence, is_verification_worthy
 from langchain_references.cli._common import (
     ProgressLines,
-    add_engine_options,
-    add_judge_options,
-    add_run_options,
     build_judge,
     build_limiter,
     format_number,
     format_table,
     open_run_cache,
-    positive_int,
     ray_options,
     read_records,
     reuse_note,
@@ -73,6 +68,7 @@ from langchain_references.cli._common import (
     streams,
     worker_stack,
 )
+from langchain_references.cli.parsers.citations import DESCRIPTION, HELP, configure_parser
 from langchain_references.judges.cached import JUDGEMENT_NAMESPACE, CachedJudge
 
 if TYPE_CHECKING:
@@ -89,29 +85,6 @@ __all__ = [
     "render_report",
     "run",
 ]
-
-
-def configure_parser(parser: argparse.ArgumentParser) -> None:
-    """Add ``--input``, ``--json``, ``--min-words`` and the judge options to ``parser``.
-
-    Args:
-        parser: The ``citations`` subcommand's parser.
-    """
-    parser.add_argument("--input", required=True, type=Path, help="answers JSONL")
-    add_judge_options(parser)
-    parser.add_argument("--json", action="store_true", help="print the whole report as JSON")
-    parser.add_argument(
-        "--min-words",
-        type=positive_int,
-        default=4,
-        help="verification-worthy sentences have at least this many words (default: 4)",
-    )
-    add_run_options(parser)
-    add_engine_options(parser)
-
-
-HELP: Final = "citation recall and precision of cited answers"
-DESCRIPTION: Final = "Check that the [n](id=k) citations of answers support their sentences."
 
 
 def _shorten(text: str, width: int = 90) -> str:

@@ -22,7 +22,7 @@ import argparse
 import logging
 import os
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from langchain_core.documents import Document
@@ -30,26 +30,19 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnablePassthrough
 
-from langchain_references import (
-    FORMAT_REFERENCES,
-    EmptyReferenceStyle,
-    HTMLReferenceStyle,
-    MarkdownReferenceStyle,
-    ReferenceStyle,
-    TextReferenceStyle,
-    format_documents,
-    manage_references,
-)
+from langchain_references import FORMAT_REFERENCES, format_documents, manage_references
 from langchain_references._optional import MissingDependencyError
-from langchain_references.cli._common import (
-    CLIError,
-    load_chat_model,
-    non_blank,
-    positive_int,
-    streams,
+from langchain_references.cli._common import CLIError, load_chat_model, streams
+from langchain_references.cli.parsers.demo import (
+    DEFAULT_K,
+    DEFAULT_OPENAI_MODEL,
+    DESCRIPTION,
+    HELP,
+    STYLES,
+    configure_parser,
 )
 from langchain_references.demo.answerer import ExtractiveAnswerer
-from langchain_references.demo.corpus import SAMPLE_QUESTION, load_documents
+from langchain_references.demo.corpus import load_documents
 from langchain_references.embeddings import EmbeddingModelError, shared_minilm
 
 if TYPE_CHECKING:
@@ -73,19 +66,8 @@ __all__ = [
 ]
 
 
-#: Reference styles selectable with ``--style`` (inline links open the quoted passage).
-STYLES: Final[dict[str, Callable[[], ReferenceStyle]]] = {
-    "markdown": lambda: MarkdownReferenceStyle(deep_links=True),
-    "text": TextReferenceStyle,
-    "html": lambda: HTMLReferenceStyle(deep_links=True),
-    "empty": EmptyReferenceStyle,
-}
 logger = logging.getLogger(__name__)
 
-#: The OpenAI model suggested when ``OPENAI_API_KEY`` is set (used only with ``--model``).
-DEFAULT_OPENAI_MODEL: Final = "gpt-4o-mini"
-#: Documents retrieved by default.
-DEFAULT_K: Final = 4
 
 SYSTEM_PROMPT: Final = """You answer questions using only the documents below.
 {format_references}
@@ -105,52 +87,6 @@ MODEL_NOTICE: Final = "model: {model} (from --model; it may need an API key and 
 OPENAI_KEY_NOTICE: Final = (
     "note: OPENAI_API_KEY is set, but the demo does not use a networked model unless asked: "
     f"pass --model openai:{DEFAULT_OPENAI_MODEL} to answer with OpenAI."
-)
-
-
-def configure_parser(parser: argparse.ArgumentParser) -> None:
-    """Add the ``demo`` arguments to a parser.
-
-    Args:
-        parser: The subcommand's parser.
-    """
-    parser.add_argument(
-        "--question",
-        type=non_blank,
-        default=SAMPLE_QUESTION,
-        help=f"the question to answer (default: {SAMPLE_QUESTION!r})",
-    )
-    parser.add_argument(
-        "--style",
-        choices=sorted(STYLES),
-        default="markdown",
-        help="reference style (default: markdown)",
-    )
-    parser.add_argument(
-        "--model",
-        default=None,
-        metavar="PROVIDER:MODEL",
-        help="a chat model for langchain's init_chat_model, e.g. "
-        f"openai:{DEFAULT_OPENAI_MODEL} (default: the offline ExtractiveAnswerer; the demo "
-        "never picks a networked model by itself)",
-    )
-    parser.add_argument(
-        "--offline",
-        action="store_true",
-        help="use the offline ExtractiveAnswerer even if --model is given",
-    )
-    parser.add_argument(
-        "-k",
-        type=positive_int,
-        default=DEFAULT_K,
-        help=f"documents to retrieve (default: {DEFAULT_K})",
-    )
-
-
-HELP: Final = "stream a cited answer over the offline demo corpus"
-DESCRIPTION: Final = (
-    "Answer a question over the demo corpus (embedded Chroma, MiniLM embeddings) with streamed, "
-    "rewritten citations, then list the retrieved documents and which ones the answer cited."
 )
 
 

@@ -80,19 +80,18 @@ from langchain_references.cli._common import (
     CLIError,
     ItemProgress,
     ProgressLines,
-    add_engine_options,
-    add_judge_options,
-    add_retrieval_option,
-    add_run_options,
     build_judge,
     build_limiter,
     open_run_cache,
-    positive_float,
-    positive_int,
     ray_options,
     reuse_note,
     run_on_ray,
     worker_stack,
+)
+from langchain_references.cli.parsers.factcheck import (
+    DESCRIPTION,
+    HELP,
+    configure_parser,
 )
 from langchain_references.errors import RecordError
 from langchain_references.factcheck.report import (
@@ -137,84 +136,12 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Statements checked at once by default.
-DEFAULT_CONCURRENCY: Final = 2
 #: What the default judge (``--judge heuristic``) says on stderr.
 HEURISTIC_NOTICE: Final = _common.HEURISTIC_NOTICE.format(emb=" + MiniLM similarity")
 #: What ``--model`` says on stderr (``{model}``: its value).
 MODEL_DEPRECATED: Final = (
     "warning: --model is deprecated; use --judge llm:{model} (the judge option of every command)"
 )
-
-
-def configure_parser(parser: argparse.ArgumentParser) -> None:
-    """Add the ``factcheck`` arguments to a parser.
-
-    Args:
-        parser: The subcommand's parser.
-    """
-    parser.add_argument("statements", nargs="*", metavar="STATEMENT", help="statements to check")
-    parser.add_argument(
-        "--file",
-        type=Path,
-        help="file with one statement per line (blank lines and lines starting with # skipped;"
-        " '-' reads stdin)",
-    )
-    parser.add_argument(
-        "--search",
-        default="ddgs",
-        metavar="SPEC",
-        help="demo | local:FOLDER | recorded:FILE | ddgs | tavily | bing | searx[:URL]"
-        " (default: ddgs)",
-    )
-    add_judge_options(parser)
-    parser.add_argument(
-        "--model",
-        metavar="PROVIDER:MODEL",
-        help="deprecated: same as --judge llm:PROVIDER:MODEL",
-    )
-    parser.add_argument(
-        "--style",
-        choices=("markdown", "text", "html"),
-        default="markdown",
-        help="report format (default: markdown)",
-    )
-    parser.add_argument("--json", action="store_true", help="one JSON result per line instead")
-    parser.add_argument(
-        "-k", "--k", type=positive_int, default=20, help="passages judged (default: 20)"
-    )
-    add_retrieval_option(parser, "the passages judged are chosen")
-    parser.add_argument(
-        "--max-results", type=positive_int, default=10, help="search results (default: 10)"
-    )
-    parser.add_argument(
-        "--concurrency",
-        type=positive_int,
-        default=DEFAULT_CONCURRENCY,
-        help=f"statements checked at once (default: {DEFAULT_CONCURRENCY})",
-    )
-    parser.add_argument(
-        "--judge-concurrency",
-        dest="max_concurrency",
-        type=positive_int,
-        default=argparse.SUPPRESS,
-        metavar="N",
-        help="same as --max-concurrency (judge calls in flight per statement)",
-    )
-    parser.add_argument(
-        "--timeout", type=positive_float, default=10.0, help="seconds per page (default: 10)"
-    )
-    parser.add_argument(
-        "--allow-private",
-        action="store_true",
-        help="allow fetching private and loopback addresses (needed for local servers)",
-    )
-    add_run_options(parser)
-    add_engine_options(parser)
-
-
-HELP: Final = "check statements against web evidence"
-DESCRIPTION: Final = "Check statements against evidence found on the web."
 
 
 # --------------------------------------------------------------------------- statements

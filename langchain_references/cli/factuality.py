@@ -63,9 +63,6 @@ from langchain_references.cli._common import (
     CLIError,
     ItemProgress,
     ProgressLines,
-    add_engine_options,
-    add_judge_options,
-    add_run_options,
     atomic_write,
     build_judge,
     build_limiter,
@@ -74,7 +71,6 @@ from langchain_references.cli._common import (
     format_table,
     load_chat_model,
     open_run_cache,
-    positive_int,
     ray_options,
     read_records,
     reuse_note,
@@ -83,6 +79,7 @@ from langchain_references.cli._common import (
     worker_stack,
     writing,
 )
+from langchain_references.cli.parsers.factuality import DESCRIPTION, HELP, configure_parser
 from langchain_references.factuality.io import (
     FactualityFormatError,
     FactualityInput,
@@ -127,38 +124,6 @@ logger = logging.getLogger(__name__)
 
 #: Namespace of the finished records in a run cache.
 ITEM_NAMESPACE: Final = "factuality"
-
-
-def configure_parser(parser: argparse.ArgumentParser) -> None:
-    """Add ``--input``, ``--version``, the judge options and the pipeline's to ``parser``.
-
-    Args:
-        parser: The ``factuality`` subcommand's parser.
-    """
-    parser.add_argument("--input", required=True, type=Path, help="FactReasoner .json/.jsonl")
-    parser.add_argument(
-        "--version", type=int, choices=(1, 2, 3), default=2, help="FR graph version (default: 2)"
-    )
-    add_judge_options(parser)
-    parser.add_argument(
-        "--llm",
-        metavar="PROVIDER:MODEL",
-        help="chat model that atomizes records without atoms (default: the judge's model)",
-    )
-    parser.add_argument("--output", type=Path, help="write FactReasoner results (JSONL) here")
-    parser.add_argument("--top-k", type=positive_int, help="contexts per atom (default: all given)")
-    parser.add_argument(
-        "--method",
-        choices=("auto", "exact", "bp", "gibbs"),
-        default="auto",
-        help="inference method (default: auto)",
-    )
-    add_run_options(parser)
-    add_engine_options(parser)
-
-
-HELP: Final = "FactReasoner-style long-form factuality of responses"
-DESCRIPTION: Final = "Score the atoms of responses against their contexts (FR1/FR2/FR3)."
 
 
 def _parse_record(value: Any, *, location: str | None = None) -> tuple[str, FactualityInput]:

@@ -42,13 +42,16 @@ from typing import Any, Final, TextIO
 
 from langchain_references.cli._common import (
     CLIError,
-    add_retrieval_option,
     build_judge,
-    non_blank,
-    positive_int,
     streams,
 )
-from langchain_references.cli.index import add_location_options, open_index
+from langchain_references.cli.index import open_index
+from langchain_references.cli.parsers.serve import (
+    DESCRIPTION,
+    HELP,
+    LIMITS,
+    configure_parser,
+)
 from langchain_references.judges.base import judge_info
 from langchain_references.judges.spec import JudgeSpecError, portable_judge_spec
 from langchain_references.server.settings import LOOPBACK_HOSTS, ServerSettings, SettingsError
@@ -62,108 +65,14 @@ __all__ = [
     "settings_from_args",
 ]
 
-HELP: Final = "run the evidence service (HTTP API)"
-DESCRIPTION: Final = (
-    "Serve an evidence index over HTTP: the climate-evidence-compatible API, /healthcheck and "
-    "the docs at /docs. --judge sets the judge of the verdicts (default: the offline "
-    "heuristic, which is rough)."
-)
 #: How long a worker may take to start (load the model, open the index) before uvicorn's
 #: supervisor, which checks its workers' health, restarts it.
 WORKER_STARTUP_SECONDS: Final = 120
-#: Seconds the requests in flight get to finish on SIGTERM before uvicorn cancels them.
-GRACEFUL_SECONDS: Final = 5
 #: Bind addresses that are not host names (every interface).
 _WILDCARDS: Final = frozenset({"0.0.0.0", "::", ""})  # noqa: S104 - names, not a bind
 #: The uvicorn factory the workers build the application with.
 APP_FACTORY: Final = "langchain_references.server.app:app_from_env"
 _DEFAULTS: Final = ServerSettings()
-#: The request limits: each is an option ``--max-...`` and the :class:`ServerSettings` field
-#: of its name, with what it bounds.
-_LIMITS: Final = (
-    ("max_body_bytes", "largest request body in bytes"),
-    ("max_claims", "most claims per request"),
-    ("max_top_k", "largest top_k"),
-    ("max_claim_chars", "longest claim"),
-    ("max_article_chars", "longest article or text to split"),
-    ("max_sentences", "most sentences of an article"),
-    ("max_judged", "most passages judged per verify request"),
-    ("max_request_seconds", "time budget of a request, in seconds"),
-)
-
-
-def configure_parser(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``serve``.
-
-    Args:
-        parser: The ``serve`` parser.
-    """
-    parser.add_argument(
-        "--index", dest="name", required=True, type=non_blank, help="the index to serve"
-    )
-    add_location_options(parser)
-    parser.add_argument("--host", default="127.0.0.1", help="address (default: 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
-    parser.add_argument(
-        "--workers", type=positive_int, default=1, metavar="N", help="processes (default: 1)"
-    )
-    parser.add_argument(
-        "--api-key-env",
-        metavar="VAR",
-        help="require 'Authorization: Bearer <key>', the key read from this variable",
-    )
-    parser.add_argument(
-        "--cors-origin",
-        action="append",
-        default=[],
-        metavar="ORIGIN",
-        help="allow this origin (repeatable; CORS is off by default)",
-    )
-    for name, what in _LIMITS:
-        parser.add_argument(
-            "--" + name.replace("_", "-"),
-            type=positive_int,
-            default=getattr(_DEFAULTS, name),
-            metavar="N",
-            help=f"{what} (default: {getattr(_DEFAULTS, name)})",
-        )
-    parser.add_argument(
-        "--allowed-host",
-        action="append",
-        default=[],
-        metavar="HOST",
-        help="answer requests for this Host name (repeatable; '*.domain', '*' for any); "
-        "default: the loopback names and --host",
-    )
-    parser.add_argument(
-        "--graceful-timeout",
-        type=positive_int,
-        default=GRACEFUL_SECONDS,
-        metavar="S",
-        help="on SIGTERM, seconds the requests in flight get before they are cancelled "
-        f"(default: {GRACEFUL_SECONDS})",
-    )
-    parser.add_argument(
-        "--search",
-        metavar="SPEC",
-        help="web search back-end of /v1/factcheck: ddgs, tavily, bing, searx[:URL] or "
-        "recorded:FILE (default: the index only)",
-    )
-    parser.add_argument(
-        "--judge",
-        default=_DEFAULTS.judge,
-        metavar="SPEC",
-        help="the judge of the verdicts: heuristic (offline, rough), heuristic-lexical, "
-        "llm:PROVIDER:MODEL or nli:MODEL (an ONNX cross-encoder: a local folder or .onnx "
-        "file, or a Hugging Face Hub id) (default: heuristic)",
-    )
-    add_retrieval_option(parser, "the evidence endpoints and the fact-check relevance stage rank")
-    parser.add_argument(
-        "--log-level",
-        default="info",
-        choices=["debug", "info", "warning", "error"],
-        help="log level (default: info)",
-    )
 
 
 def _allowed_hosts(args: argparse.Namespace) -> tuple[str, ...]:
@@ -210,7 +119,7 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
             search_backend=args.search,
             judge=judge,
             retrieval=args.retrieval,
-            **{name: getattr(args, name) for name, _ in _LIMITS},
+            **{name: getattr(args, name) for name, _ in LIMITS},
         )
     except SettingsError as exc:
         raise CLIError(str(exc)) from exc

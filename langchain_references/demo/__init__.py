@@ -10,15 +10,22 @@ The pieces are reusable:
   LLM);
 * :mod:`langchain_references.demo.site`: the corpus served as web pages on 127.0.0.1 with a
   matching search provider (``factcheck --search demo``).
+
+Names load on first use (the command line reads :data:`SAMPLE_QUESTION` without the answerer).
 """
 
-from langchain_references.demo.answerer import NOT_FOUND_ANSWER, ExtractiveAnswerer
-from langchain_references.demo.corpus import (
-    BASE_URL,
-    SAMPLE_QUESTION,
-    load_documents,
-    render_pages,
-)
+from typing import TYPE_CHECKING
+
+from langchain_references._optional import lazy_exports
+
+if TYPE_CHECKING:
+    from langchain_references.demo.answerer import NOT_FOUND_ANSWER, ExtractiveAnswerer
+    from langchain_references.demo.corpus import (
+        BASE_URL,
+        SAMPLE_QUESTION,
+        load_documents,
+        render_pages,
+    )
 
 __all__ = [
     "BASE_URL",
@@ -28,3 +35,15 @@ __all__ = [
     "load_documents",
     "render_pages",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "BASE_URL": "corpus",
+        "NOT_FOUND_ANSWER": "answerer",
+        "SAMPLE_QUESTION": "corpus",
+        "ExtractiveAnswerer": "answerer",
+        "load_documents": "corpus",
+        "render_pages": "corpus",
+    },
+)

@@ -85,6 +85,7 @@ from langchain_references.retrieval import (
     reciprocal_rank_fusion,
 )
 from langchain_references.server import bm25_store
+from langchain_references.server.settings import MAX_RECORD_CHARS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -119,9 +120,6 @@ logger = logging.getLogger(__name__)
 Granularity: TypeAlias = Literal["abstract", "phrase"]
 GRANULARITIES: Final[tuple[Granularity, ...]] = get_args(Granularity)
 
-#: Longest record text (characters) a build accepts by default: each record is embedded
-#: sentence by sentence and returned whole by searches, so its size is the cost of both.
-MAX_RECORD_CHARS: Final = 200_000
 #: Metadata keys the index writes itself; a record may not use them.
 RESERVED_KEYS: Final = frozenset({"record_id", "granularity", "position", "embeddings"})
 _KNOWN_STR: Final = ("url", "doi", "openalex_id")
@@ -592,8 +590,11 @@ def _check_query(granularity: str, k: int) -> None:
         raise ValueError(f"k must be a positive integer, got {k!r}")
 
 
-def _client(persist_dir: Path | None, chroma_url: str | None) -> ClientAPI:
-    """A client of the package's one factory (:mod:`langchain_references._chroma`)."""
+def _client(persist_dir: Path | None, chroma_url: str | None, *, fresh: bool = False) -> ClientAPI:
+    """A client of the package's one factory (:mod:`langchain_references._chroma`).
+
+    ``fresh``: an embedded directory is loaded anew (see :func:`persistent_client`).
+    """
     feature = "The evidence index"
     if chroma_url is not None:
         try:
@@ -606,7 +607,7 @@ def _client(persist_dir: Path | None, chroma_url: str | None) -> ClientAPI:
             raise EvidenceIndexError(f"cannot reach Chroma at {chroma_url}: {exc}") from exc
     if persist_dir is None:
         raise EvidenceIndexError("give persist_dir or chroma_url")
-    return persistent_client(persist_dir, feature=feature)
+    return persistent_client(persist_dir, feature=feature, fresh=fresh)
 
 
 def _is_not_found(exc: Exception) -> bool:
@@ -770,7 +771,12 @@ def _switch(client: ClientAPI, state: _State, name: str, meta: dict[str, Any]) -
 
 
 def _connect(
-    name: str, persist_dir: str | Path | None, chroma_url: str | None, *, create: bool
+    name: str,
+    persist_dir: str | Path | None,
+    chroma_url: str | None,
+    *,
+    create: bool,
+    fresh: bool = False,
 ) -> tuple[ClientAPI, str]:
     """Check the name and the location, and connect: ``(client, location)``."""
     if not _NAME.match(name) or GENERATION_SEPARATOR[:2] in name:
@@ -784,7 +790,7 @@ def _connect(
         path = Path(persist_dir)
         if not create and not path.is_dir():
             raise IndexNotFoundError(f"no index directory {path}")
-        return _client(path, None), str(persist_dir)
+        return _client(path, None, fresh=fresh), str(persist_dir)
     assert chroma_url is not None
     return _client(None, chroma_url), chroma_url
 
@@ -914,6 +920,7 @@ class EvidenceIndex:
         embeddings: Embeddings | None = None,
         create: bool = False,
         retrieval: Retrieval = DEFAULT_RETRIEVAL,
+        reread: bool = False,
     ) -> EvidenceIndex:
         """Open the current generation of an index (or create an empty one).
 
@@ -930,6 +937,9 @@ class EvidenceIndex:
             retrieval: How searches rank (``"hybrid"`` by default); ``"bm25"`` and
                 ``"hybrid"`` load the generation's BM25 indexes now (or build them from the
                 entries, with a warning, when it has none).
+            reread: Load an embedded Chroma's directory anew, with what other processes
+                wrote since this process opened it (:meth:`reopen` does); otherwise its
+                vectors are searched as this process loaded them.
 
         Returns:
             The index.
@@ -942,7 +952,7 @@ class EvidenceIndex:
             EvidenceIndexError: If Chroma cannot be reached or opened.
         """
         retrieval = check_retrieval(retrieval)
-        client, location = _connect(name, persist_dir, chroma_url, create=create)
+        client, location = _connect(name, persist_dir, chroma_url, create=create, fresh=reread)
         root = None if persist_dir is None else bm25_store.bm25_root(persist_dir)
         if embeddings is None:
             embeddings = load_embeddings()
@@ -1046,7 +1056,9 @@ class EvidenceIndex:
         """Open the index again, as :meth:`open` opened this one, on its current generation.
 
         Same location, embeddings and retrieval mode; the BM25 indexes are loaded as
-        :meth:`open` loads them. Nothing is written (``create`` is false).
+        :meth:`open` loads them, and an embedded Chroma's vectors are loaded anew
+        (``reread``), so that records another process added (an in-place ``add_records``) are
+        found by meaning too. Nothing is written (``create`` is false).
 
         Returns:
             A new index object on the generation the pointer names now.
@@ -1066,6 +1078,7 @@ class EvidenceIndex:
             chroma_url=chroma_url,
             embeddings=self.embeddings,
             retrieval=self.retrieval,
+            reread=True,
         )
 
     @classmethod

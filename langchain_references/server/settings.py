@@ -19,12 +19,12 @@ from typing import Annotated, Any, Final, TypeAlias
 from pydantic import AfterValidator
 
 from langchain_references.errors import LangchainReferencesError
-from langchain_references.judges.spec import JudgeSpecError, parse_judge_spec
 from langchain_references.retrieval import DEFAULT_RETRIEVAL, Retrieval, check_retrieval
 
 __all__ = [
     "ENV_PREFIX",
     "LOOPBACK_HOSTS",
+    "MAX_RECORD_CHARS",
     "LimitExceededError",
     "ServerSettings",
     "SettingsError",
@@ -36,6 +36,9 @@ __all__ = [
 LOOPBACK_HOSTS: Final = ("localhost", "127.0.0.1", "::1")
 #: Prefix of the environment variables that carry the settings to the worker processes.
 ENV_PREFIX: Final = "LANGCHAIN_REFERENCES_SERVER_"
+#: Longest record text (characters) an index build accepts by default: each record is embedded
+#: sentence by sentence and returned whole by searches, so its size is the cost of both.
+MAX_RECORD_CHARS: Final = 200_000
 
 _INT_LIMITS: Final = (
     "max_body_bytes",
@@ -199,6 +202,9 @@ class ServerSettings:
                 raise SettingsError(f"allowed host {host!r}: a name, '*.domain' or '*'")
         if self.api_key is not None and not self.api_key.strip():
             raise SettingsError("the API key is blank")
+        # Imported here: the command line reads the defaults (``serve --help``) without it.
+        from langchain_references.judges.spec import JudgeSpecError, parse_judge_spec
+
         try:
             parse_judge_spec(self.judge)
         except JudgeSpecError as exc:

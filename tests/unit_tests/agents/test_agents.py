@@ -442,3 +442,151 @@ def test_the_wrapped_models_invoked_run_is_a_child_of_the_wrappers_tagged_not_to
     (outer, outer_parent, outer_tags), (_, inner_parent, inner_tags) = handler.runs
     assert (outer_parent, outer_tags) == (None, [])
     assert (inner_parent, inner_tags) == (outer, [NOSTREAM_TAG])
+
+
+def _chat_messages() -> list[Any]:
+    docs = [Document("Seattle is a city in Washington state.", metadata={"source": "https://wa"})]
+    return [
+        HumanMessage("Where is Seattle?"),
+        AIMessage("", tool_calls=[{"name": "search", "args": {"query": "q"}, "id": "c1"}]),
+        ToolMessage("found", artifact=docs, tool_call_id="c1"),
+    ]
+
+
+async def test_an_async_invoke_invokes_the_wrapped_model_and_an_async_stream_streams_it() -> None:
+    from tests.unit_tests.fakes import StreamingChatModel, text_chunks
+
+    trace: list[Any] = []
+    model = StreamingChatModel(chunks=text_chunks(["Seattle ", "[1](id=1)."]), trace=trace)
+    wrapped = manage_references(model, style=TextReferenceStyle())
+    invoked = await wrapped.ainvoke(_chat_messages())
+    assert invoked.content == "Seattle [1].\n\n- [1] https://wa"
+    assert trace == []  # _agenerate, not _astream
+    streamed = [chunk async for chunk in wrapped.astream(_chat_messages())]
+    assert "".join(c.text for c in streamed) == invoked.content
+    assert trace == [("", 0), ("", 1)]
+
+
+async def test_the_async_paths_check_citations_with_the_async_judge_only() -> None:
+    from langchain_references.citations.verifier import CitationVerifier
+    from tests.unit_tests.citations.test_streaming import ContainsJudge
+    from tests.unit_tests.fakes import StreamingChatModel, text_chunks
+
+    chunks = text_chunks(["Seattle is a city in Washington state ", "[1](id=1)."])
+    verifier = CitationVerifier(ContainsJudge(forbid_sync=True))  # the sync judge raises
+    for streamed in (False, True):
+        model = StreamingChatModel(chunks=chunks, forbid_sync=True)
+        wrapped = manage_references(model, style=TextReferenceStyle(), verifier=verifier)
+        if streamed:
+            chunks_out = [c async for c in wrapped.astream(_chat_messages())]
+            metadata = chunks_out[-1].response_metadata
+        else:
+            metadata = (await wrapped.ainvoke(_chat_messages())).response_metadata
+        check = metadata["citation_check"]
+        assert (check["citation_recall"], check["citation_precision"]) == (1.0, 1.0), streamed
+        assert check["unsupported"] == []
+
+
+def test_called_without_a_run_manager_the_wrapped_model_runs_in_the_callers_config() -> None:
+    """``_generate`` called directly: the wrapped model's run keeps the ambient config's tags
+    and handlers, tagged not to stream."""
+    from langchain_core.runnables.config import var_child_runnable_config
+
+    from tests.unit_tests.fakes import RunCollector
+
+    collector = RunCollector()
+    model = AgentChatModel(script=[AIMessage("Seattle [4](id=1).")])
+    wrapped = manage_references(model, style=TextReferenceStyle())
+    token = var_child_runnable_config.set({"tags": ["outer"], "callbacks": [collector]})
+    try:
+        result = wrapped._generate(list(HISTORY))
+    finally:
+        var_child_runnable_config.reset(token)
+    assert result.generations[0].message.content == ("Seattle [1].\n\n- [1] https://needle.example")
+    (run,) = collector.runs
+    assert run.run_type == "llm"
+    assert run.tags == ["outer", "nostream"]
+
+
+def test_an_invoke_invokes_the_wrapped_model_and_a_stream_streams_it() -> None:
+    from tests.unit_tests.fakes import StreamingChatModel, text_chunks
+
+    class Counted(StreamingChatModel):
+        def _stream(self, *args: Any, **kwargs: Any) -> Any:
+            self.trace.append("stream")
+            yield from super()._stream(*args, **kwargs)
+
+    trace: list[Any] = []
+    model = Counted(chunks=text_chunks(["Seattle ", "[1](id=1)."]), trace=trace)
+    wrapped = manage_references(model, style=TextReferenceStyle())
+    invoked = wrapped.invoke(_chat_messages())
+    assert invoked.content == "Seattle [1].\n\n- [1] https://wa"
+    assert trace == []  # _generate, not _stream
+    streamed = list(wrapped.stream(_chat_messages()))
+    assert "".join(c.text for c in streamed) == invoked.content
+    assert trace == ["stream"]
+
+
+def test_an_invoked_wrapper_answers_in_the_wrapped_models_output_version() -> None:
+    from tests.unit_tests.fakes import StreamingChatModel, text_chunks
+
+    model = StreamingChatModel(chunks=text_chunks(["Seattle ", "[1](id=1)."]), output_version="v1")
+    wrapped = manage_references(model, style=TextReferenceStyle())
+    message = wrapped.invoke(_chat_messages())
+    (block,) = message.content
+    assert block["text"] == "Seattle [1].\n\n- [1] https://wa"
+    assert [
+        (a["url"], block["text"][a["start_index"] : a["end_index"]]) for a in block["annotations"]
+    ] == [("https://wa", "[1]")]
+
+
+def test_stop_reaches_the_wrapped_model_when_an_invoke_streams() -> None:
+    from tests.unit_tests.fakes import StreamingChatModel, text_chunks
+
+    seen: list[Any] = []
+
+    class Recording(StreamingChatModel):
+        def _stream(self, messages: Any, stop: Any = None, **kwargs: Any) -> Any:
+            seen.append((stop, kwargs.get("temperature")))
+            yield from super()._stream(messages, stop=stop, **kwargs)
+
+    model = Recording(chunks=text_chunks(["Seattle ", "[1](id=1)."]))
+    wrapped = manage_references(model, style=TextReferenceStyle())
+    message = wrapped.invoke(_chat_messages(), stop=["END"], stream=True, temperature=0.5)
+    assert message.content == "Seattle [1].\n\n- [1] https://wa"
+    assert seen == [(["END"], 0.5)]
+
+
+def test_the_nostream_tag_is_not_inherited_by_the_wrapped_models_own_child_runs() -> None:
+    """Only the wrapped model's run is hidden from a messages stream, not what it calls."""
+    from langchain_core.callbacks import CallbackManager, CallbackManagerForLLMRun
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    from tests.unit_tests.fakes import RunCollector
+
+    inner = AgentChatModel(script=[AIMessage("Seattle [4](id=1).")])
+
+    class Delegating(AgentChatModel):
+        def _generate(
+            self,
+            messages: list[Any],
+            stop: Any = None,
+            run_manager: CallbackManagerForLLMRun | None = None,
+            **kwargs: Any,
+        ) -> ChatResult:
+            assert run_manager is not None
+            child = CallbackManager(handlers=[], parent_run_id=run_manager.run_id)
+            child.set_handlers(run_manager.inheritable_handlers)  # as a run's child inherits
+            child.add_tags(run_manager.inheritable_tags)
+            reply = inner.invoke(messages, {"callbacks": child})
+            return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    collector = RunCollector()
+    wrapped = manage_references(Delegating(), style=TextReferenceStyle())
+    message = wrapped.invoke(list(HISTORY), {"callbacks": [collector]})
+    assert message.content == "Seattle [1].\n\n- [1] https://needle.example"
+    (root,) = collector.runs
+    (wrapped_run,) = root.child_runs
+    (inner_run,) = wrapped_run.child_runs
+    assert "nostream" in wrapped_run.tags
+    assert "nostream" not in inner_run.tags

@@ -236,3 +236,46 @@ def test_an_id_that_is_not_text_is_not_kept() -> None:
     document = as_document({"type": "Document", "page_content": "x", "id": 3})
     assert document is not None
     assert (document.page_content, document.id) == ("x", None)
+
+
+def test_a_document_object_with_metadata_that_is_not_a_mapping_is_invalid() -> None:
+    broken = Document.model_construct(page_content="x", metadata=["not", "a", "map"])
+    with pytest.raises(ValueError, match=r"^metadata is list, not a mapping$"):
+        as_document(broken)
+
+
+def test_an_invalid_page_content_is_named_by_its_type() -> None:
+    with pytest.raises(ValueError, match=r"^page_content is int, not text$"):
+        as_document({"type": "Document", "page_content": 3})
+
+
+def test_the_constructor_form_needs_its_lc_marker() -> None:
+    kwargs = {"page_content": "x", "metadata": {}}
+    assert as_document({"type": "constructor", "id": ["a", "Document"], "kwargs": kwargs}) is None
+    assert as_document({"lc": 1, "type": "not_implemented", "id": ["a", "Document"]}) is None
+
+
+def test_a_conversation_without_an_answer_yet_warns_for_its_first_tool_result(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    broken = tool([{"type": "Document", "page_content": None}, PARIS], "c1")
+    with caplog.at_level(logging.WARNING, logger="langchain_references.conversation"):
+        number_conversation([broken], instruction=None)
+    assert len(caplog.records) == 1
+
+
+def test_only_the_tool_results_after_the_last_answer_warn(caplog: pytest.LogCaptureFixture) -> None:
+    broken = tool([{"type": "Document", "page_content": None}, PARIS], "c1")
+    later = tool([{"type": "Document", "page_content": None}, PARIS], "c2")
+    messages = [HumanMessage("q"), broken, AIMessage("a"), HumanMessage("r"), later]
+    with caplog.at_level(logging.WARNING, logger="langchain_references.conversation"):
+        number_conversation(messages, instruction=None)
+    assert [r.getMessage() for r in caplog.records] == [
+        "Skipped item 0 of the artifact of tool call 'c2': page_content is NoneType, not text"
+    ]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="langchain_references.conversation"):
+        number_conversation(
+            [HumanMessage("q"), broken, AIMessage("a"), HumanMessage("r")], instruction=None
+        )
+    assert caplog.records == []

@@ -428,3 +428,44 @@ def test_the_prepared_model_takes_the_dict_input_under_the_documents_key() -> No
     prepared, _ = middleware.prepare(ModelRequest(model=model, messages=[], state={"messages": []}))
     answer = prepared.model.invoke({"docs": NEEDLE, "input": [HumanMessage("q")]})
     assert answer.content == "Seattle [1].\n\n- [1] https://needle.example"
+
+
+def test_the_prepared_model_takes_the_dict_input_under_documents_by_default() -> None:
+    model = AgentChatModel(script=[AIMessage("Seattle [4](id=1).")])
+    middleware = ReferencesMiddleware(style=TextReferenceStyle())
+    prepared, _ = middleware.prepare(ModelRequest(model=model, messages=[], state={"messages": []}))
+    answer = prepared.model.invoke({"documents": NEEDLE, "input": [HumanMessage("q")]})
+    assert answer.content == "Seattle [1].\n\n- [1] https://needle.example"
+
+
+@pytest.mark.parametrize("native", ["auto", None])
+def test_the_middleware_reads_the_providers_own_citations_unless_told_not_to(
+    native: str | None,
+) -> None:
+    from tests.unit_tests.native import _anthropic_streams as anthropic
+    from tests.unit_tests.native.test_manager_native import _split, expected_text
+
+    scenario = anthropic.SCENARIOS["web_search"]
+    model = anthropic.fake_chat_anthropic(scenario, anthropic.Recorder())
+    middleware = ReferencesMiddleware(style=TextReferenceStyle(), native=native)
+    agent = create_agent(model, tools=[], middleware=[middleware])
+    final = agent.invoke({"messages": anthropic.request_input(scenario)})["messages"][-1]
+    want, keys = expected_text(anthropic.expected_pieces("web_search"), [])
+    if native == "auto":
+        assert _split(final.text)[0] == want
+        assert [r["source"] for r in final.response_metadata["references"]] == keys
+    else:
+        assert final.response_metadata["references"] == []  # not read, not numbered
+        assert _split(final.text)[0] != want
+
+
+def test_a_model_wrapped_already_is_given_the_conversations_ids() -> None:
+    from langchain_references.conversation import ConversationIds
+
+    wrapped = manage_references(AgentChatModel(script=[]), style=TextReferenceStyle())
+    state = {"messages": [], REFERENCE_IDS_KEY: {"first": {"m1": 3}, "next_id": 5}}
+    middleware = ReferencesMiddleware(style=TextReferenceStyle())
+    prepared, ids = middleware.prepare(ModelRequest(model=wrapped, messages=[], state=state))
+    assert isinstance(prepared.model, ReferencedChatModel)
+    assert prepared.model.ids == ConversationIds({"m1": 3}, 5) == ids
+    assert prepared.model.wrapped is wrapped.wrapped

@@ -9,6 +9,9 @@ generation (503 naming the problem), or two more builds finishing during one req
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -406,3 +409,62 @@ def test_the_serving_path_calls_no_chroma_write(tmp_path: Path, guard: _WriteGua
     guard.arm()
     assert _answer(client) == (200, _texts("gamma"))  # the reopen writes nothing either
     assert guard.attempted == []
+
+
+_ADD_IN_A_CHILD = """
+import sys
+from langchain_references.server.index import EvidenceIndex, parse_evidence_record
+from tests.unit_tests.server._build_fakes import WordHashEmbeddings
+
+index = EvidenceIndex.open(sys.argv[1], persist_dir=sys.argv[2], embeddings=WordHashEmbeddings())
+texts = sys.argv[3:]
+index.add_records(
+    [parse_evidence_record({"id": f"added-{i}", "title": "added", "text": t})
+     for i, t in enumerate(texts)]
+)
+"""
+
+#: Records added by another process, each with words of its own.
+ADDED = (
+    "Fjords are carved by ancient ice.",
+    "Permafrost thaw releases methane.",
+    "Sea ice reflects sunlight back.",
+    "Tundra shrubs spread northward quickly.",
+    "Avalanches follow heavy snowfall.",
+)
+
+
+@pytest.mark.parametrize("retrieval", ["dense", "hybrid"])
+def test_records_added_by_another_process_are_found_by_meaning_after_the_reopen(
+    tmp_path: Path, retrieval: Retrieval
+) -> None:
+    """The reopened index searches the vectors on disk, not those loaded at start-up.
+
+    Chroma keeps one system per directory in a process; reopening on it kept the vector
+    segment loaded before another process (an update in place) wrote, so the added records
+    were found by words only.
+    """
+    _build(tmp_path, "alpha")
+    clock = _Clock()
+    live = LiveIndex(_open(tmp_path, retrieval), check_seconds=10, clock=clock)
+    before = live.current
+    assert live.search("glaciers melt", granularity="abstract", k=1)  # the segment is loaded
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    subprocess.run(
+        [sys.executable, "-c", _ADD_IN_A_CHILD, NAME, str(tmp_path), *ADDED],
+        env=env,
+        check=True,
+        timeout=300,
+    )
+    clock.now = 10.0
+    live.fresh()
+    assert (live.generation, live.current.revision) == (f"{NAME}__g1", 1)
+    vectors = live.embeddings.embed_documents(list(ADDED))
+    # the vectors' own ranking, which the hybrid mode fuses with BM25's
+    nearest = live.current._dense(vectors, "abstract", 1)
+    first = [found[0][0] if found else None for found in nearest]
+    if retrieval == "dense":
+        assert [live.search(t, granularity="abstract", k=1)[0].id for t in ADDED] == first
+    assert first == [f"added-{i}:abstract" for i in range(len(ADDED))]
+    # the generation opened before (searches in flight on it) still answers
+    assert before.search("glaciers melt", granularity="abstract", k=1)
