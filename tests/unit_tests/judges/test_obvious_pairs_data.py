@@ -12,19 +12,6 @@ from collections import Counter
 from pathlib import Path
 
 DATA = Path(__file__).parent / "data" / "obvious_pairs.jsonl"
-KINDS = {
-    "entity_swap",
-    "comparative",
-    "superlative",
-    "year",
-    "number",
-    "negation",
-    "direction",
-    "support",
-    "paraphrase",
-    "unrelated",
-    "topical_silent",
-}
 
 
 def test_the_obvious_pairs_are_well_formed() -> None:
@@ -33,11 +20,13 @@ def test_the_obvious_pairs_are_well_formed() -> None:
     assert len({p["id"] for p in pairs}) == len(pairs)
     for pair in pairs:
         assert set(pair) == {"id", "kind", "statement", "passage", "label", "split", "source"}
-        assert pair["kind"] in KINDS, pair["id"]
+        assert pair["kind"] == pair["id"].rsplit("-", 1)[0], pair["id"]  # ids name their kind
         assert pair["label"] in {"entails", "contradicts", "unknown"}, pair["id"]
         assert pair["split"] in {"dev", "heldout"}, pair["id"]
         assert all(pair[key].strip() for key in ("statement", "passage", "source")), pair["id"]
+    kinds = {p["kind"] for p in pairs}
+    assert len(kinds) >= 11  # swaps, comparatives, years... (benchmarks/eval_obvious_pairs.py)
     splits = Counter((p["kind"], p["split"]) for p in pairs)
-    assert all(splits[(kind, "dev")] and splits[(kind, "heldout")] for kind in KINDS)
+    assert all(splits[(kind, "dev")] and splits[(kind, "heldout")] for kind in kinds)
     labels = Counter(p["label"] for p in pairs)
     assert min(labels.values()) >= 30  # each label well represented
