@@ -130,6 +130,9 @@ def _quiet_ray_data() -> None:
     context.enable_auto_log_stats = False
     context.execution_options.preserve_order = True
     logging.getLogger("ray.data").setLevel(logging.ERROR)  # "progress bars disabled"...
+    # _map turns actor restarts off through ray_remote_args (max_restarts has no named
+    # parameter in Ray 2.60), which Ray says is deprecated on every run
+    warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
 
 
 #: The logger of Ray's notice that a local cluster uses token authentication (it does: fine).
@@ -363,29 +366,25 @@ def _map(
 ) -> Dataset:
     import ray.data
 
-    with warnings.catch_warnings():
-        # max_restarts has no named parameter in Ray 2.60 (Ray Data's own advice for turning
-        # restarts off): its ray_remote_args route warns that it is deprecated
-        warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
-        return dataset.map_batches(
-            RunnableWorker,
-            fn_constructor_args=(factory,),
-            fn_constructor_kwargs={
-                "input_column": input_column,
-                "output_column": output_column,
-                "error_column": error_column,
-                "pickled": pickled,
-                "max_concurrency": options.max_concurrency,
-            },
-            batch_size=options.batch_size,
-            batch_format="numpy",
-            compute=ray.data.ActorPoolStrategy(size=options.workers),
-            num_cpus=options.cpus_per_worker,
-            # No actor restarts: Ray Data keeps a worker's constructor arguments in the object
-            # store, from which a restart is not guaranteed (Ray logs that at error level on every
-            # run otherwise); a worker that dies ends the run with Ray's error instead.
-            max_restarts=0,
-        )
+    return dataset.map_batches(
+        RunnableWorker,
+        fn_constructor_args=(factory,),
+        fn_constructor_kwargs={
+            "input_column": input_column,
+            "output_column": output_column,
+            "error_column": error_column,
+            "pickled": pickled,
+            "max_concurrency": options.max_concurrency,
+        },
+        batch_size=options.batch_size,
+        batch_format="numpy",
+        compute=ray.data.ActorPoolStrategy(size=options.workers),
+        num_cpus=options.cpus_per_worker,
+        # No actor restarts: Ray Data keeps a worker's constructor arguments in the object
+        # store, from which a restart is not guaranteed (Ray logs that at error level on
+        # every run otherwise); a worker that dies ends the run with Ray's error instead.
+        max_restarts=0,
+    )
 
 
 def map_runnable(
