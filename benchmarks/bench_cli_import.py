@@ -32,6 +32,7 @@ COMMANDS: list[tuple[str, list[str] | None]] = [
             "demo",
             "index",
             "index build",
+            "index add",
             "serve",
         )
     ),

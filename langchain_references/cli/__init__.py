@@ -45,7 +45,14 @@ from collections.abc import Sequence
 from typing import Any, Final, TextIO
 
 from langchain_references._optional import MissingDependencyError, missing_dependency
-from langchain_references.cli._common import CLIError, Command, add_command, streams
+from langchain_references.cli._common import (
+    CLIError,
+    Command,
+    CommandParser,
+    VersionAction,
+    add_command,
+    streams,
+)
 
 __all__ = ["CLIError", "build_parser", "main"]
 
@@ -63,27 +70,6 @@ _COMMANDS: Final[dict[str, str | None]] = {
     "index": "server",
     "serve": "server",
 }
-
-
-class _VersionAction(argparse.Action):
-    """``--version``: print ``PROG VERSION`` and exit, reading the version only then."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
-        super().__init__(
-            option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, nargs=0, help=help
-        )
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: object,
-        option_string: str | None = None,
-    ) -> None:
-        from langchain_references import __version__  # importlib.metadata: not for --help
-
-        sys.stdout.write(f"{parser.prog} {__version__}\n")
-        parser.exit()
 
 
 def _unavailable_command(subparsers: Any, name: str, error: MissingDependencyError) -> None:
@@ -128,8 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Verifiable LLM answers: fact-check statements, score long-form "
         "factuality, check an answer's citations, or run the streaming-citations demo.",
     )
-    parser.add_argument("--version", action=_VersionAction, help="print the version")
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument("--version", action=VersionAction, help="print the version")
+    subparsers = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=CommandParser
+    )
     for name, extra in _COMMANDS.items():
         # Only the command's parser module (light): the command's own loads when it runs.
         command = importlib.import_module(f"{__name__}.parsers.{name}")

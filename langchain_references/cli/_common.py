@@ -178,6 +178,89 @@ class LazyCommand:
         return command(args, out=out, err=err)
 
 
+#: The program's name.
+PROG: Final = "langchain-references"
+
+
+def write_version() -> None:
+    """Print ``langchain-references VERSION`` on stdout (the version read only then)."""
+    from langchain_references import __version__  # importlib.metadata: not for --help
+
+    sys.stdout.write(f"{PROG} {__version__}\n")
+
+
+class VersionAction(argparse.Action):
+    """``--version``: print ``langchain-references VERSION`` and exit."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(
+            option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, nargs=0, help=help
+        )
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        """Print the version and exit with status 0."""
+        write_version()
+        parser.exit()
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The parser of a command: an option it does not know is its error, with its usage.
+
+    argparse hands a subcommand's unknown arguments back to the top-level parser, which then
+    reports them under the program's usage; this parser reports them itself (exit status 2).
+    """
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """Parse ``args``; an argument this command does not take is a usage error.
+
+        Raises:
+            SystemExit: From :meth:`~argparse.ArgumentParser.error` (status 2), if an
+                argument is not the command's.
+        """
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+
+class DeprecatedAlias(argparse.Action):
+    """An option's old spelling: stores what ``replacement`` stores and says so on stderr.
+
+    Args:
+        option_strings: The old spelling.
+        dest: Where the new option stores its value.
+        replacement: The new option, named in the warning.
+        **kwargs: Passed to :class:`argparse.Action` (``type``, ``metavar``...).
+    """
+
+    def __init__(
+        self, option_strings: Sequence[str], dest: str, *, replacement: str, **kwargs: Any
+    ) -> None:
+        kwargs.setdefault("help", f"deprecated: same as {replacement}")
+        kwargs.setdefault("default", argparse.SUPPRESS)
+        super().__init__(option_strings, dest, **kwargs)
+        self.replacement = replacement
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        """Store ``values`` under the new option's name; warn on stderr."""
+        sys.stderr.write(f"warning: {option_string} is deprecated; use {self.replacement}\n")
+        setattr(namespace, self.dest, values)
+
+
 def add_subcommand(
     subparsers: Any,
     name: str,
@@ -510,7 +593,9 @@ def load_chat_model(name: str, *, option: str = "--model", **kwargs: Any) -> Bas
 
 
 def add_judge_options(parser: argparse.ArgumentParser) -> None:
-    """Add ``--judge SPEC`` (read by :func:`build_judge`) and ``--max-concurrency N``.
+    """Add ``--judge SPEC`` (read by :func:`build_judge`) and ``--judge-concurrency N``.
+
+    ``--max-concurrency N``, its old spelling, is accepted with a deprecation warning.
 
     Args:
         parser: The parser of a command that judges claims against passages.
@@ -524,11 +609,20 @@ def add_judge_options(parser: argparse.ArgumentParser) -> None:
         "(default: heuristic)",
     )
     parser.add_argument(
-        "--max-concurrency",
+        "--judge-concurrency",
+        dest="max_concurrency",
         type=positive_int,
         default=4,
         metavar="N",
         help="judge calls in flight (default: 4)",
+    )
+    parser.add_argument(
+        "--max-concurrency",
+        action=DeprecatedAlias,
+        replacement="--judge-concurrency",
+        dest="max_concurrency",
+        type=positive_int,
+        metavar="N",
     )
 
 

@@ -517,7 +517,7 @@ def build_evaluator(
         llm,
         judge=judging,
         retriever=InputContexts(args.top_k),
-        version=args.version,
+        version=args.graph_version,
         top_k=args.top_k,
         inference_method=args.method,
         max_concurrency=args.max_concurrency,
@@ -609,7 +609,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     finished = _Records(
         cache,
         {
-            "version": args.version,
+            "version": args.graph_version,
             "top_k": args.top_k,
             "method": args.method,
             "llm": args.llm,
@@ -623,7 +623,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     started = time.perf_counter()
 
     def table() -> None:
-        out.write(f"FactReasoner FR{args.version}, {len(records)} record(s)\n")
+        out.write(f"FactReasoner FR{args.graph_version}, {len(records)} record(s)\n")
         out.write(f"Judge: {info}\n")
         rows = scoring.ordered_rows()
         if rows:

@@ -1,4 +1,4 @@
-"""``langchain-references index build``: build an evidence index from a corpus JSONL file.
+"""``langchain-references index build`` and ``index add``: build an evidence index, update it.
 
 ``index build --input corpus.jsonl --name NAME`` indexes each record ``{"id", "title", "text",
 "url"?, "doi"?, "year"?, "citation_count"?, "influential_citation_count"?, ...}`` twice: the
@@ -23,6 +23,14 @@ embeddings once) of a local Ray started on 127.0.0.1, or of the cluster at ``--r
 (extra ``[ray]``): the same entries are written, the progress bar counts the records of the
 batches done, in order, and the summary line is the local engine's. Into a Chroma server
 (``--chroma-url``) the actors write the entries themselves.
+
+``index add --input more.jsonl --name NAME`` updates the index in place instead: each record is
+upserted into the current generation (a record whose id is there already is replaced, the
+sentences it no longer has deleted) and the saved BM25 indexes are rebuilt. It is not atomic:
+while it runs, and if it fails or is interrupted, the index is marked incomplete (a running
+``serve`` keeps answering from what it has and reopens the generation once an ``index add``
+completes; a new ``serve`` refuses it) until an ``index add`` completes; running it again
+completes it. An index that does not exist is an error (``index build`` creates indexes).
 
 Exit status: 0 when every record was indexed, 1 when some lines were skipped, 2 when the
 command cannot run or the build failed (unreadable input, no valid record, index unavailable,
@@ -50,6 +58,7 @@ from langchain_references.cli.parsers.index import (
     HELP,
     add_location_options,
     add_parser,
+    configure_add_parser,
     configure_build_parser,
 )
 from langchain_references.loading import LoadResult, load_records
@@ -58,6 +67,7 @@ from langchain_references.server.index import (
     EvidenceIndex,
     EvidenceIndexError,
     EvidenceRecord,
+    IncompleteIndexError,
     load_embeddings,
     parse_evidence_record,
 )
@@ -75,8 +85,10 @@ __all__ = [
     "HELP",
     "add_location_options",
     "add_parser",
+    "configure_add_parser",
     "configure_build_parser",
     "open_index",
+    "run_add",
     "run_build",
 ]
 
@@ -193,5 +205,69 @@ def run_build(
         + kept
         + (f"; {len(errors)} line(s) skipped" if errors else "")
         + "\n"
+    )
+    return 1 if errors else 0
+
+
+def _index_to_update(args: argparse.Namespace) -> EvidenceIndex:
+    """The index ``index add`` writes to: it must exist; an incomplete one is completed."""
+    try:
+        return open_index(args, create=False)
+    except CLIError as exc:
+        if not isinstance(exc.__cause__, IncompleteIndexError):
+            raise  # missing (a typo in --name should not make a new index), or unreachable
+    return open_index(args, create=True)  # an earlier add or build did not finish
+
+
+def run_add(
+    args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    """Run ``index add``: upsert the records of ``--input`` into the index, in place.
+
+    Args:
+        args: Arguments parsed by :func:`configure_add_parser`'s options.
+        out: Where the summary goes (stdout by default).
+        err: Where skipped lines and the progress bar go (stderr by default).
+
+    Returns:
+        0 when every record was added, 1 when some lines were skipped, 130 when interrupted
+        (one ``error: interrupted; ...`` line says the index stays incomplete until an
+        ``index add`` completes).
+
+    Raises:
+        CLIError: If the input cannot be read or has no valid record, or the index does not
+            exist, cannot be reached or refuses a write.
+    """
+    from tqdm import tqdm
+
+    out, err = streams(out, err)
+    records, errors = read_records(args.input, _loader(args.max_record_chars), err)
+    index = _index_to_update(args)
+    try:
+        before = index.count()
+    except EvidenceIndexError as exc:
+        raise CLIError(str(exc)) from exc
+    try:
+        with tqdm(
+            total=len(records), unit="record", file=err, disable=args.quiet, desc="adding"
+        ) as bar:
+            written = index.add_records(records, batch_size=args.batch_size, progress=bar.update)
+        after = index.count()
+    except (ValueError, EvidenceIndexError) as exc:
+        raise CLIError(
+            f"{exc}; index {args.name!r} is marked incomplete until an index add completes "
+            "(run it again: re-added records replace their entries)"
+        ) from exc
+    except KeyboardInterrupt as exc:
+        exc.add_note(
+            f"index {args.name!r} is marked incomplete until an index add completes (run it "
+            "again: re-added records replace their entries)"
+        )
+        err.write("; ".join(["error: interrupted", *exc.__notes__]) + "\n")
+        return INTERRUPTED
+    out.write(
+        f"added {len(records)} record(s) as {written} entries to {args.name!r} at "
+        f"{index.location}, generation {index.generation!r}; the index holds {after} entries "
+        f"({after - before:+d})" + (f"; {len(errors)} line(s) skipped" if errors else "") + "\n"
     )
     return 1 if errors else 0

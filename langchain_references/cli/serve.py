@@ -29,15 +29,18 @@ with one ``error: ...`` line, an index that has no complete generation: a first 
 interrupted or failed, a generation missing or short of entries, an interrupted in-place
 update, or an index built by an older version that did not mark complete builds.
 
-Exit status: 0 after a clean shutdown, 2 when the service cannot start (no such index, an
-incomplete index, Chroma unreachable, bad option).
+Exit status: 0 after a clean shutdown, 2 when the service cannot start (the port in use, no
+such index, an incomplete index, Chroma unreachable, bad option): one ``error: ...`` line,
+before the ``serving ...`` line (the port is checked first).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import inspect
 import os
+import socket
 from typing import Any, Final, TextIO
 
 from langchain_references.cli._common import (
@@ -165,6 +168,32 @@ def log_config(level: str) -> dict[str, Any]:
     }
 
 
+def check_port(host: str, port: int) -> None:
+    """Fail now, in one line, if ``host:port`` cannot be listened on (busy, or not ours).
+
+    The test binds the address as uvicorn does (``SO_REUSEADDR``: a port whose earlier
+    connections are closing is free), then lets it go.
+
+    Raises:
+        CLIError: If the address is in use or cannot be bound.
+    """
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise CLIError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+    family, kind, proto, _name, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise CLIError(
+                    f"port {port} on {host} is in use (another serve?): choose another --port"
+                ) from exc
+            raise CLIError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+
+
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run ``serve`` until interrupted.
 
@@ -185,6 +214,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
 
     out, _ = streams(out, err)
     settings = settings_from_args(args)
+    check_port(args.host, args.port)  # before the slow part, and before announcing it
     judge, _model = build_judge(settings.judge)  # fail now (package, API key), not in a worker
     index = open_index(args, create=False)  # fail now, not in every worker
     out.write(

@@ -25,6 +25,7 @@ the environment the ``serve`` command sets (:meth:`ServerSettings.from_env`): th
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import hmac
@@ -450,11 +451,28 @@ CPU_BOUND_MODULES: Final = (
 )
 
 
+def _workers_started(task: asyncio.Task[None]) -> None:
+    """Log a failed start of the CPU workers (each request then starts one as it needs it)."""
+    if not task.cancelled() and (error := task.exception()) is not None:
+        logger.warning("the CPU worker processes did not start ahead of requests: %r", error)
+
+
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Start the CPU worker process with the service: it is up before the first request."""
-    await cpu.start(*CPU_BOUND_MODULES)
-    yield
+    """Start the CPU worker processes in the background as the service starts.
+
+    The service answers at once (its health check first); a request that needs a CPU worker
+    before they are up waits for one. Starting them takes a few seconds (their imports), more
+    on a busy machine.
+    """
+    starting = asyncio.create_task(cpu.start(*CPU_BOUND_MODULES))
+    starting.add_done_callback(_workers_started)
+    try:
+        yield
+    finally:
+        starting.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await starting
 
 
 def api_description(judge: JudgeInfo) -> str:

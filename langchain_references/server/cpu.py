@@ -10,8 +10,9 @@ package's worker processes instead (``langchain_references._isolation``: reused 
 at a lower priority, ended with their parent), where it costs the service's process nothing
 but the pickling of the text and of the result.
 
-:func:`start` (the service's start-up waits for it) starts the workers, which import the
-modules of the functions they will run as they start (at the service's priority: see
+:func:`start` (run in the background as the service starts: it answers meanwhile, and a
+request that needs a worker waits for one) starts the workers, which import the modules of
+the functions they will run as they start (at the service's priority: see
 :func:`~langchain_references._isolation.preload`), a few seconds. A function given to
 :func:`run_cpu_bound` must be a module-level function, and its arguments, result and
 exceptions picklable; what it raises is raised by :func:`run_cpu_bound`. A worker that dies

@@ -29,7 +29,16 @@ def test_bench_cli_import_prints_every_row() -> None:
     matches = [row.match(line) for line in rows]
     assert all(matches), rows
     labels = [m.group(1) for m in matches if m]
-    commands = ["factcheck", "factuality", "citations", "demo", "index", "index build", "serve"]
+    commands = [
+        "factcheck",
+        "factuality",
+        "citations",
+        "demo",
+        "index",
+        "index build",
+        "index add",
+        "serve",
+    ]
     assert labels == ["python -c pass", "--version", "--help", *(f"{c} --help" for c in commands)]
     counts = [int(m.group(3)) for m in matches if m]
     assert all(count > counts[0] for count in counts[1:])  # the program imports more than python

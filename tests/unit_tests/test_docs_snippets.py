@@ -39,12 +39,13 @@ def test_every_page_is_in_the_nav() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES, ids=[page.name for page in PAGES])
-def test_docs_snippets_run(page: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(ROOT)
+def test_docs_snippets_run(page: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Every snippet runs as a reader runs it, from whatever directory they are in."""
+    monkeypatch.chdir(tmp_path)
     for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(key, raising=False)
     run_snippets(page, f"docs/{page.name}")
-    assert os.getcwd() == str(ROOT)
+    assert os.getcwd() == str(tmp_path)
 
 
 @pytest.mark.slow

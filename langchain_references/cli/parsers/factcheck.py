@@ -80,14 +80,6 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help=f"statements checked at once (default: {DEFAULT_CONCURRENCY})",
     )
     parser.add_argument(
-        "--judge-concurrency",
-        dest="max_concurrency",
-        type=positive_int,
-        default=argparse.SUPPRESS,
-        metavar="N",
-        help="same as --max-concurrency (judge calls in flight per statement)",
-    )
-    parser.add_argument(
         "--timeout", type=positive_float, default=10.0, help="seconds per page (default: 10)"
     )
     parser.add_argument(

@@ -7,8 +7,10 @@ The command itself (:mod:`langchain_references.cli.factuality`) loads when it ru
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from langchain_references.cli._common import (
     LazyCommand,
@@ -16,6 +18,7 @@ from langchain_references.cli._common import (
     add_judge_options,
     add_run_options,
     positive_int,
+    write_version,
 )
 
 __all__ = ["DESCRIPTION", "HELP", "REQUIRES", "configure_parser", "run"]
@@ -27,16 +30,54 @@ REQUIRES: Final[tuple[str, ...]] = ("numpy", "httpx")
 run: Final = LazyCommand("langchain_references.cli.factuality")
 
 
+class _VersionOrGraphVersion(argparse.Action):
+    """``factuality --version``: alone, the program's version; with ``N``, ``--graph-version``.
+
+    ``--version N`` is the old spelling of ``--graph-version N``: accepted, with a deprecation
+    warning on stderr.
+    """
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(
+            option_strings,
+            dest="graph_version",
+            nargs="?",
+            type=int,
+            choices=(1, 2, 3),
+            default=argparse.SUPPRESS,
+            help="print the program's version (--version N: deprecated, see --graph-version)",
+        )
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        """Print the version and exit, or store ``N`` as ``--graph-version`` with a warning."""
+        if values is None:
+            write_version()
+            parser.exit()
+        sys.stderr.write("warning: factuality --version N is deprecated; use --graph-version N\n")
+        setattr(namespace, self.dest, values)
+
+
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    """Add ``--input``, ``--version``, the judge options and the pipeline's to ``parser``.
+    """Add ``--input``, ``--graph-version``, the judge options and the pipeline's to ``parser``.
 
     Args:
         parser: The ``factuality`` subcommand's parser.
     """
     parser.add_argument("--input", required=True, type=Path, help="FactReasoner .json/.jsonl")
     parser.add_argument(
-        "--version", type=int, choices=(1, 2, 3), default=2, help="FR graph version (default: 2)"
+        "--graph-version",
+        type=int,
+        choices=(1, 2, 3),
+        default=2,
+        help="FactReasoner graph version, FR1 to FR3 (default: 2)",
     )
+    parser.add_argument("--version", action=_VersionOrGraphVersion)
     add_judge_options(parser)
     parser.add_argument(
         "--llm",

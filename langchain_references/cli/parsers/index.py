@@ -21,6 +21,8 @@ from langchain_references.cli._common import (
 from langchain_references.server.settings import MAX_RECORD_CHARS
 
 __all__ = [
+    "ADD_DESCRIPTION",
+    "ADD_HELP",
     "BUILD_DESCRIPTION",
     "BUILD_HELP",
     "DESCRIPTION",
@@ -28,7 +30,9 @@ __all__ = [
     "REQUIRES",
     "add_location_options",
     "add_parser",
+    "configure_add_parser",
     "configure_build_parser",
+    "run_add",
     "run_build",
 ]
 
@@ -37,6 +41,8 @@ __all__ = [
 REQUIRES: Final[tuple[str, ...]] = ()
 #: ``index build`` (``args.func``), imported when it runs.
 run_build: Final = LazyCommand("langchain_references.cli.index", "run_build")
+#: ``index add`` (``args.func``), imported when it runs.
+run_add: Final = LazyCommand("langchain_references.cli.index", "run_add")
 
 HELP: Final = "build an evidence index for the service"
 DESCRIPTION: Final = "Manage evidence indexes (Chroma collections) served by `serve`."
@@ -45,6 +51,15 @@ BUILD_DESCRIPTION: Final = (
     "Index each record of a corpus JSONL file as a whole passage and as sentences, with its "
     "metadata, into a new generation of the index; the index switches to it only when it is "
     "complete, so a failed or interrupted build leaves the index as it was."
+)
+
+
+ADD_HELP: Final = "add or update records of a corpus JSONL file in an index, in place"
+ADD_DESCRIPTION: Final = (
+    "Upsert each record of a corpus JSONL file into the index's current generation (a record "
+    "whose id is already there is replaced), without rebuilding the rest. Not atomic: while it "
+    "runs, and if it fails, the index is marked incomplete (a running `serve` keeps answering "
+    "from what it has; a new one refuses it) until an `index add` completes."
 )
 
 
@@ -73,14 +88,10 @@ def add_location_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def configure_build_parser(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``index build``.
-
-    Args:
-        parser: The ``index build`` parser.
-    """
+def _add_corpus_options(parser: argparse.ArgumentParser, name_help: str) -> None:
+    """The options ``index build`` and ``index add`` share: the corpus, the index, batches."""
     parser.add_argument("--input", required=True, type=Path, help="corpus JSONL")
-    parser.add_argument("--name", required=True, type=non_blank, help="the index name")
+    parser.add_argument("--name", required=True, type=non_blank, help=name_help)
     add_location_options(parser)
     parser.add_argument(
         "--batch-size",
@@ -96,6 +107,25 @@ def configure_build_parser(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"longest record text; a longer record is skipped (default: {MAX_RECORD_CHARS})",
     )
+
+
+def configure_add_parser(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``index add``.
+
+    Args:
+        parser: The ``index add`` parser.
+    """
+    _add_corpus_options(parser, "the index to update (it must exist: see index build)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def configure_build_parser(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``index build``.
+
+    Args:
+        parser: The ``index build`` parser.
+    """
+    _add_corpus_options(parser, "the index name")
     add_retrieval_option(
         parser,
         "the index will be searched; unless dense, its BM25 index is saved with the new "
@@ -106,7 +136,7 @@ def configure_build_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``index`` and its subcommand ``build`` in ``subparsers``."""
+    """Register ``index`` and its subcommands ``build`` and ``add`` in ``subparsers``."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "index", help=HELP, description=DESCRIPTION
     )
@@ -114,4 +144,5 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     add_subcommand(
         actions, "build", BUILD_HELP, BUILD_DESCRIPTION, configure_build_parser, run_build
     )
+    add_subcommand(actions, "add", ADD_HELP, ADD_DESCRIPTION, configure_add_parser, run_add)
     return parser

@@ -36,7 +36,7 @@ def test_factuality_on_flaherty(shared_data: Path, tmp_path: Path) -> None:
     code, out, err = run(
         "--input",
         str(shared_data / FLAHERTY),
-        "--version",
+        "--graph-version",
         "1",
         "--judge",
         "heuristic-lexical",
@@ -95,7 +95,7 @@ def test_factuality_top_k_and_bad_records(shared_data: Path, tmp_path: Path) -> 
         encoding="utf-8",
     )
     output = tmp_path / "out.jsonl"
-    options = ["--judge", "heuristic-lexical", "--top-k", "1", "--version", "2"]
+    options = ["--judge", "heuristic-lexical", "--top-k", "1", "--graph-version", "2"]
     code, _out, err = run("--input", str(path), *options, "--output", str(output))
     assert code == 1
     assert f"error: {path}:2: invalid JSON: " in err
@@ -346,8 +346,8 @@ def test_the_subcommand_plugs_into_another_parser() -> None:
     parser = argparse.ArgumentParser(prog="langchain-references")
     subparsers = parser.add_subparsers(dest="command", required=True)
     add_command(subparsers, "factuality", cli)
-    args = parser.parse_args(["factuality", "--input", "x.json", "--version", "3"])
+    args = parser.parse_args(["factuality", "--input", "x.json", "--graph-version", "3"])
     assert args.func is cli.run
-    assert args.version == 3
+    assert args.graph_version == 3
     with pytest.raises(SystemExit):
-        parser.parse_args(["factuality", "--input", "x", "--version", "4"])
+        parser.parse_args(["factuality", "--input", "x", "--graph-version", "4"])

@@ -29,6 +29,7 @@ SMALL_COMMANDS = [
     ["demo", "--help"],
     ["index", "--help"],
     ["index", "build", "--help"],
+    ["index", "add", "--help"],
     ["serve", "--help"],
 ]
 
@@ -101,6 +102,8 @@ def test_the_commands_are_loaded_when_they_run_and_the_arguments_still_pickle() 
     assert pickle.loads(pickle.dumps(args)).func == args.func  # the arguments travel to Ray
     build = build_parser().parse_args(["index", "build", "--input", "c.jsonl", "--name", "n"])
     assert build.func == LazyCommand("langchain_references.cli.index", "run_build")
+    add = build_parser().parse_args(["index", "add", "--input", "c.jsonl", "--name", "n"])
+    assert add.func == LazyCommand("langchain_references.cli.index", "run_add")
 
 
 def test_each_command_module_uses_the_options_of_its_parser_module() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import io
 import json
@@ -19,8 +20,16 @@ from tests.unit_tests.conftest import REPO_ROOT
 #: Every subcommand and options its ``--help`` must show.
 COMMANDS = {
     "factcheck": ["STATEMENT", "--file", "--search", "--model", "--json", "--concurrency"],
-    "factuality": ["--input", "--version", "--judge", "--llm", "--output", "--top-k", "--method"],
-    "citations": ["--input", "--judge", "--json", "--min-words", "--max-concurrency"],
+    "factuality": [
+        "--input",
+        "--graph-version",
+        "--judge",
+        "--llm",
+        "--output",
+        "--top-k",
+        "--method",
+    ],
+    "citations": ["--input", "--judge", "--json", "--min-words", "--judge-concurrency"],
     "demo": ["--question", "--style", "--model", "--offline", "-k"],
 }
 
@@ -78,6 +87,78 @@ def test_usage_errors_exit_2_on_err(argv: list[str], message: str) -> None:
     assert out == ""
     assert err.startswith("usage: langchain-references")
     assert message in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "prog", "unknown"),
+    [
+        (["demo", "--bogus"], "langchain-references demo", "--bogus"),
+        (
+            ["factcheck", "x", "--search", "demo", "--bogus"],
+            "langchain-references factcheck",
+            "--bogus",
+        ),
+        (
+            ["citations", "--input", "a.jsonl", "--bogus", "1"],
+            "langchain-references citations",
+            "--bogus 1",
+        ),
+        (
+            ["index", "build", "--input", "c", "--name", "n", "-z"],
+            "langchain-references index build",
+            "-z",
+        ),
+    ],
+)
+def test_an_unknown_option_prints_its_commands_usage(
+    argv: list[str], prog: str, unknown: str
+) -> None:
+    code, out, err = run_main(*argv)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"usage: {prog} [-h]")
+    assert err.splitlines()[-1] == f"{prog}: error: unrecognized arguments: {unknown}"
+
+
+def test_factuality_graph_version_and_its_deprecated_spelling() -> None:
+    parser = build_parser()
+    assert parser.parse_args(["factuality", "--input", "x.json"]).graph_version == 2
+    args = parser.parse_args(["factuality", "--input", "x.json", "--graph-version", "3"])
+    assert args.graph_version == 3
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        old = parser.parse_args(["factuality", "--input", "x.json", "--version", "1"])
+    assert old.graph_version == 1
+    assert err.getvalue() == (
+        "warning: factuality --version N is deprecated; use --graph-version N\n"
+    )
+
+
+def test_factuality_version_alone_is_the_programs_version() -> None:
+    code, out, err = run_main("factuality", "--version")
+    assert (code, err) == (0, "")
+    assert out == f"langchain-references {langchain_references.__version__}\n"
+
+
+@pytest.mark.parametrize("command", ["factuality", "citations", "factcheck"])
+def test_judge_concurrency_and_its_deprecated_spelling(command: str) -> None:
+    base = {"factuality": ["--input", "x"], "citations": ["--input", "x"], "factcheck": ["s"]}
+    parser = build_parser()
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert parser.parse_args([command, *base[command]]).max_concurrency == 4
+        new = parser.parse_args([command, *base[command], "--judge-concurrency", "7"])
+        assert err.getvalue() == ""
+        old = parser.parse_args([command, *base[command], "--max-concurrency", "3"])
+    assert (new.max_concurrency, old.max_concurrency) == (7, 3)
+    assert err.getvalue() == "warning: --max-concurrency is deprecated; use --judge-concurrency\n"
+
+
+def test_factcheck_has_one_flag_per_concurrency() -> None:
+    code, out, _err = run_main("factcheck", "--help")
+    assert code == 0
+    flags = [w.strip("[],") for w in out.split() if w.strip("[],").endswith("concurrency")]
+    assert sorted(set(flags)) == ["--concurrency", "--judge-concurrency", "--max-concurrency"]
+    assert "deprecated: same as --judge-concurrency" in " ".join(out.split())
 
 
 def test_a_command_that_cannot_run_prints_one_error_line() -> None:

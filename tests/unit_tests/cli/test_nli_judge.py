@@ -114,7 +114,7 @@ def test_factuality_names_the_model(tiny_nli: Path, shared_data: Path, tmp_path:
     output = tmp_path / "out.jsonl"
     code, out, err = run(
         "factuality", "--input", str(shared_data / "factreasoner_flaherty_wikipedia.json"),
-        "--version", "1", "--judge", f"nli:{tiny_nli}", "--output", str(output), "-q",
+        "--graph-version", "1", "--judge", f"nli:{tiny_nli}", "--output", str(output), "-q",
     )  # fmt: skip
     assert code == 0, err
     assert out.splitlines()[:2] == ["FactReasoner FR1, 1 record(s)", JUDGE_LINE]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from langchain_references.cli import main
-from langchain_references.server.index import EvidenceIndex
+from langchain_references.server.index import EvidenceIndex, IncompleteIndexError
 
 from .conftest import CORPUS, free_port
 from .test_index import INCOMPLETE
@@ -410,3 +410,187 @@ def test_build_skips_a_line_that_is_not_utf8_naming_it(tmp_path: Path) -> None:
     ]
     assert "1 line(s) skipped" in out
     assert EvidenceIndex.open("utf-idx", persist_dir=db).count("abstract") == 8
+
+
+# ------------------------------------------------------------------ index add
+
+
+def _write_corpus(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_add_upserts_records_in_place(tmp_path: Path) -> None:
+    lines = CORPUS.read_text(encoding="utf-8").splitlines()
+    db = tmp_path / "db"
+    first = _write_corpus(tmp_path / "first.jsonl", lines[:5])
+    assert (
+        _run(
+            "index",
+            "build",
+            "--input",
+            str(first),
+            "--name",
+            "upd",
+            "--persist-dir",
+            str(db),
+            "--quiet",
+        )[0]
+        == 0
+    )
+    index = EvidenceIndex.open("upd", persist_dir=db)
+    (generation, before) = (index.generation, index.count())
+    replaced = json.loads(lines[0]) | {"title": "CO2", "text": "One sentence only."}
+    more = _write_corpus(tmp_path / "more.jsonl", [json.dumps(replaced), *lines[5:]])
+
+    status, out, err = _run(
+        "index", "add", "--input", str(more), "--name", "upd", "--persist-dir", str(db), "--quiet"
+    )
+
+    assert (status, err) == (0, "")
+    index = EvidenceIndex.open("upd", persist_dir=db)
+    after = index.count()
+    assert index.generation == generation  # in place: no new generation
+    assert index.count("abstract") == 8
+    assert out == (
+        # co2-1's 3 entries (abstract, 2 sentences) became 2: written = the gain + 3
+        f"added 4 record(s) as {after - before + 3} entries to 'upd' at {index.location}, "
+        f"generation {generation!r}; the index holds {after} entries ({after - before:+d})\n"
+    )
+    (hit,) = index.search("One sentence only.", granularity="phrase", k=1)
+    assert (hit.id, hit.title) == ("co2-1:phrase:0", "CO2")
+    added = json.loads(lines[7])
+    (top,) = index.search(added["text"], granularity="abstract", k=1)
+    assert top.record_id == str(added["id"]) == "42"  # a numeric id is kept as text
+
+
+def test_add_refuses_an_index_that_does_not_exist(tmp_path: Path) -> None:
+    status, out, err = _run(
+        "index",
+        "add",
+        "--input",
+        str(CORPUS),
+        "--name",
+        "typo",
+        "--persist-dir",
+        str(tmp_path),
+        "--quiet",
+    )
+    assert (status, out) == (2, "")
+    assert err.startswith("error: ")
+    assert err.count("\n") == 1
+    assert "typo" in err
+    assert "Traceback" not in err
+    with pytest.raises(Exception, match="typo"):
+        EvidenceIndex.open("typo", persist_dir=tmp_path)  # nothing was created
+
+
+def test_add_reports_bad_lines_and_adds_the_rest(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    lines = CORPUS.read_text(encoding="utf-8").splitlines()
+    first = _write_corpus(tmp_path / "first.jsonl", lines[:2])
+    assert (
+        _run(
+            "index",
+            "build",
+            "--input",
+            str(first),
+            "--name",
+            "bad",
+            "--persist-dir",
+            str(db),
+            "--quiet",
+        )[0]
+        == 0
+    )
+    more = _write_corpus(tmp_path / "more.jsonl", [lines[2], "{not json", lines[3]])
+    status, out, err = _run(
+        "index", "add", "--input", str(more), "--name", "bad", "--persist-dir", str(db), "--quiet"
+    )
+    assert status == 1
+    assert err.startswith(f"error: {more}:2: invalid JSON")
+    assert err.count("\n") == 1
+    assert out.startswith("added 2 record(s) as ")
+    assert out.endswith("; 1 line(s) skipped\n")
+    assert EvidenceIndex.open("bad", persist_dir=db).count("abstract") == 4
+
+
+def test_an_interrupted_add_is_completed_by_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "db"
+    lines = CORPUS.read_text(encoding="utf-8").splitlines()
+    first = _write_corpus(tmp_path / "first.jsonl", lines[:4])
+    more = _write_corpus(tmp_path / "more.jsonl", lines[4:])
+    assert (
+        _run(
+            "index",
+            "build",
+            "--input",
+            str(first),
+            "--name",
+            "cut",
+            "--persist-dir",
+            str(db),
+            "--quiet",
+        )[0]
+        == 0
+    )
+
+    def interrupted(*args: object, **kwargs: object) -> int:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(EvidenceIndex, "_write", interrupted)
+        status, out, err = _run(
+            "index",
+            "add",
+            "--input",
+            str(more),
+            "--name",
+            "cut",
+            "--persist-dir",
+            str(db),
+            "--quiet",
+        )
+    assert (status, out) == (130, "")
+    assert err == (
+        "error: interrupted; index 'cut' is marked incomplete until an index add completes "
+        "(run it again: re-added records replace their entries)\n"
+    )
+    with pytest.raises(IncompleteIndexError):
+        EvidenceIndex.open("cut", persist_dir=db)
+
+    status, out, err = _run(
+        "index", "add", "--input", str(more), "--name", "cut", "--persist-dir", str(db), "--quiet"
+    )
+    assert (status, err) == (0, "")
+    assert EvidenceIndex.open("cut", persist_dir=db).count("abstract") == 8
+
+
+def test_serve_on_a_busy_port_fails_at_once_in_one_line(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        status, out, err = _run(
+            "serve", "--index", "climate", "--persist-dir", str(tmp_path), "--port", str(port)
+        )
+    assert (status, out) == (2, "")  # nothing announced, no judge or index loaded
+    assert err == (
+        f"error: port {port} on 127.0.0.1 is in use (another serve?): choose another --port\n"
+    )
+
+
+def test_the_port_check_leaves_a_free_port_free() -> None:
+    import socket
+
+    from langchain_references.cli.serve import check_port
+
+    port = free_port()
+    check_port("127.0.0.1", port)
+    check_port("127.0.0.1", port)  # the probe let it go
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", port))

@@ -7,6 +7,7 @@ import os
 import pickle
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -14,7 +15,8 @@ import pytest
 from langchain_references._isolation import WorkerDiedError
 from langchain_references.server import cpu
 from langchain_references.server.article import _sentences_and_claims
-from langchain_references.server.settings import LimitExceededError
+from langchain_references.server.services import Services
+from langchain_references.server.settings import LimitExceededError, ServerSettings
 
 
 def test_work_runs_in_another_process_at_a_lower_priority() -> None:
@@ -121,3 +123,30 @@ async def test_start_up_readies_every_worker_at_once() -> None:
     assert len(_isolation._idle) == _isolation.MAX_WORKERS
     pids = {await cpu.run_cpu_bound(os.getpid) for _ in range(_isolation.MAX_WORKERS)}
     assert pids <= {worker.pid for worker in _isolation._idle}
+
+
+def test_the_service_answers_while_its_cpu_workers_start(
+    settings: ServerSettings, services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from langchain_references.server.app import create_app
+
+    released = threading.Event()
+    states: list[str] = []
+
+    async def slow_start(*modules: str) -> None:  # the workers' imports, on a busy machine
+        states.append("starting")
+        try:
+            await asyncio.to_thread(released.wait, 30)
+            states.append("started")
+        except asyncio.CancelledError:
+            states.append("cancelled")
+            raise
+
+    monkeypatch.setattr(cpu, "start", slow_start)
+    with TestClient(create_app(settings, services=services), base_url="http://localhost") as c:
+        health = c.get("/healthcheck")
+        states.append(f"health {health.status_code}")
+        released.set()
+    assert states[:2] == ["starting", "health 200"]  # answered before the workers were up
