@@ -6,7 +6,10 @@ rate limits, 5xx) with ``with_retry``. With ``include_raw=True`` a reply that do
 validate (no tool call, bad JSON, wrong types) is not an exception, so it is never retried:
 :meth:`StructuredCall.read` turns it into a string saying why there is no reply, and each
 caller decides what that becomes (a failed judgement, an ``AtomizerError``, an unrevised
-chunk). Any other error propagates once the attempts are spent.
+chunk). Any other error propagates once the attempts are spent; a connection error that
+survives them makes the next calls fail at once, for a while
+(:mod:`~langchain_references._endpoint`: an unreachable endpoint costs one retry policy, not
+one per call).
 
 It holds no I/O of its own: callers run :attr:`StructuredCall.runnable` with ``invoke`` or
 ``ainvoke`` (or a batch) and read its output with :meth:`StructuredCall.read`, so the sync and
@@ -29,6 +32,8 @@ from langchain_core.messages import BaseMessage
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel
+
+from langchain_references._endpoint import EndpointGuard, endpoint_name, guarded
 
 __all__ = [
     "RetryOn",
@@ -138,6 +143,9 @@ class StructuredCall(Generic[SchemaT]):
         schema: The reply schema.
         prompt: The prompt.
         retry_on: What is retried.
+        guard: The endpoint's :class:`~langchain_references._endpoint.EndpointGuard`: once a
+            connection error survives the retries, the later calls fail at once
+            (:class:`~langchain_references._endpoint.EndpointUnreachableError`) for a while.
         runnable: The chain to ``invoke`` / ``ainvoke`` / ``batch``; its output goes to
             :meth:`read`.
 
@@ -177,7 +185,8 @@ class StructuredCall(Generic[SchemaT]):
                 stop_after_attempt=max_attempts,
                 wait_exponential_jitter=retry_wait,
             )
-        self.runnable: Runnable[dict[str, str], Any] = prompt | structured
+        self.guard = EndpointGuard(endpoint_name(llm))
+        self.runnable: Runnable[dict[str, str], Any] = prompt | guarded(structured, self.guard)
 
     def read(self, output: Any) -> SchemaT | str:
         """Read an output of :attr:`runnable` (see :func:`read_structured_reply`).

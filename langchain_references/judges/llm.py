@@ -20,6 +20,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field, field_validator
 
+from langchain_references._endpoint import chat_model_name
 from langchain_references._structured import (
     StructuredCaller,
     StructuredCallOptions,
@@ -55,32 +56,6 @@ _ANSWER = (
 
 #: Default prompt; its variables ``statement`` and ``passage`` receive delimited blocks.
 DEFAULT_JUDGE_PROMPT = data_prompt(_INSTRUCTIONS, _ANSWER, "{statement}\n\n{passage}")
-
-
-def chat_model_name(llm: BaseChatModel) -> str:
-    """The name of a chat model: ``PROVIDER:MODEL``, as LangChain's tracing names it.
-
-    Read from the model's LangSmith parameters (``ls_provider``, ``ls_model_name``), which
-    the provider packages fill in: ``ChatOpenAI(model="gpt-4o-mini")`` is
-    ``"openai:gpt-4o-mini"``, as ``init_chat_model("openai:gpt-4o-mini")`` spells it. A model
-    that names no model is named after its class.
-
-    Args:
-        llm: The chat model.
-
-    Returns:
-        Its name.
-    """
-    try:
-        params = llm._get_ls_params()
-    except Exception:  # a model whose tracing parameters fail still judges: name its class
-        logger.debug("no tracing parameters for %s", type(llm).__name__, exc_info=True)
-        return type(llm).__name__
-    model = params.get("ls_model_name")
-    if not isinstance(model, str) or not model.strip():
-        return type(llm).__name__
-    provider = params.get("ls_provider")
-    return f"{provider}:{model}" if isinstance(provider, str) and provider.strip() else model
 
 
 class JudgeReply(BaseModel):
