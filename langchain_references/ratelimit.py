@@ -20,7 +20,9 @@ in the process (a lock: threads and asyncio tasks alike); a backend that forward
 a Ray actor holding a :class:`LocalLimiterBackend` would share the limits across processes
 with no other change. The sync and async drivers (:meth:`RateLimiter.slot` /
 :meth:`RateLimiter.aslot`, :meth:`RateLimiter.call` / :meth:`RateLimiter.acall`) only sleep as
-the backend and :func:`retry_delay` say.
+the backend and :func:`retry_delay` say, and take turns: the threads and tasks waiting for a key
+queue in arrival order, only the first asks the backend, and each wakes the next as it gets
+its slot (a thousand waiters cost one poll, not a thousand).
 
 LangChain chat models take a ``rate_limiter``
 (:class:`~langchain_core.rate_limiters.BaseRateLimiter`); :meth:`RateLimiter.for_langchain` is
@@ -39,8 +41,9 @@ import email.utils
 import math
 import threading
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass
 from typing import Final, Protocol, TypeVar, runtime_checkable
 
@@ -69,6 +72,12 @@ RETRY_STATUSES: Final = frozenset({429, 503})
 _POLL_S: Final = 0.02
 #: A bucket this close to a whole token has one (float sums of refills fall just short).
 _TOKEN_EPSILON: Final = 1e-9
+#: The slowest and fastest rates a limit may set (requests per second): below, a request would
+#: wait longer than a quarter of an hour (``1e-9`` is 31 years; ``1e-300`` never ends).
+MIN_RPS: Final = 0.001
+MAX_RPS: Final = 10_000.0
+#: The most requests in flight a limit may allow.
+MAX_CONCURRENT: Final = 10_000
 
 
 @dataclass(frozen=True)
@@ -96,10 +105,17 @@ class RateLimit:
 
     def __post_init__(self) -> None:
         rps = self.requests_per_second
-        if rps is not None and not (math.isfinite(rps) and rps > 0):
-            raise ValueError(f"requests_per_second must be > 0 or None, got {rps!r}")
-        if self.max_concurrent is not None and self.max_concurrent < 1:
-            raise ValueError(f"max_concurrent must be >= 1 or None, got {self.max_concurrent}")
+        if rps is not None and not (math.isfinite(rps) and MIN_RPS <= rps <= MAX_RPS):
+            raise ValueError(
+                f"requests per second must be between {MIN_RPS:g} and {MAX_RPS:g} (or no "
+                f"rate limit), got {rps!r}"
+            )
+        most = self.max_concurrent
+        if most is not None and not 1 <= most <= MAX_CONCURRENT:
+            raise ValueError(
+                f"requests in flight must be between 1 and {MAX_CONCURRENT} (or no limit), "
+                f"got {most}"
+            )
         if self.burst < 1:
             raise ValueError(f"burst must be >= 1, got {self.burst}")
         if self.max_retries < 0:
@@ -111,6 +127,9 @@ class RateLimit:
     def parse(cls, text: str) -> RateLimit:
         """Read ``RPS[/CONCURRENT]``, e.g. ``"1"``, ``"0.5/2"``, ``"/4"`` (no rate limit).
 
+        ``"none"`` is no limit at all; an empty text is an error (it would silently lift the
+        limits it replaces).
+
         Args:
             text: The limit.
 
@@ -118,14 +137,22 @@ class RateLimit:
             The limit (other fields at their defaults).
 
         Raises:
-            ValueError: If it is malformed or out of range.
+            ValueError: If it is empty, malformed or out of range.
         """
+        if text.strip().lower() == "none":
+            return cls()
+        if not text.strip().strip("/").strip():
+            raise ValueError(
+                f"expected RPS[/CONCURRENT] (e.g. 1 or 0.5/2), or none for no limit, got {text!r}"
+            )
         rate, _, concurrent = text.strip().partition("/")
         try:
             rps = float(rate) if rate.strip() else None
             most = int(concurrent) if concurrent.strip() else None
         except ValueError:
-            raise ValueError(f"expected RPS[/CONCURRENT] (e.g. 1 or 0.5/2), got {text!r}") from None
+            raise ValueError(
+                f"expected RPS[/CONCURRENT] (e.g. 1 or 0.5/2), or none for no limit, got {text!r}"
+            ) from None
         return cls(requests_per_second=rps, max_concurrent=most)
 
 
@@ -332,6 +359,52 @@ class LocalLimiterBackend:
             return bucket.in_flight if bucket is not None else 0
 
 
+class _Turns:
+    """The waiters of each key in arrival order: only the first asks the backend for a slot.
+
+    The others sleep until they are first (woken by the one before them as it gets its slot or
+    gives up), so a thousand waiters cost one poll, not a thousand, and slots go in arrival
+    order. A waiter is a ``wake`` callable (a thread's event, a task's future on its loop).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queues: dict[str, deque[Callable[[], None]]] = {}
+
+    def join(self, key: str, wake: Callable[[], None]) -> bool:
+        """Queue ``wake`` for ``key``; True when it is first (its turn has come)."""
+        with self._lock:
+            queue = self._queues.setdefault(key, deque())
+            queue.append(wake)
+            return len(queue) == 1
+
+    def leave(self, key: str, wake: Callable[[], None]) -> None:
+        """Take ``wake`` out of ``key``'s queue; if it was first, wake the next one."""
+        with self._lock:
+            queue = self._queues.get(key)
+            if queue is None:
+                return
+            if wake not in queue:  # interrupted before it joined
+                return
+            first = queue[0] is wake
+            queue.remove(wake)
+            after = queue[0] if first and queue else None
+            if not queue:
+                del self._queues[key]
+        if after is not None:
+            after()
+
+    def waiting(self, key: str) -> int:
+        """How many wait for ``key`` (the first included)."""
+        with self._lock:
+            return len(self._queues.get(key, ()))
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 class RateLimiter:
     """Per-provider limits shared by every thread and task using this object (module docs).
 
@@ -358,6 +431,7 @@ class RateLimiter:
         self._sleep = sleep
         self._asleep = asleep
         self._lock = threading.Lock()
+        self._turns = _Turns()
         self.retries: dict[str, int] = {}
 
     def limit_for(self, key: str) -> RateLimit | None:
@@ -388,8 +462,7 @@ class RateLimiter:
         if limit is None:
             yield
             return
-        while (wait := self.backend.try_acquire(key, limit)) > 0:
-            self._sleep(wait)
+        self._acquire(key, limit)
         try:
             yield
         finally:
@@ -402,12 +475,43 @@ class RateLimiter:
         if limit is None:
             yield
             return
-        while (wait := self.backend.try_acquire(key, limit)) > 0:
-            await self._asleep(wait)
+        await self._aacquire(key, limit)
         try:
             yield
         finally:
             self.backend.release(key)
+
+    # The two drivers of a wait: join the key's turns, sleep until first, then ask the backend
+    # (sleeping as it says) until it gives a slot; leaving wakes the next waiter.
+
+    def _acquire(self, key: str, limit: RateLimit) -> None:
+        """Take a slot of ``key`` (the caller releases it), waiting for its turn first."""
+        turn = threading.Event()
+        wake = turn.set
+        try:
+            if not self._turns.join(key, wake):
+                turn.wait()
+            while (wait := self.backend.try_acquire(key, limit)) > 0:
+                self._sleep(wait)
+        finally:
+            self._turns.leave(key, wake)
+
+    async def _aacquire(self, key: str, limit: RateLimit) -> None:
+        """Async :meth:`_acquire`."""
+        loop = asyncio.get_running_loop()
+        turn: asyncio.Future[None] = loop.create_future()
+
+        def wake() -> None:
+            with suppress(RuntimeError):  # the loop is closed: its waiter is gone
+                loop.call_soon_threadsafe(_resolve, turn)
+
+        try:
+            if not self._turns.join(key, wake):
+                await turn
+            while (wait := self.backend.try_acquire(key, limit)) > 0:
+                await self._asleep(wait)
+        finally:
+            self._turns.leave(key, wake)
 
     def _retry(self, key: str, attempt: int, exc: Exception) -> bool:
         """After a failed call: pause the key and say whether to try again."""

@@ -177,7 +177,14 @@ def test_rate_option_is_checked(tmp_path: Path) -> None:
     )
     code, _, err = run_main("factuality", "--input", str(path), "--rate", "judge=fast")
     assert code == 2
-    assert "expected RPS[/CONCURRENT] (e.g. 1 or 0.5/2), got 'fast'" in err
+    assert "expected RPS[/CONCURRENT] (e.g. 1 or 0.5/2), or none for no limit, got 'fast'" in err
+    for spec, message in (
+        ("judge=", "or none for no limit, got ''"),
+        ("fetch=1e-300", "requests per second must be between 0.001 and 10000"),
+    ):
+        code, out, err = run_main("factuality", "--input", str(path), "--rate", spec)
+        assert (code, out) == (2, "")
+        assert message in err.splitlines()[-1]
 
 
 # ------------------------------------------------------------------ factcheck: every search kind

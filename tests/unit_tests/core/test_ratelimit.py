@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -238,14 +239,50 @@ def test_retry_delay_caps_the_wait() -> None:
 
 
 def test_limits_are_checked() -> None:
-    with pytest.raises(ValueError, match="requests_per_second"):
+    with pytest.raises(ValueError, match=r"requests per second must be between 0\.001 and 10000"):
         RateLimit(requests_per_second=0)
-    with pytest.raises(ValueError, match="max_concurrent"):
+    with pytest.raises(ValueError, match="requests in flight must be between 1 and 10000"):
         RateLimit(max_concurrent=0)
     assert RateLimit.parse("0.5/2") == RateLimit(requests_per_second=0.5, max_concurrent=2)
     assert RateLimit.parse("/4") == RateLimit(max_concurrent=4)
     with pytest.raises(ValueError, match="RPS"):
         RateLimit.parse("fast")
+
+
+BOUNDS = "requests per second must be between 0.001 and 10000"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("1e-9", f"{BOUNDS} (or no rate limit), got 1e-09"),
+        ("1e-300", f"{BOUNDS} (or no rate limit), got 1e-300"),
+        ("0.0009", "got 0.0009"),
+        ("10001", "got 10001.0"),
+        ("inf", "got inf"),
+        ("nan", "got nan"),
+        ("1/10001", "requests in flight must be between 1 and 10000 (or no limit), got 10001"),
+        ("", "expected RPS[/CONCURRENT] (e.g. 1 or 0.5/2), or none for no limit, got ''"),
+        ("/", "or none for no limit, got '/'"),
+    ],
+)  # fmt: skip
+def test_a_limit_out_of_bounds_or_empty_is_refused(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=r".") as raised:
+        RateLimit.parse(text)
+    assert message in str(raised.value)
+
+
+def test_the_bounds_themselves_are_limits() -> None:
+    assert RateLimit.parse("0.001/10000") == RateLimit(
+        requests_per_second=0.001, max_concurrent=10_000
+    )
+    assert RateLimit.parse("10000").requests_per_second == 10_000
+
+
+def test_none_lifts_a_limit_explicitly() -> None:
+    assert RateLimit.parse("none") == RateLimit.parse(" None ") == RateLimit()
+    assert RateLimit().requests_per_second is None
+    assert RateLimit().max_concurrent is None
 
 
 def test_langchain_adapter_draws_on_the_same_bucket() -> None:
@@ -262,3 +299,147 @@ def test_langchain_adapter_draws_on_the_same_bucket() -> None:
 
 def test_the_backend_is_a_small_protocol() -> None:
     assert isinstance(LocalLimiterBackend(), LimiterBackend)
+
+
+# ------------------------------------------------------------------ waiters take turns
+
+
+class CountingBackend(LocalLimiterBackend):
+    """The local backend, counting how often it is asked for a slot."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asks = 0
+
+    def try_acquire(self, key: str, limit: RateLimit) -> float:
+        self.asks += 1
+        return super().try_acquire(key, limit)
+
+
+def _wait_until(condition: Callable[[], bool]) -> None:
+    while not condition():
+        time.sleep(0.001)
+
+
+def test_only_the_first_waiter_asks_the_backend() -> None:
+    backend = CountingBackend()
+    rl = RateLimiter({"fetch": RateLimit(max_concurrent=1)}, backend=backend)
+    held = threading.Event()
+    release = threading.Event()
+
+    def holder() -> None:
+        with rl.slot("fetch"):
+            held.set()
+            release.wait()
+
+    def waiter() -> None:
+        with rl.slot("fetch"):
+            pass
+
+    threads = [threading.Thread(target=holder)]
+    threads[0].start()
+    held.wait()
+    threads += [threading.Thread(target=waiter) for _ in range(200)]
+    for thread in threads[1:]:
+        thread.start()
+    time.sleep(0.2)  # all have started waiting
+    asks = backend.asks
+    time.sleep(0.2)  # ten polls' worth while the slot is held
+    polls = backend.asks - asks
+    release.set()
+    for thread in threads:
+        thread.join()
+    assert polls <= 15  # the first waiter polls; 199 sleep (each polling: about 2,000)
+    assert backend.in_flight("fetch") == 0
+
+
+def test_waiters_get_their_slots_in_arrival_order() -> None:
+    rl = RateLimiter({"search": RateLimit(max_concurrent=1)})
+    order: list[int] = []
+    release = threading.Event()
+    held = threading.Event()
+
+    def holder() -> None:
+        with rl.slot("search"):
+            held.set()
+            release.wait()
+
+    def waiter(i: int) -> None:
+        with rl.slot("search"):
+            order.append(i)
+
+    first = threading.Thread(target=holder)
+    first.start()
+    held.wait()
+    threads = []
+    for i in range(20):
+        threads.append(threading.Thread(target=waiter, args=(i,)))
+        threads[-1].start()
+        _wait_until(lambda n=i: rl._turns.waiting("search") == n + 1)
+    release.set()
+    for thread in [first, *threads]:
+        thread.join()
+    assert order == list(range(20))
+
+
+def test_a_cancelled_async_waiter_does_not_stop_the_queue() -> None:
+    rl = RateLimiter({"judge": RateLimit(max_concurrent=1)})
+    order: list[str] = []
+
+    async def main() -> None:
+        release = asyncio.Event()
+
+        async def holder() -> None:
+            async with rl.aslot("judge"):
+                order.append("holder")
+                await release.wait()
+
+        async def waiter(name: str) -> None:
+            async with rl.aslot("judge"):
+                order.append(name)
+
+        tasks = [asyncio.create_task(holder())]
+        for name in ("a", "b", "c"):
+            await asyncio.sleep(0)
+            tasks.append(asyncio.create_task(waiter(name)))
+        for _ in range(3):  # each waiter runs until it awaits its turn
+            await asyncio.sleep(0)
+        assert rl._turns.waiting("judge") == 3
+        tasks[2].cancel()  # "b", in the middle of the queue
+        release.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    asyncio.run(main())
+    assert order == ["holder", "a", "c"]
+    assert rl._turns.waiting("judge") == 0
+
+
+def test_threads_and_tasks_share_one_queue() -> None:
+    rl = RateLimiter({"fetch": RateLimit(max_concurrent=2)})
+    done: list[str] = []
+    lock = threading.Lock()
+
+    def in_thread(i: int) -> None:
+        with rl.slot("fetch"):
+            time.sleep(0.001)
+            with lock:
+                done.append(f"t{i}")
+
+    async def in_tasks() -> None:
+        async def one(i: int) -> None:
+            async with rl.aslot("fetch"):
+                await asyncio.sleep(0.001)
+                with lock:
+                    done.append(f"a{i}")
+
+        await asyncio.gather(*(one(i) for i in range(30)))
+
+    threads = [threading.Thread(target=in_thread, args=(i,)) for i in range(30)]
+    for thread in threads:
+        thread.start()
+    asyncio.run(in_tasks())
+    for thread in threads:
+        thread.join()
+    assert sorted(done) == sorted([f"t{i}" for i in range(30)] + [f"a{i}" for i in range(30)])
+    assert rl.backend.in_flight("fetch") == 0  # type: ignore[attr-defined]
+    assert rl._turns.waiting("fetch") == 0
