@@ -17,6 +17,10 @@ Safety:
   asyncio code calls the methods directly (one small indexed read or write) or in a thread;
   several processes may share one file (SQLite's locking, a busy timeout of 30 s).
 
+A run goes on when its cache fails (``keep_going=True``, the commands' setting: one warning,
+then no cache), and the file stays under a size cap (``max_bytes``, 1 GiB by default: the
+oldest entries are evicted past it).
+
 Reading and writing are separate decisions: a run always records what it finishes, and reads
 back only when resuming (``reuse=True``); a fresh run (``reuse=False``) recomputes everything
 and overwrites what it recomputes. :meth:`RunCache.stats` says how many lookups were reused.
@@ -45,6 +49,7 @@ from typing import Any, Final
 from langchain_references.errors import LangchainReferencesError
 
 __all__ = [
+    "DEFAULT_MAX_BYTES",
     "RunCache",
     "RunCacheError",
     "content_key",
@@ -59,7 +64,14 @@ _SCHEMA: Final = (
     " namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, stored_at REAL NOT NULL,"
     " PRIMARY KEY (namespace, key)) WITHOUT ROWID"
 )
+_INDEX: Final = "CREATE INDEX IF NOT EXISTS entries_by_age ON entries (stored_at)"
 _BUSY_TIMEOUT_MS: Final = 30_000
+#: The default size cap of a cache file's entries (bytes): past it, the oldest are evicted.
+DEFAULT_MAX_BYTES: Final = 1 << 30
+#: Writes between two checks of the size cap.
+_CHECK_EVERY: Final = 64
+#: What an eviction brings the entries down to, as a share of the cap.
+_EVICT_TO: Final = 0.9
 
 
 class RunCacheError(LangchainReferencesError, RuntimeError):
@@ -125,14 +137,43 @@ class RunCache:
             lives as long as the object (one connection shared under a lock).
         reuse: Whether :meth:`get` returns what is stored (resuming); when false, lookups
             miss and the run recomputes and overwrites (a fresh run that still records).
+        keep_going: What :meth:`get` and :meth:`put` do when the file fails mid-run (damaged
+            pages, another process holding its lock past the busy timeout): raise
+            :class:`RunCacheError` (false), or log one warning, remember the error in
+            :attr:`failure` and go on without the cache (true: lookups miss, writes are
+            skipped), so a run keeps what it finishes.
+        max_bytes: The entries' size cap (keys and values): past it (checked every 64
+            writes), the oldest entries are evicted down to 90 % of it. ``None``: no cap.
+        busy_timeout_s: How long a statement waits for another connection's lock before
+            failing (default 30 s).
+
+    Attributes:
+        failure: The error that made a ``keep_going`` cache stop, else ``None``.
 
     Raises:
         RunCacheError: If the file cannot be opened as a database.
+        ValueError: If ``max_bytes`` is not positive.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, reuse: bool = True) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        reuse: bool = True,
+        keep_going: bool = False,
+        max_bytes: int | None = DEFAULT_MAX_BYTES,
+        busy_timeout_s: float = _BUSY_TIMEOUT_MS / 1000,
+    ) -> None:
+        if max_bytes is not None and max_bytes < 1:
+            raise ValueError(f"max_bytes must be positive or None, got {max_bytes}")
         self.path = str(path)
         self.reuse = reuse
+        self._busy_ms = int(busy_timeout_s * 1000)
+        self.keep_going = keep_going
+        self.max_bytes = max_bytes
+        self.failure: RunCacheError | None = None
+        self._writes = 0
+        self._bytes: int | None = None  # the entries' size, once summed (see evict)
         self._memory = self.path == ":memory:"
         self._local = threading.local()
         self._lock = threading.Lock()  # guards the counters (and the shared memory connection)
@@ -156,15 +197,16 @@ class RunCache:
         try:
             connection = sqlite3.connect(
                 self.path,
-                timeout=_BUSY_TIMEOUT_MS / 1000,
+                timeout=self._busy_ms / 1000,
                 isolation_level=None,  # autocommit: each statement is its own transaction
                 check_same_thread=not self._memory,
             )
             if not self._memory:
                 connection.execute("PRAGMA journal_mode=WAL")
                 connection.execute("PRAGMA synchronous=NORMAL")
-            connection.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+            connection.execute(f"PRAGMA busy_timeout={self._busy_ms}")
             connection.execute(_SCHEMA)
+            connection.execute(_INDEX)
         except sqlite3.Error as exc:
             raise RunCacheError(f"cannot open the cache {self.path}: {exc}") from exc
         with self._lock:
@@ -218,11 +260,15 @@ class RunCache:
         Returns:
             The JSON value, or ``None``.
         """
-        if not self.reuse:
+        if not self.reuse or self.failure is not None:
             return None
-        rows = self._execute(
-            "SELECT value FROM entries WHERE namespace = ? AND key = ?", (namespace, key)
-        )
+        try:
+            rows = self._execute(
+                "SELECT value FROM entries WHERE namespace = ? AND key = ?", (namespace, key)
+            )
+        except RunCacheError as exc:
+            self._failed(exc)
+            return None
         value: Any = None
         if rows:
             try:
@@ -249,10 +295,95 @@ class RunCache:
         if value is None:
             raise ValueError("cannot store None: it means 'not cached'")
         text = json.dumps(value, separators=(",", ":"))  # ASCII: lone surrogates are stored too
-        self._execute(
-            "INSERT OR REPLACE INTO entries (namespace, key, value, stored_at) VALUES (?, ?, ?, ?)",
-            (namespace, key, text, time.time()),
+        if self.failure is not None:
+            return
+        try:
+            self._execute(
+                "INSERT OR REPLACE INTO entries (namespace, key, value, stored_at) "
+                "VALUES (?, ?, ?, ?)",
+                (namespace, key, text, time.time()),
+            )
+            with self._lock:
+                self._writes += 1
+                if self._bytes is not None:
+                    self._bytes += len(key) + len(text)  # a replaced entry counts twice
+                check = self._writes % _CHECK_EVERY == 0
+            if check:
+                self.evict()
+        except RunCacheError as exc:
+            self._failed(exc)
+
+    def _failed(self, error: RunCacheError) -> None:
+        """A read or write failed: raise, or (``keep_going``) warn once and go on without it."""
+        if not self.keep_going:
+            raise error
+        with self._lock:
+            first = self.failure is None
+            if first:
+                self.failure = error
+        if first:
+            logger.warning(
+                "%s; the run goes on without its cache: what finishes from now on is reported "
+                "but not recorded for --resume",
+                error,
+            )
+
+    def entry_bytes(self) -> int:
+        """The size of the entries' keys and values (bytes; reads every entry).
+
+        Returns:
+            The size.
+        """
+        rows = self._execute(
+            "SELECT COALESCE(SUM(LENGTH(key) + LENGTH(value)), 0) FROM entries", ()
         )
+        return int(rows[0][0])
+
+    def evict(self) -> int:
+        """Delete the oldest entries while the entries are past :attr:`max_bytes`.
+
+        The entries' size is summed at the first check and whenever the running count (this
+        object's writes, a replaced entry counted twice) says it is past the cap.
+        An eviction brings it down to 90 % of the cap; the freed space is reused by the next
+        writes (the file does not shrink).
+
+        Returns:
+            How many entries were deleted.
+        """
+        if self.max_bytes is None:
+            return 0
+        with self._lock:
+            known = self._bytes
+        if known is None or known > self.max_bytes:  # first check, or over: sum them exactly
+            known = self.entry_bytes()
+        target = self.max_bytes * _EVICT_TO
+        deleted = 0
+        while known > self.max_bytes or (deleted and known > target):
+            oldest = self._execute(
+                "SELECT namespace, key, LENGTH(key) + LENGTH(value) FROM entries "
+                "ORDER BY stored_at LIMIT 256",
+                (),
+            )
+            if not oldest:
+                break
+            for namespace, key, size in oldest:
+                self._execute(
+                    "DELETE FROM entries WHERE namespace = ? AND key = ?", (namespace, key)
+                )
+                known -= int(size)
+                deleted += 1
+                if known <= target:
+                    break
+        with self._lock:
+            self._bytes = known
+        if deleted:
+            logger.info(
+                "evicted the %d oldest entries of %s (cap %d bytes)",
+                deleted,
+                self.path,
+                self.max_bytes,
+            )
+        return deleted
 
     def stored_at(self, namespace: str, key: str) -> float | None:
         """When the entry was written (Unix time), whatever ``reuse`` says; ``None`` if absent.

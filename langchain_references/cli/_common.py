@@ -764,7 +764,7 @@ def open_run_cache(args: argparse.Namespace) -> RunCache | None:
         return None
     path = getattr(args, "cache", None) or default_run_cache_path()
     try:
-        return RunCache(path, reuse=resume)
+        return RunCache(path, reuse=resume, keep_going=True)
     except RunCacheError as exc:
         raise CLIError(str(exc)) from exc
 

@@ -133,6 +133,49 @@ def test_citations_resume_after_ctrl_c_judges_only_the_rest(
     assert json.loads(out) == json.loads(fresh)  # the same report as a run from scratch
 
 
+def _damage(cache: Path) -> None:
+    """Overwrite the cache file's pages but its first two (its schema opens; its data fails)."""
+    import gc
+    import sqlite3
+
+    gc.collect()  # the runs' connections
+    with sqlite3.connect(cache) as connection:
+        assert connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0
+    data = bytearray(cache.read_bytes())
+    assert len(data) > 8192 * 4
+    data[8192:] = b"\xff" * (len(data) - 8192)
+    cache.write_bytes(bytes(data))
+
+
+def test_a_damaged_cache_is_one_line_and_every_answer_is_reported(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    answers = [
+        {
+            "answer": f"Town {i} gets a lot of rain every single year [1](id=1).",
+            "documents": [{"page_content": f"Town {i} gets a lot of rain every single year."}],
+        }
+        for i in range(120)
+    ]
+    path = write_jsonl(tmp_path / "answers.jsonl", answers)
+    cache = tmp_path / "run.sqlite3"
+    argv = ["--input", str(path), "--judge", "heuristic-lexical", "--json"]
+    _, fresh, _ = run_main("citations", *argv, "--no-cache")
+    assert run_main("citations", *argv, "--cache", str(cache))[0] == 0
+    _damage(cache)
+
+    with caplog.at_level("WARNING", logger="langchain_references.runcache"):
+        code, out, err = run_main("citations", *argv, "--cache", str(cache), "--resume")
+
+    assert code == 0
+    assert json.loads(out) == json.loads(fresh)  # all 120 answers, as a run without a cache
+    assert "Traceback" not in err
+    assert [r.getMessage() for r in caplog.records] == [
+        f"cache {cache}: database disk image is malformed; the run goes on without its cache: "
+        "what finishes from now on is reported but not recorded for --resume"
+    ]
+
+
 # ------------------------------------------------------------------ factcheck --file
 
 STATEMENTS = [f"The {name} page is about {name}" for name in ("alpha", "beta", "gamma")]

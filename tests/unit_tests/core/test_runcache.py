@@ -134,3 +134,101 @@ def test_lone_surrogates_are_keyed_and_stored(tmp_path: Path) -> None:
     key = content_key("bad \ud800 text")
     cache.put("item", key, {"text": "bad \ud800 text"})
     assert cache.get("item", key) == {"text": "bad \ud800 text"}
+
+
+# ------------------------------------------------------------------ failures mid-run
+
+
+def _locked(path: Path) -> sqlite3.Connection:
+    """Another process's write lock on the cache file (held until the connection closes)."""
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")
+    return other
+
+
+def test_a_locked_cache_is_one_warning_and_the_run_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "run.sqlite3"
+    cache = RunCache(path, keep_going=True, busy_timeout_s=0.05)
+    cache.put("item", "a", 1)
+    other = _locked(path)
+    try:
+        with caplog.at_level("WARNING", logger="langchain_references.runcache"):
+            cache.put("item", "b", 2)  # waits 50 ms for the lock, then goes on without
+            cache.put("item", "c", 3)  # not tried
+            assert cache.get("item", "a") is None  # lookups miss from now on
+    finally:
+        other.close()
+    assert isinstance(cache.failure, RunCacheError)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"cache {path}: database is locked; the run goes on without its cache: what finishes "
+        "from now on is reported but not recorded for --resume"
+    ]
+    assert RunCache(path).get("item", "a") == 1  # what was written before is kept
+    assert RunCache(path).get("item", "c") is None
+
+
+def test_without_keep_going_a_locked_cache_raises(tmp_path: Path) -> None:
+    path = tmp_path / "run.sqlite3"
+    cache = RunCache(path, busy_timeout_s=0.05)
+    other = _locked(path)
+    try:
+        with pytest.raises(RunCacheError, match="database is locked"):
+            cache.put("item", "b", 2)
+    finally:
+        other.close()
+    assert cache.failure is None
+
+
+def test_damaged_pages_mid_run_are_one_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "run.sqlite3"
+    writer = RunCache(path)
+    for i in range(300):
+        writer.put("item", f"k{i}", {"text": "x" * 200, "i": i})
+    writer.close()
+    with sqlite3.connect(path) as connection:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = bytearray(path.read_bytes())
+    page = 4096
+    data[2 * page : len(data) - page] = b"\xff" * (len(data) - 3 * page)  # all but 2 pages
+    path.write_bytes(bytes(data))
+    cache = RunCache(path, keep_going=True)  # opens: its first page is sound
+    with caplog.at_level("WARNING", logger="langchain_references.runcache"):
+        values = [cache.get("item", f"k{i}") for i in range(300)]
+    assert values == [None] * 300
+    assert cache.failure is not None
+    assert len(caplog.records) == 1
+    assert "malformed" in caplog.records[0].getMessage()
+
+
+# ------------------------------------------------------------------ size cap
+
+
+def test_the_oldest_entries_are_evicted_past_the_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import langchain_references.runcache as runcache
+
+    ticks = iter(range(1_000_000))
+    monkeypatch.setattr(runcache.time, "time", lambda: float(next(ticks)))
+    cache = RunCache(tmp_path / "run.sqlite3", max_bytes=20_000)
+    keys = [f"k{i:04d}" for i in range(640)]
+    for key in keys:
+        cache.put("item", key, "v" * 90)  # 92 bytes of JSON and a 5-byte key
+    assert cache.entry_bytes() <= 20_000
+    kept = [key for key in keys if cache.get("item", key) is not None]
+    assert kept == keys[-len(kept) :]  # the newest survive, in one run of keys
+    assert 20_000 * 0.9 - 97 * 64 <= len(kept) * 97 <= 20_000
+
+
+def test_no_cap_keeps_everything(tmp_path: Path) -> None:
+    cache = RunCache(tmp_path / "run.sqlite3", max_bytes=None)
+    for i in range(200):
+        cache.put("item", f"k{i}", "v" * 500)
+    assert cache.evict() == 0
+    assert cache.count() == 200
+    with pytest.raises(ValueError, match="max_bytes must be positive"):
+        RunCache(":memory:", max_bytes=0)
