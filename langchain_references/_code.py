@@ -20,8 +20,9 @@ What is code follows CommonMark as far as a stream allows:
   as in CommonMark (which also lets a span go on past a line break inside a paragraph; answers
   do not do that). The characters of a span are passed on at once up to the first one that
   may begin a citation; from there they are held back until the closer (they were code) or
-  the line's end (they were prose) decides, at most :data:`MAX_HELD_CODE` characters: a longer
-  span is read as one without a closer.
+  the line's end (they were prose) decides, at most :data:`MAX_HELD_CODE` characters: the text
+  of a longer span is read as prose, up to its closer, which ends it and opens nothing (the
+  rest of the line stays as it is).
 
 Other code is prose here: an indented code block (in an answer, indentation is mostly a
 list's), a fence inside a block quote, and a backtick escaped with a backslash still opens or
@@ -51,6 +52,7 @@ _BLANKS: Final = " \t\r"
 _PROSE: Final = 0
 _SPAN: Final = 1
 _FENCE: Final = 2
+_LOST: Final = 3  # in a span too long to hold: its text is prose, its closer ends it
 _FENCE_MIN: Final = 3  # characters of the shortest fence
 
 
@@ -126,7 +128,7 @@ class MarkdownCode:
         Text without a backtick, tilde or newline is then one prose segment, and changes
         nothing.
         """
-        return self._mode == _PROSE and self.settled
+        return self._mode in (_PROSE, _LOST) and self.settled
 
     def feed(self, text: str) -> list[Segment]:
         """Consume a fragment.
@@ -170,6 +172,7 @@ class MarkdownCode:
         if self._mode == _SPAN:
             self._mode = _PROSE
             self._release(out, code=False)
+        self._mode = _PROSE if self._mode == _LOST else self._mode
         return _joined(out)
 
     def flush(self) -> list[Segment]:
@@ -187,7 +190,7 @@ class MarkdownCode:
         if self._held:
             self._hold(out, text)
         else:
-            _add(out, self._mode != _PROSE, text)
+            _add(out, self._mode in (_SPAN, _FENCE), text)
 
     def _end_run(self, out: list[Segment]) -> None:
         """The backtick or tilde run just read is whole: what it opens or closes."""
@@ -202,6 +205,9 @@ class MarkdownCode:
             if char == "`" and length == self._open_length:
                 self._mode = _PROSE
                 self._release(out, code=True)
+        elif self._mode == _LOST:  # its closer ends it, and opens nothing
+            if char == "`" and length == self._open_length:
+                self._mode = _PROSE
         elif at_start and char == self._open_char and length >= self._open_length:
             self._closing = True
 
@@ -209,6 +215,8 @@ class MarkdownCode:
         if self._mode == _SPAN:  # no closer on its line: the span's opener was plain text
             self._mode = _PROSE
             self._release(out, code=False)
+        elif self._mode == _LOST:
+            self._mode = _PROSE
         elif self._mode == _FENCE:
             _add(out, True, "\n")
             if self._closing:
@@ -236,8 +244,8 @@ class MarkdownCode:
     def _hold(self, out: list[Segment], text: str) -> None:
         self._held.append(text)
         self._held_chars += len(text)
-        if self._held_chars > self._max_held:  # too long for a span: read as one not closed
-            self._mode = _PROSE
+        if self._held_chars > self._max_held:  # too long to hold: its text is read as prose,
+            self._mode = _LOST  # and its closer, if it comes, ends it (opening nothing)
             self._release(out, code=False)
 
     def _release(self, out: list[Segment], *, code: bool) -> None:

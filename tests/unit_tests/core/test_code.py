@@ -107,17 +107,43 @@ def test_prose_and_code_are_told_apart(text: str, expected: list[Segment]) -> No
     assert segments(list(text)) == expected
 
 
-def test_a_span_longer_than_the_hold_is_read_as_one_without_a_closer() -> None:
-    # the held "[1234567" passes 5 characters: prose; the backtick then opens a new span
-    expected = [(False, "`[1234567`"), (True, " "), (False, "[2]")]
+def test_a_span_longer_than_the_hold_is_prose_up_to_its_closer() -> None:
+    # the held "[1234567" passes 5 characters: prose; its closer ends it and opens nothing
+    expected = [(False, "`[1234567` [2]")]
     assert segments(["`[1234567` [2]"], max_held=5) == expected
     assert segments(list("`[1234567` [2]"), max_held=5) == expected
+    # so a later span on the line is still code, and the prose between stays prose
+    text = "`[1234567` [2] `[3]` [4]\n`[5]`"
+    expected = [
+        (False, "`[1234567` [2] `"),
+        (True, "[3]`"),
+        (False, " [4]\n`"),
+        (True, "[5]`"),
+    ]
+    assert segments([text], max_held=5) == expected
+    assert segments(list(text), max_held=5) == expected
+    # a longer run inside it does not close it; the line's end does
+    assert segments(["`[1234567 `` [2]\n`[3]`"], max_held=5) == [
+        (False, "`[1234567 `` [2]\n`"),
+        (True, "[3]`"),
+    ]
     # 5 characters held, the closer's included: code
     expected = [(False, "`"), (True, "[123`"), (False, " [2]")]
     assert segments(["`[123` [2]"], max_held=5) == expected
     # each span counts its own characters
     expected = [(False, "`"), (True, "[1]`"), (False, " `"), (True, "[234`"), (False, " x")]
     assert segments(["`[1]` `[234` x"], max_held=5) == expected
+
+
+def test_a_span_too_long_to_hold_leaves_no_raw_marker_in_the_rest_of_its_line() -> None:
+    long_span = "`[1](id=1) " + "x" * (MAX_HELD_CODE + 100) + "`"
+    text = f"See {long_span} then [2](id=2) and `code [3](id=3)` end [4](id=4)"
+    for size in (len(text), 7, 1):
+        events = parse([text[i : i + size] for i in range(0, len(text), size)])
+        cited = [e.doc_id for e in events if not isinstance(e, str)]
+        assert cited == [1, 2, 4]  # [3] is code; [2] is prose, not a span swapped in
+        assert raw(events) == text
+        assert "`code [3](id=3)`" in "".join(e for e in events if isinstance(e, str))
 
 
 def test_adjacent_segments_of_a_kind_come_joined() -> None:
