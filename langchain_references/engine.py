@@ -135,6 +135,28 @@ def _quiet_ray_data() -> None:
     warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
 
 
+def _ray_messages_to_stderr() -> None:
+    """Send what Ray prints for the driver to stderr: stdout carries the results only.
+
+    The driver of a Ray job prints the cluster's error messages (a task that failed as the run
+    was interrupted: ``(raylet) Task MapWorker(...).submit failed ...``) to *stdout*, whatever
+    ``log_to_driver`` says (``ray._private.worker.listen_error_messages`` marks them
+    ``is_err=False``), where they would break ``--json``'s JSON lines. Its printer is replaced,
+    once per process, by one that writes everything to stderr.
+    """
+    from ray._private import worker
+
+    printer = worker.print_to_stdstream
+    if getattr(printer, "_to_stderr", False):
+        return
+
+    def to_stderr(data: dict[str, Any], ignore_prefix: bool) -> None:
+        printer({**data, "is_err": True}, ignore_prefix)
+
+    to_stderr._to_stderr = True  # type: ignore[attr-defined]
+    worker.print_to_stdstream = to_stderr
+
+
 #: The logger of Ray's notice that a local cluster uses token authentication (it does: fine).
 _AUTH_LOGGER: Final = "ray._private.authentication"
 
@@ -185,6 +207,7 @@ def ray_session(options: RayOptions | None = None) -> Iterator[None]:
             else:
                 ray.init(address=options.address, **settings)
     _quiet_ray_data()
+    _ray_messages_to_stderr()
     try:
         yield
     finally:

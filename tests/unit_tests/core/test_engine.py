@@ -6,6 +6,7 @@ import functools
 import json
 import os
 import pickle
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -266,3 +267,25 @@ def test_the_requests_of_both_actors_go_through_the_one_state(local_ray: None) -
     assert len(site.served) == 16
     assert 1 <= len(granted) <= 2  # by the worker processes (the pool's 2 actors), not the driver
     assert os.getpid() not in granted
+
+
+def test_rays_messages_to_the_driver_go_to_stderr(capfd: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("ray")
+    from ray._private import worker
+
+    from langchain_references.engine import _ray_messages_to_stderr
+
+    original = worker.print_to_stdstream
+    try:
+        _ray_messages_to_stderr()
+        _ray_messages_to_stderr()  # once per process: not wrapped twice
+        assert worker.print_to_stdstream.__closure__[0].cell_contents is original  # type: ignore[union-attr]
+        # what listen_error_messages prints when a task fails as a run is interrupted
+        message = {"lines": ["Task MapWorker(x).submit failed"], "pid": "raylet", "is_err": False}
+        worker.print_to_stdstream(message, ignore_prefix=False)
+        out, err = capfd.readouterr()
+    finally:
+        worker.print_to_stdstream = original
+    assert out == ""
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", err)  # Ray colours the prefix
+    assert plain == "(raylet) Task MapWorker(x).submit failed\n"
