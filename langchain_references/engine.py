@@ -116,6 +116,10 @@ class RayOptions:
         return self.address in (None, "local")
 
 
+#: The output block size of :func:`map_runnable`'s runs: one result per block.
+_STREAMED_BLOCK_BYTES: Final = 1
+
+
 def _ray() -> Any:
     return require("ray", "ray", feature="The Ray engine")
 
@@ -271,6 +275,9 @@ class RunnableWorker:
         pickled: Inputs and outputs travel pickled (:func:`map_runnable`); otherwise inputs
             are the column's values and outputs JSON text (:func:`to_json`).
         max_concurrency: Items worked on at once (``Runnable.batch``'s ``max_concurrency``).
+        streamed: Yield each item's output as soon as it and the ones before it are done
+            (``Runnable.batch_as_completed``, reordered), not when the batch is
+            (``Runnable.batch``).
     """
 
     def __init__(
@@ -282,7 +289,9 @@ class RunnableWorker:
         error_column: str | None,
         pickled: bool,
         max_concurrency: int | None = None,
+        streamed: bool = False,
     ) -> None:
+        self._streamed = streamed
         self._runnable: Runnable[Any, Any] | None = None
         self._setup_error: WorkerSetupError | None = None
         try:
@@ -309,31 +318,62 @@ class RunnableWorker:
         Returns:
             One output or exception per item.
         """
-        if not inputs:
-            return []
-        if self._runnable is None:
-            return [self._setup_error] * len(inputs)
-        return list(self._runnable.batch(list(inputs), self._config, return_exceptions=True))
+        return list(self.run_in_order(inputs))
 
-    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
-        """Run one Ray Data batch (``batch_format="numpy"``); other columns pass through."""
+    def run_in_order(self, inputs: Sequence[Any]) -> Iterator[Any]:
+        """The outputs of :meth:`run`, each as soon as it and every one before it are done.
+
+        The items run at once (up to ``max_concurrency``); an item that finishes early waits
+        for the ones before it. Without ``streamed``, they all come when the batch is done.
+
+        Args:
+            inputs: The items.
+
+        Yields:
+            One output or exception per item, in order.
+        """
+        if not inputs:
+            return
+        if self._runnable is None:
+            yield from [self._setup_error] * len(inputs)
+            return
+        if not self._streamed:  # the Runnable's own batch (a judge's is vectorised)
+            yield from self._runnable.batch(list(inputs), self._config, return_exceptions=True)
+            return
+        done: dict[int, Any] = {}
+        following = 0
+        for index, output in self._runnable.batch_as_completed(
+            list(inputs), self._config, return_exceptions=True
+        ):
+            done[index] = output
+            while following in done:
+                yield done.pop(following)
+                following += 1
+
+    def __call__(self, batch: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """Run one Ray Data batch (``batch_format="numpy"``); other columns pass through.
+
+        Yields one row per item, in order, as soon as it is done (with small output blocks,
+        :func:`map_runnable`'s, each reaches the driver then, not with its whole batch).
+        """
         column = batch[self._input]
         values = list(column.tolist() if hasattr(column, "tolist") else column)
         if self._pickled:
             values = [pickle.loads(value) for value in values]  # noqa: S301 - the driver's own
-        outputs = self.run(values)
-        out = dict(batch)
+        for row, output in enumerate(self.run_in_order(values)):
+            out = {name: values_[row : row + 1] for name, values_ in batch.items()}
+            yield self._with_output(out, output)
+
+    def _with_output(self, out: dict[str, Any], output: Any) -> dict[str, Any]:
+        """One row's batch with its output (and error) columns."""
+        failed = isinstance(output, BaseException)
         if self._pickled:
             out.pop(self._input)
-            out[self._output] = [
-                pickle.dumps(_picklable(o) if isinstance(o, BaseException) else o) for o in outputs
-            ]
+            out[self._output] = [pickle.dumps(_picklable(output) if failed else output)]
             return out
-        out[self._output] = [None if isinstance(o, BaseException) else to_json(o) for o in outputs]
+        out[self._output] = [None if failed else to_json(output)]
         if self._error is not None:
-            out[self._error] = [
-                _error_text(o) if isinstance(o, BaseException) else None for o in outputs
-            ]
+            out[self._error] = [_error_text(output) if failed else None]
         return out
 
 
@@ -386,6 +426,7 @@ def _map(
     output_column: str,
     error_column: str | None,
     pickled: bool,
+    streamed: bool = False,
 ) -> Dataset:
     import ray.data
 
@@ -398,10 +439,13 @@ def _map(
             "error_column": error_column,
             "pickled": pickled,
             "max_concurrency": options.max_concurrency,
+            "streamed": streamed,
         },
         batch_size=options.batch_size,
         batch_format="numpy",
-        compute=ray.data.ActorPoolStrategy(size=options.workers),
+        # one batch at a time per actor: a batch is not queued behind another on a busy
+        # actor while an idle one waits (each actor runs its batch's items at once)
+        compute=ray.data.ActorPoolStrategy(size=options.workers, max_tasks_in_flight_per_actor=1),
         num_cpus=options.cpus_per_worker,
         # No actor restarts: Ray Data keeps a worker's constructor arguments in the object
         # store, from which a restart is not guaranteed (Ray logs that at error level on
@@ -442,6 +486,9 @@ def map_runnable(
 
         blocks = min(len(rows), max(1, options.workers) * 4)
         dataset = ray.data.from_items(rows, override_num_blocks=blocks)
+        # each result its own block: it reaches the driver as soon as it is made (its
+        # actor yields it then), not when its whole batch is done
+        dataset.context.target_max_block_size = _STREAMED_BLOCK_BYTES
         mapped = _map(
             dataset,
             factory,
@@ -450,6 +497,7 @@ def map_runnable(
             output_column=_PAYLOAD,
             error_column=None,
             pickled=True,
+            streamed=True,
         )
         waiting: dict[int, Any] = {}
         following = 0

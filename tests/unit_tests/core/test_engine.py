@@ -13,12 +13,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pytest
 from langchain_core.runnables import Runnable, RunnableLambda
 
 from langchain_references.engine import (
     RayLimiterBackend,
     RayOptions,
+    RunnableWorker,
     WorkerSetupError,
     apply_runnable,
     map_runnable,
@@ -269,17 +271,58 @@ def test_the_requests_of_both_actors_go_through_the_one_state(local_ray: None) -
     assert os.getpid() not in granted
 
 
+def _slow_stamp(x: int) -> float:
+    time.sleep(0.5)
+    return time.time()
+
+
+def make_slow_stamps() -> Runnable[int, float]:
+    return RunnableLambda(_slow_stamp)
+
+
+def test_each_result_reaches_the_driver_before_its_batch_is_done(local_ray: None) -> None:
+    # one actor, a batch of 4 items run one at a time: item 0 is done 1.5 s before item 3
+    options = RayOptions(workers=1, batch_size=4, max_concurrency=1)
+    arrived: list[tuple[int, float, float]] = []
+    for index, finished in map_runnable(range(4), make_slow_stamps, options):
+        arrived.append((index, finished, time.time()))
+    assert [index for index, _, _ in arrived] == [0, 1, 2, 3]
+    first_seen = arrived[0][2]
+    last_finished = arrived[3][1]
+    assert first_seen < last_finished  # streamed as done, not with its whole batch
+
+
+def test_a_worker_runs_its_batch_in_order_as_items_finish() -> None:
+    worker = RunnableWorker(
+        make_doubler,
+        input_column="x",
+        output_column="y",
+        error_column="error",
+        pickled=False,
+        max_concurrency=4,
+        streamed=True,
+    )
+    rows = list(worker({"x": np.array([1, 2, 3]), "keep": np.array(["a", "b", "c"])}))
+    assert [(list(r["x"]), list(r["keep"]), r["y"], r["error"]) for r in rows] == [
+        ([1], ["a"], ["2"], [None]),
+        ([2], ["b"], ["4"], [None]),
+        ([3], ["c"], ["6"], [None]),
+    ]
+
+
 def test_rays_messages_to_the_driver_go_to_stderr(capfd: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("ray")
     from ray._private import worker
 
     from langchain_references.engine import _ray_messages_to_stderr
 
-    original = worker.print_to_stdstream
+    original = worker.print_to_stdstream  # patched already if a Ray session ran here
     try:
         _ray_messages_to_stderr()
+        patched = worker.print_to_stdstream
         _ray_messages_to_stderr()  # once per process: not wrapped twice
-        assert worker.print_to_stdstream.__closure__[0].cell_contents is original  # type: ignore[union-attr]
+        assert worker.print_to_stdstream is patched
+        assert getattr(patched, "_to_stderr", False)
         # what listen_error_messages prints when a task fails as a run is interrupted
         message = {"lines": ["Task MapWorker(x).submit failed"], "pid": "raylet", "is_err": False}
         worker.print_to_stdstream(message, ignore_prefix=False)
