@@ -1,6 +1,7 @@
 # Two entry points: `make demo` and `make test`. Both set everything up on a fresh machine.
 # `make demo` installs only what the demo needs (this project with [demo,factcheck,llm]);
-# `make test` (and lint, typecheck, unit, bench, docs) installs [all,dev]: every extra and the dev tools.
+# `make test` (and lint, typecheck, unit, bench, docs) installs [all,ray,dev]: every extra, Ray
+# (not in [all]: it is asked for by name) and the dev tools.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -24,8 +25,8 @@ $(DEMO_STAMP): pyproject.toml | $(PY)
 	touch $(DEMO_STAMP)
 
 $(DEV_STAMP): pyproject.toml | $(PY)
-	@echo "== Installing this project with [all,dev] into $(VENV): every extra, tests, linters"
-	$(PIP) install --progress-bar on -e ".[all,dev]"
+	@echo "== Installing this project with [all,ray,dev] into $(VENV): every extra, Ray, tests, linters"
+	$(PIP) install --progress-bar on -e ".[all,ray,dev]"
 	touch $(DEV_STAMP) $(DEMO_STAMP)
 
 install: $(DEV_STAMP)

@@ -246,6 +246,14 @@ def test_llm_extra_installs_langchain_for_model_options() -> None:
     assert "llm" in everything.partition("[")[2].rstrip("]").split(",")
 
 
+def test_all_leaves_ray_out_and_one_bm25_library_is_used() -> None:
+    (everything,) = EXTRAS["all"]
+    assert "ray" not in everything.partition("[")[2].rstrip("]").split(",")
+    assert EXTRAS["ray"] == ["ray[data]>=2.40"]
+    requirements = [req for reqs in EXTRAS.values() for req in reqs]
+    assert [req for req in requirements if "bm25" in req] == ["bm25s>=0.2.6"]
+
+
 def test_license_file_is_declared_and_is_apache() -> None:
     project = PYPROJECT["project"]
     assert project["license"] == "Apache-2.0"
@@ -282,8 +290,8 @@ def test_make_demo_installs_only_the_demo_extras_and_shows_progress(tmp_path: An
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="make")
-def test_make_test_installs_all_and_dev(tmp_path: Any) -> None:
+def test_make_test_installs_all_ray_and_dev(tmp_path: Any) -> None:
     dry = make_dry_run("test", str(tmp_path / "venv"))
-    assert '".[all,dev]"' in dry
+    assert '".[all,ray,dev]"' in dry
     assert f"-m venv {tmp_path / 'venv'}" in dry
     assert "pytest tests" in dry

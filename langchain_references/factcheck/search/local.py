@@ -1,8 +1,9 @@
 """Search a local corpus: a folder of HTML/text files (BM25) or a LangChain vector store.
 
 :class:`LocalCorpusSearch` indexes the main text of every ``.html``/``.htm``/``.txt`` file
-under a folder (HTML through trafilatura) and ranks files by BM25 (``rank_bm25.BM25Okapi``) on
-lower-cased word tokens; files sharing no word with the query are not returned. A hit's link
+under a folder (HTML through trafilatura) and ranks files by BM25 (the package's one BM25,
+:class:`~langchain_references.retrieval.BM25Index`); files sharing no word with the query are
+not returned. A hit's link
 is ``base_url`` + the file's relative path when ``base_url`` is given (serve the folder with
 any HTTP server and fetch the hits like web pages), else the file's ``file://`` URI.
 
@@ -19,16 +20,16 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 from urllib.parse import quote, urljoin, urlsplit
 
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
-from langchain_references._optional import MissingDependencyError
 from langchain_references.factcheck.fetch import decode_body
 from langchain_references.factcheck.search.base import BaseSearchProvider
 from langchain_references.factcheck.types import SearchHit
+from langchain_references.retrieval import BM25Index
 
 __all__ = ["LocalCorpusSearch", "VectorStoreSearch", "tokenize"]
 
@@ -102,7 +103,7 @@ class LocalCorpusSearch(BaseSearchProvider):
         self.snippet_chars = snippet_chars
         self._lock = threading.Lock()
         self._docs: list[_Doc] | None = None
-        self._bm25: Any = None
+        self._bm25: BM25Index | None = None
 
     def _link(self, path: Path, relpath: str) -> str:
         if self.base_url is None:
@@ -142,21 +143,16 @@ class LocalCorpusSearch(BaseSearchProvider):
             The number of indexed files.
 
         Raises:
-            ImportError: If ``rank_bm25`` is not installed.
+            MissingDependencyError: If ``bm25s`` (extra ``factcheck``) is not installed.
         """
-        try:
-            from rank_bm25 import BM25Okapi  # type: ignore[import-untyped,import-not-found,unused-ignore]
-        except ImportError as exc:
-            raise MissingDependencyError(
-                exc.name or "rank_bm25", "factcheck", feature="LocalCorpusSearch"
-            ) from exc
         paths = sorted(
             p for p in self.folder.rglob("*") if p.is_file() and p.suffix.lower() in self.suffixes
         )
         docs = [doc for doc in (self._load(p) for p in paths) if doc is not None]
+        index = BM25Index.build([d.relpath for d in docs], [d.text for d in docs])
         with self._lock:
             self._docs = docs
-            self._bm25 = BM25Okapi([d.tokens for d in docs]) if docs else None
+            self._bm25 = index if docs else None
         logger.info("Indexed %d file(s) from %s", len(docs), self.folder)
         return len(docs)
 
@@ -168,7 +164,7 @@ class LocalCorpusSearch(BaseSearchProvider):
         terms = tokenize(query)
         if bm25 is None or not terms:
             return []
-        scores = bm25.get_scores(terms)
+        scores = bm25.scores(query)
         query_terms = set(terms)
         matching = [i for i, doc in enumerate(docs) if query_terms.intersection(doc.tokens)]
         matching.sort(key=lambda i: (-float(scores[i]), docs[i].relpath))
