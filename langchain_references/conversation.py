@@ -24,7 +24,7 @@ citation can cite.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
@@ -122,6 +122,8 @@ def artifact_documents(message: BaseMessage, *, warn: bool = True) -> list[Docum
     elif isinstance(artifact, Sequence) and not isinstance(artifact, str | bytes):
         items = artifact
     else:
+        if warn and isinstance(artifact, Iterator):  # read once, by whoever reads it first
+            _unread(message, f"an iterator ({type(artifact).__name__})")
         return None
     documents: list[Document] = []
     for index, item in enumerate(items):
@@ -138,9 +140,31 @@ def artifact_documents(message: BaseMessage, *, warn: bool = True) -> list[Docum
             )
             continue
         if document is None:
+            if warn and _holds_documents(item):
+                _unread(message, f"a nested list (its item {index} is a list of documents)")
             return None  # not a list of documents: left alone
         documents.append(document)
     return documents or None
+
+
+def _holds_documents(item: object) -> bool:
+    """Whether ``item`` is a list whose first element is a document (a nested artifact)."""
+    if not isinstance(item, Sequence) or isinstance(item, str | bytes) or not item:
+        return False
+    try:
+        return as_document(item[0]) is not None
+    except _InvalidDocumentError:
+        return True  # a document-like item, invalid: still a list of documents
+
+
+def _unread(message: ToolMessage, what: str) -> None:
+    """Say that a tool's artifact holds documents in a form that is not read (once per result)."""
+    logger.warning(
+        "The artifact of tool call %r is %s: its documents are not numbered or cited; "
+        "return a Document or a flat list of Documents",
+        message.tool_call_id,
+        what,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -279,3 +279,43 @@ def test_only_the_tool_results_after_the_last_answer_warn(caplog: pytest.LogCapt
             [HumanMessage("q"), broken, AIMessage("a"), HumanMessage("r")], instruction=None
         )
     assert caplog.records == []
+
+
+NESTED = "a nested list (its item"
+
+
+@pytest.mark.parametrize(
+    ("artifact", "what"),
+    [
+        ([[PARIS, PARIS]], f"{NESTED} 0 is a list of documents)"),
+        ([PARIS, [PARIS]], f"{NESTED} 1 is a list of documents)"),
+        ([[{"type": "Document", "page_content": None}]], f"{NESTED} 0 is a list of documents)"),
+        ((d for d in [PARIS]), "an iterator (generator)"),
+        (iter([PARIS]), "an iterator (list_iterator)"),
+        (map(lambda d: d, [PARIS]), "an iterator (map)"),
+    ],
+    ids=["nested", "nested-later", "nested-invalid", "generator", "iterator", "map"],
+)  # fmt: skip
+def test_documents_in_a_form_not_read_are_named_in_a_warning(
+    artifact: Any, what: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="langchain_references.conversation"):
+        assert artifact_documents(tool(artifact, "call-9")) is None
+        assert artifact_documents(tool(artifact, "call-9"), warn=False) is None
+    assert [r.getMessage() for r in caplog.records] == [
+        f"The artifact of tool call 'call-9' is {what}: its documents are not numbered or "
+        "cited; return a Document or a flat list of Documents"
+    ]
+
+
+@pytest.mark.parametrize(
+    "artifact",
+    [None, "text", b"bytes", 3, [], [["a", "b"]], [[]], [1, 2], {"key": "value"}],
+    ids=["none", "str", "bytes", "int", "empty", "nested-strings", "nested-empty", "ints", "dict"],
+)
+def test_an_artifact_that_holds_no_documents_is_left_alone_without_a_word(
+    artifact: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="langchain_references.conversation"):
+        assert artifact_documents(tool(artifact)) is None
+    assert caplog.records == []
