@@ -8,9 +8,9 @@ article at the size limit). Both are measured in this run; the normal requests' 
 the hostile ones must stay within twice the idle p95 (plus a few milliseconds of scheduling
 slack), and every hostile request must get its JSON error. (The health checks measure the
 event loop; searches share the embedding threads with the hostile requests' own searches, a
-contention this test does not bound.) The server's start-up waits for its CPU worker process
-(:mod:`langchain_references.server.cpu`), so the article's splitting runs there from the first
-hostile request.
+contention this test does not bound.) The server starts its CPU worker processes
+(:mod:`langchain_references.server.cpu`) in the background as it starts; the article's
+splitting runs there from the first hostile request, which waits for a worker if none is up.
 """
 
 from __future__ import annotations
