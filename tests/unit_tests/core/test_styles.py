@@ -432,3 +432,50 @@ def test_reference_lists_show_clean_capped_titles(style: ReferenceStyle) -> None
     assert "x" * (MAX_TITLE_CHARS - 10) + "…" in listing
     assert "x" * (MAX_TITLE_CHARS - 9) not in listing
     assert "\u202e" not in listing
+
+
+def test_clean_title_cuts_before_the_ellipsis_without_a_trailing_blank() -> None:
+    assert clean_title("A very long title", max_chars=8) == "A very…"
+    assert clean_title("Ab cd ef", max_chars=4) == "Ab…"
+
+
+def test_clean_title_reads_only_four_times_max_chars_plus_64_characters() -> None:
+    # The window is 4 * 10 + 64 = 104 characters: a title after 104 blanks is never read.
+    assert clean_title(" " * 104 + "Title", max_chars=10) == ""
+    assert clean_title(" " * 103 + "Title", max_chars=10) == "T"
+    assert clean_title("\u200b" * 1264 + "Title") == ""
+    assert clean_title("\u200b" * 1263 + "Title") == "T"
+
+
+#: A label with a bidi override, Markdown emphasis, a newline and HTML.
+HOSTILE_LABEL = "\u202e*not*\n<b>backed</b>"
+
+
+class _HostileText(TextReferenceStyle):
+    unsupported_label = HOSTILE_LABEL
+
+
+class _HostileMarkdown(MarkdownReferenceStyle):
+    unsupported_label = HOSTILE_LABEL
+
+
+class _HostileHTML(HTMLReferenceStyle):
+    unsupported_label = HOSTILE_LABEL
+
+
+@pytest.mark.parametrize(
+    ("style", "flag"),
+    [
+        (TextReferenceStyle(), " (unsupported)"),
+        (MarkdownReferenceStyle(), " *(unsupported)*"),
+        (HTMLReferenceStyle(), ' <em class="unsupported">(unsupported)</em>'),
+        (_HostileText(), " (*not* <b>backed</b>)"),
+        (_HostileMarkdown(), " *(\\*not\\* &lt;b&gt;backed&lt;/b&gt;)*"),
+        (_HostileHTML(), ' <em class="unsupported">(*not* &lt;b&gt;backed&lt;/b&gt;)</em>'),
+    ],
+    ids=["text", "markdown", "html", "hostile-text", "hostile-markdown", "hostile-html"],
+)
+def test_the_unsupported_flag_is_each_styles_form_its_label_cleaned_and_escaped(
+    style: ReferenceStyle, flag: str
+) -> None:
+    assert style.format_unsupported() == flag

@@ -8,11 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, AIMessageChunk
 
 from langchain_references.native.stream import NativeRun, _has_text
 from langchain_references.rewriter import ReferenceRewriter
-from langchain_references.styles import TextReferenceStyle
+from langchain_references.styles import MarkdownReferenceStyle, TextReferenceStyle
 
 WEB = {
     "type": "web_search_result_location",
@@ -83,6 +84,49 @@ def test_streamed_text_keeps_the_index_of_the_block_it_came_from() -> None:
     assert rewriter.finish() == "\n\n- [1] Grass (https://grass.example/)"
 
 
+def test_the_default_cite_passes_the_providers_cited_text_as_the_quote() -> None:
+    """Without a ``cite`` of its own, the run cites through the rewriter with the citation's
+    cited text, so a deep-linking style links the quoted passage inline."""
+    rewriter = ReferenceRewriter([], MarkdownReferenceStyle(deep_links=True))
+    run = NativeRun("anthropic", rewriter, [], rewriter.feed)
+    web = {**WEB, "cited_text": "Grass in the meadow is green in spring."}
+    content = run.rewrite(
+        AIMessage(content=[{"type": "text", "text": "Grass is green.", "citations": [web]}])
+    )
+    assert content == [
+        {
+            "type": "text",
+            "text": "Grass is green.<sup>[[1](https://grass.example/"
+            "#:~:text=Grass%20in%20the%20meadow%20is%20green%20in%20spring.)]</sup>",
+        }
+    ]
+    assert run.finish() == ""
+    assert rewriter.finish() == "\n\n- **1** [Grass](https://grass.example/)"
+
+
+def test_a_cite_given_renders_each_provider_citation_with_its_document_and_quote() -> None:
+    """A ``cite`` passed in (the session's) replaces the rewriter's: it gets the cited
+    document and the citation's cited text, and its return value is the marker."""
+    rewriter = ReferenceRewriter([], TextReferenceStyle())
+    calls: list[tuple[Document, str | None]] = []
+
+    def cite(document: Document, quote: str | None) -> str:
+        calls.append((document, quote))
+        return f"<{document.metadata['source']}|{quote}>"
+
+    run = NativeRun("anthropic", rewriter, [], rewriter.feed, cite)
+    content = run.rewrite(
+        AIMessage(content=[{"type": "text", "text": "Grass is green.", "citations": [WEB]}])
+    )
+    assert content == [
+        {"type": "text", "text": "Grass is green.<https://grass.example/|Grass is green.>"}
+    ]
+    assert [(document.metadata["source"], quote) for document, quote in calls] == [
+        ("https://grass.example/", "Grass is green.")
+    ]
+    assert rewriter.finish() == ""  # the rewriter numbered nothing
+
+
 def test_auto_run_without_an_adapter_once_text_went_by_reads_no_later_chunk() -> None:
     """With ``native="auto"``, text before any provider sign means the run has no adapter:
     a later chunk with citations is left to the caller (None), not rendered."""
@@ -94,6 +138,21 @@ def test_auto_run_without_an_adapter_once_text_went_by_reads_no_later_chunk() ->
     assert run.rewrite(AIMessageChunk(content="Hello. ")) is None
     assert run.rewrite(cited) is None
     assert run.finish() == ""
+
+
+def test_a_run_is_idle_only_once_known_to_have_no_adapter() -> None:
+    """``idle`` is a bool: False while ``native="auto"`` has not decided, or once an adapter
+    is picked; True once text went by without one."""
+    undecided, _rewriter = native_run("auto")
+    assert undecided.idle is False
+    assert undecided.rewrite(AIMessageChunk(content="", id="run-1")) is None
+    assert undecided.idle is False  # no text yet: still undecided
+    assert undecided.rewrite(AIMessageChunk(content="Hello. ")) is None
+    assert undecided.idle is True
+    picked, _rewriter = native_run("anthropic")
+    assert picked.idle is False
+    assert picked.rewrite(AIMessageChunk(content="Hello. ")) == "Hello."  # the blank held
+    assert picked.idle is False
 
 
 def test_auto_run_picks_its_adapter_after_chunks_without_text() -> None:
