@@ -187,3 +187,10 @@ def test_plain_text_comes_back_as_the_very_object_in_every_dialect() -> None:
     assert rewriter.feed(piece) is piece
     assert rewriter.feed("then 【1†source】") == "then [1]"
     assert rewriter.finish() == "\n\n- [1] u"
+
+
+def test_parse_gives_no_event_for_empty_text_and_the_text_itself_for_plain_text() -> None:
+    rewriter = ReferenceRewriter(docs("u"), TextReferenceStyle())
+    assert rewriter.feed("So,") == "So,"  # the answer's first line has begun
+    assert rewriter.parse("") == []
+    assert rewriter.parse(" plain words") == [" plain words"]
