@@ -8,14 +8,18 @@ marker's quote, so a provider citation that lost its ``cited_text`` on the way s
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import pytest
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessageChunk
-from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables import RunnableConfig, RunnableGenerator, RunnableLambda
 
 from langchain_references import TextReferenceStyle, manage_references
+from langchain_references.citations.sentences import CitedSentence
+from langchain_references.citations.verifier import SentenceVerdict
 from langchain_references.manager import OnUnsupported
 from langchain_references.styles import QUOTE_KEY
 from tests.unit_tests.citations.test_dialect_checks import ScriptedChecker, merged
@@ -129,3 +133,49 @@ def test_text_the_parser_still_holds_at_the_end_of_a_checked_run_is_written(
     assert runnable.invoke({"documents": DOCS}) == (
         "Paris is the capital of France [1]. More in [2\n\n- [1] https://fr.example"
     )
+
+
+class Gated(ScriptedChecker):
+    """Judges "Seattle" sentences only once the gate opens; the others at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+
+    async def averify(
+        self,
+        sentence: CitedSentence,
+        passages_by_id: Mapping[int, Document],
+        *,
+        config: RunnableConfig | None = None,
+    ) -> SentenceVerdict:
+        if "Seattle" in sentence.text:
+            await self.gate.wait()
+        return self.verify(sentence, passages_by_id, config=config)
+
+
+def test_the_sentences_judged_so_far_are_released_while_a_later_one_waits() -> None:
+    checker = Gated()
+    first = "Paris is the capital of France [1](id=1). Seattle is the capital of France [1](id=2)."
+
+    async def source(_inputs: AsyncIterator[Any]) -> AsyncIterator[str]:
+        yield first
+        for _ in range(10):  # the verification of sentence 1 runs; sentence 2's waits
+            await asyncio.sleep(0)
+        yield " Done"
+        checker.gate.set()
+
+    async def run() -> list[str]:
+        runnable = manage_references(
+            RunnableGenerator(source),
+            style=TextReferenceStyle(),
+            verifier=checker,
+            on_unsupported="flag",
+        )
+        return [out async for out in runnable.astream({"documents": DOCS})]
+
+    assert asyncio.run(run()) == [
+        "Paris is the capital of France [1].",
+        " Seattle is the capital of France [2] (unsupported). Done\n\n"
+        "- [1] https://fr.example\n- [2] https://wa.example",
+    ]
