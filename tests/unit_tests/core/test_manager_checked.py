@@ -179,3 +179,9 @@ def test_the_sentences_judged_so_far_are_released_while_a_later_one_waits() -> N
         " Seattle is the capital of France [2] (unsupported). Done\n\n"
         "- [1] https://fr.example\n- [2] https://wa.example",
     ]
+
+
+@pytest.mark.parametrize("mode", ["flag", "drop"])
+def test_an_answer_of_blanks_in_no_sentence_is_written_as_it_is(mode: OnUnsupported) -> None:
+    runnable = checked(RunnableLambda(lambda _: " \n "), mode, style=TextReferenceStyle())
+    assert runnable.invoke({"documents": DOCS}) == " \n "
