@@ -9,7 +9,7 @@ marker's quote, so a provider citation that lost its ``cited_text`` on the way s
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -76,7 +76,7 @@ EXPECTED = {
 }
 
 
-def provider_chat(cut: int) -> StreamingChatModel:
+def provider_chunks(cut: int) -> list[AIMessageChunk]:
     """The answer as v1 text blocks of ``cut`` characters, the provider's citation last."""
     chunks = [
         AIMessageChunk(content=[{"type": "text", "text": ANSWER[i : i + cut], "index": 0}])
@@ -87,7 +87,12 @@ def provider_chat(cut: int) -> StreamingChatModel:
             content=[{"type": "text", "text": "", "annotations": [PROVIDER], "index": 0}]
         )
     )
-    return StreamingChatModel(chunks=chunks)
+    return chunks
+
+
+def provider_chat(cut: int) -> StreamingChatModel:
+    """A chat model streaming :func:`provider_chunks` (its last chunk closes the answer)."""
+    return StreamingChatModel(chunks=provider_chunks(cut))
 
 
 def checked(answerer: Any, mode: OnUnsupported, **options: Any) -> Any:
@@ -101,6 +106,21 @@ def test_a_provider_citation_in_a_checked_run_keeps_its_quote_place_and_number(
 ) -> None:
     runnable = checked(provider_chat(cut), mode, style=Quoting(), native="v1")
     streamed = merged(list(runnable.stream({"documents": DOCS, "input": "q"})))
+    assert streamed.text == EXPECTED[mode]
+
+
+@pytest.mark.parametrize("mode", ["keep", "flag", "drop"])
+def test_text_a_provider_adapter_holds_until_the_stream_ends_is_written_in_a_checked_run(
+    mode: OnUnsupported,
+) -> None:
+    # no chunk says the answer is over: the adapter holds the open block until the end
+    chunks = provider_chunks(7)
+
+    def source(_inputs: Iterator[Any]) -> Iterator[AIMessageChunk]:
+        yield from chunks
+
+    runnable = checked(RunnableGenerator(source), mode, style=Quoting(), native="v1")
+    streamed = merged(list(runnable.stream({"documents": DOCS})))
     assert streamed.text == EXPECTED[mode]
 
 
