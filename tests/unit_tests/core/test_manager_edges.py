@@ -180,6 +180,12 @@ def test_every_output_version_langchain_knows_is_accepted(version: str | None) -
             "verifier must have verify() and averify() (e.g. a CitationVerifier), not int",
         ),
         ({"mark_unsupported": True}, ValueError, "mark_unsupported=True needs a verifier"),
+        (
+            {"on_unsupported": "hide"},
+            ValueError,
+            "on_unsupported must be one of ['keep', 'flag', 'drop'], not 'hide'",
+        ),
+        ({"on_unsupported": "drop"}, ValueError, "on_unsupported='drop' needs a verifier"),
     ],
 )
 def test_a_wrong_option_is_named_with_what_was_given(
