@@ -229,6 +229,12 @@ def test_unknown_ids_warn_once_each(caplog: pytest.LogCaptureFixture) -> None:
     assert _fix_warnings(caplog) == []
 
 
+def test_a_dropped_citation_takes_blanks_but_not_a_line_break_before_it() -> None:
+    assert rewrite(["Paris is in France \t[1](id=9)."]) == "Paris is in France."
+    assert rewrite(["Paris is in France\n[1](id=9)."]) == "Paris is in France\n."
+    assert rewrite(["Paris is in France\n", "[1](id=9)."]) == "Paris is in France\n."
+
+
 def test_a_citation_of_an_absent_last_document_is_named_as_gone_not_out_of_range(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -88,6 +88,10 @@ def test_feed_after_finish_is_an_error() -> None:
         RuntimeError, match=r"^ReferenceRewriter\.cite\(\) called after finish\(\)$"
     ):
         rewriter.cite(Document("d", metadata={"source": "u2"}))
+    with pytest.raises(
+        RuntimeError, match=r"^ReferenceRewriter\.feed_events\(\) called after finish\(\)$"
+    ):
+        rewriter.feed_events(["text"])
 
 
 def test_deep_links_quote_per_citing_sentence_under_one_number() -> None:
