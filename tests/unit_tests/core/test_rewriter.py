@@ -198,3 +198,28 @@ def test_parse_gives_no_event_for_empty_text_and_the_text_itself_for_plain_text(
     assert rewriter.feed("So,") == "So,"  # the answer's first line has begun
     assert rewriter.parse("") == []
     assert rewriter.parse(" plain words") == [" plain words"]
+
+
+def test_feed_events_drops_or_flags_a_lone_citation_of_the_given_documents() -> None:
+    for drop, flag, expected in [
+        ({1}, (), "Paris."),
+        ((), {1}, "Paris [1] (unsupported)."),
+        ({2}, {1}, "Paris [1] (unsupported)."),
+        ({1}, {2}, "Paris."),
+    ]:
+        rewriter = ReferenceRewriter(docs("u", "v"), TextReferenceStyle())
+        head = rewriter.feed_events(["Paris "])
+        (citation,) = rewriter.parse("[1](id=1)")
+        out = head + rewriter.feed_events([citation], drop=drop, flag=flag)
+        assert out + rewriter.feed_events(["."]) == expected
+
+
+def test_spans_after_a_flagged_citation_count_the_flag() -> None:
+    rewriter = ReferenceRewriter(docs("u", "v"), TextReferenceStyle(), track_spans=True)
+    events = rewriter.parse("Paris [1](id=1) and Lyon [1](id=2)")
+    text = rewriter.feed_events(events, flag={1}) + rewriter.finish()
+    assert text == "Paris [1] (unsupported) and Lyon [2]\n\n- [1] u\n- [2] v"
+    assert [(span.start, span.end, text[span.start : span.end]) for span in rewriter.spans] == [
+        (6, 9, "[1]"),
+        (33, 36, "[2]"),
+    ]
