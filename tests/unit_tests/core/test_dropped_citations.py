@@ -27,7 +27,7 @@ from langchain_references import (
     TextReferenceStyle,
     manage_references,
 )
-from langchain_references.numbering import SourceNumbering
+from langchain_references.numbering import ABSENT_DOCUMENT, SourceNumbering
 from langchain_references.rewriter import MAX_HELD_BLANKS, NO_DOCUMENTS_FIX, ReferenceRewriter
 from langchain_references.styles import ReferenceStyle
 from tests.unit_tests.fakes import StreamingChatModel, text_chunks
@@ -227,6 +227,25 @@ def test_unknown_ids_warn_once_each(caplog: pytest.LogCaptureFixture) -> None:
         "Dropped citation [1](id=7): document id 7 is not in 1..2",
     ]
     assert _fix_warnings(caplog) == []
+
+
+def test_a_dropped_citation_takes_blanks_but_not_a_line_break_before_it() -> None:
+    assert rewrite(["Paris is in France \t[1](id=9)."]) == "Paris is in France."
+    assert rewrite(["Paris is in France\n[1](id=9)."]) == "Paris is in France\n."
+    assert rewrite(["Paris is in France\n", "[1](id=9)."]) == "Paris is in France\n."
+
+
+def test_a_citation_of_an_absent_last_document_is_named_as_gone_not_out_of_range(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    documents = [DOCS[0], ABSENT_DOCUMENT]  # id 2, the last, was summarized away
+    with caplog.at_level(logging.WARNING, logger="langchain_references"):
+        out = rewrite(["Paris [1](id=1) and Lyon [1](id=2) or [1](id=3)."], docs=documents)
+    assert out == "Paris [1] and Lyon or.\n\n- [1] https://fr.example"
+    assert [r.getMessage() for r in caplog.records] == [
+        "Dropped citation [1](id=2): document id 2 is no longer in the conversation",
+        "Dropped citation [1](id=3): document id 3 is not in 1..2",
+    ]
 
 
 # -- a missing document keeps one number -----------------------------------------------------------

@@ -10,9 +10,14 @@ from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, AIMessageChunk, ChatMessageChunk, HumanMessage
 from langchain_core.runnables import RunnableLambda
 
-from langchain_references import manage_references
+from langchain_references import TextReferenceStyle, manage_references
 from langchain_references.citations.verifier import CitationVerifier
-from langchain_references.manager import NOSTREAM_TAG, _Relay, _streams_to_langgraph
+from langchain_references.manager import (
+    NOSTREAM_TAG,
+    ReferencedRunnable,
+    _Relay,
+    _streams_to_langgraph,
+)
 from tests.unit_tests.core.test_driver_parity import (
     ANSWER,
     DOCS,
@@ -180,6 +185,12 @@ def test_every_output_version_langchain_knows_is_accepted(version: str | None) -
             "verifier must have verify() and averify() (e.g. a CitationVerifier), not int",
         ),
         ({"mark_unsupported": True}, ValueError, "mark_unsupported=True needs a verifier"),
+        (
+            {"on_unsupported": "hide"},
+            ValueError,
+            "on_unsupported must be one of ['keep', 'flag', 'drop'], not 'hide'",
+        ),
+        ({"on_unsupported": "drop"}, ValueError, "on_unsupported='drop' needs a verifier"),
     ],
 )
 def test_a_wrong_option_is_named_with_what_was_given(
@@ -211,3 +222,11 @@ def test_a_wrapped_chat_model_takes_the_asked_output_version_else_its_own(
     content = wrapped.invoke({"input": "Where is Paris?", "documents": docs}).content
     assert [block["type"] for block in content] == ["text"]
     assert [a["url"] for a in content[0]["annotations"]] == ["https://fr.example"]
+
+
+def test_a_wrapper_built_directly_reads_the_documents_key_by_default() -> None:
+    wrapped = ReferencedRunnable(
+        RunnableLambda(lambda _: "Paris [7](id=1)."), style=TextReferenceStyle()
+    )
+    documents = [Document("p", metadata={"source": "https://fr.example"})]
+    assert wrapped.invoke({"documents": documents}) == "Paris [1].\n\n- [1] https://fr.example"

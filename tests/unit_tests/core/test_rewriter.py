@@ -125,6 +125,15 @@ def test_deep_links_read_the_citing_sentence_from_its_first_character() -> None:
         assert expected in link, link
 
 
+def test_feed_events_after_finish_is_an_error() -> None:
+    rewriter = ReferenceRewriter(docs("u"), TextReferenceStyle())
+    rewriter.finish()
+    with pytest.raises(
+        RuntimeError, match=r"^ReferenceRewriter\.feed_events\(\) called after finish\(\)$"
+    ):
+        rewriter.feed_events(["text"])
+
+
 class CountingDeep(MarkdownReferenceStyle):
     """A deep-link style that records each inline citation it is asked to format."""
 
@@ -187,3 +196,35 @@ def test_plain_text_comes_back_as_the_very_object_in_every_dialect() -> None:
     assert rewriter.feed(piece) is piece
     assert rewriter.feed("then 【1†source】") == "then [1]"
     assert rewriter.finish() == "\n\n- [1] u"
+
+
+def test_parse_gives_no_event_for_empty_text_and_the_text_itself_for_plain_text() -> None:
+    rewriter = ReferenceRewriter(docs("u"), TextReferenceStyle())
+    assert rewriter.feed("So,") == "So,"  # the answer's first line has begun
+    assert rewriter.parse("") == []
+    assert rewriter.parse(" plain words") == [" plain words"]
+
+
+def test_feed_events_drops_or_flags_a_lone_citation_of_the_given_documents() -> None:
+    for drop, flag, expected in [
+        ({1}, (), "Paris."),
+        ((), {1}, "Paris [1] (unsupported)."),
+        ({2}, {1}, "Paris [1] (unsupported)."),
+        ({1}, {2}, "Paris."),
+    ]:
+        rewriter = ReferenceRewriter(docs("u", "v"), TextReferenceStyle())
+        head = rewriter.feed_events(["Paris "])
+        (citation,) = rewriter.parse("[1](id=1)")
+        out = head + rewriter.feed_events([citation], drop=drop, flag=flag)
+        assert out + rewriter.feed_events(["."]) == expected
+
+
+def test_spans_after_a_flagged_citation_count_the_flag() -> None:
+    rewriter = ReferenceRewriter(docs("u", "v"), TextReferenceStyle(), track_spans=True)
+    events = rewriter.parse("Paris [1](id=1) and Lyon [1](id=2)")
+    text = rewriter.feed_events(events, flag={1}) + rewriter.finish()
+    assert text == "Paris [1] (unsupported) and Lyon [2]\n\n- [1] u\n- [2] v"
+    assert [(span.start, span.end, text[span.start : span.end]) for span in rewriter.spans] == [
+        (6, 9, "[1]"),
+        (33, 36, "[2]"),
+    ]
