@@ -172,7 +172,6 @@ class MarkdownCode:
         if self._mode == _SPAN:
             self._mode = _PROSE
             self._release(out, code=False)
-        self._mode = _PROSE if self._mode == _LOST else self._mode
         return _joined(out)
 
     def flush(self) -> list[Segment]:

@@ -135,6 +135,27 @@ def test_a_span_longer_than_the_hold_is_prose_up_to_its_closer() -> None:
     assert segments(["`[1]` `[234` x"], max_held=5) == expected
 
 
+def test_a_span_without_a_closer_at_the_end_is_prose() -> None:
+    code = MarkdownCode("[")
+    assert code.feed("a `[1] x") == [(False, "a `")]
+    assert code.close() == [(False, "[1] x")]  # the opener was plain text after all
+
+
+def test_only_a_backtick_run_of_its_length_ends_a_span_too_long_to_hold() -> None:
+    # a tilde run of the opener's length does not end it; the backtick run then does
+    text = "`[1234567 ~ [2]` `[3]`"
+    expected = [(False, "`[1234567 ~ [2]` `"), (True, "[3]`")]
+    assert segments([text], max_held=5) == expected
+    assert segments(list(text), max_held=5) == expected
+
+
+def test_a_line_after_a_span_without_a_closer_reads_its_own_spans() -> None:
+    text = "`[1] x\n`[2]` [3]"
+    expected = [(False, "`[1] x\n`"), (True, "[2]`"), (False, " [3]")]
+    assert segments([text]) == expected
+    assert segments(list(text)) == expected
+
+
 def test_a_span_too_long_to_hold_leaves_no_raw_marker_in_the_rest_of_its_line() -> None:
     long_span = "`[1](id=1) " + "x" * (MAX_HELD_CODE + 100) + "`"
     text = f"See {long_span} then [2](id=2) and `code [3](id=3)` end [4](id=4)"
