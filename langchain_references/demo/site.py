@@ -36,7 +36,7 @@ import httpx
 from langchain_references.demo.corpus import Article, load_articles, render_pages
 from langchain_references.factcheck.netguard import NetGuard, ResolvedURL, Resolver
 from langchain_references.factcheck.search.base import BaseSearchProvider
-from langchain_references.factcheck.search.local import tokenize
+from langchain_references.factcheck.search.local import bm25_ranking, tokenize
 from langchain_references.factcheck.types import SearchHit
 from langchain_references.retrieval import BM25Index
 
@@ -307,13 +307,9 @@ class DemoSiteSearch(BaseSearchProvider):
         return urljoin(self.base_url, article.path.lstrip("/"))
 
     def _search(self, query: str, k: int) -> list[SearchHit]:
-        terms = tokenize(query)
-        if self._bm25 is None or not terms:
-            return []
-        wanted = set(terms)
-        scores = self._bm25.scores(query)
-        matching = [i for i, tokens in enumerate(self._tokens) if wanted.intersection(tokens)]
-        matching.sort(key=lambda i: (-float(scores[i]), self.articles[i].path))
+        matching, wanted = bm25_ranking(
+            self._bm25, query, self._tokens, [a.path for a in self.articles]
+        )
         hits: list[SearchHit] = []
         for rank, i in enumerate(matching[:k]):
             article = self.articles[i]

@@ -31,7 +31,7 @@ from langchain_references.factcheck.search.base import BaseSearchProvider
 from langchain_references.factcheck.types import SearchHit
 from langchain_references.retrieval import BM25Index
 
-__all__ = ["LocalCorpusSearch", "VectorStoreSearch", "tokenize"]
+__all__ = ["LocalCorpusSearch", "VectorStoreSearch", "bm25_ranking", "tokenize"]
 
 logger = logging.getLogger(__name__)
 
@@ -51,11 +51,37 @@ def tokenize(text: str) -> list[str]:
     return _WORD.findall(text.casefold())
 
 
+def bm25_ranking(
+    index: BM25Index | None, query: str, tokens: Sequence[Sequence[str]], keys: Sequence[str]
+) -> tuple[list[int], frozenset[str]]:
+    """Rank the indexed texts that share a word with ``query``: best BM25 score first.
+
+    The ranking of :class:`LocalCorpusSearch` and the demo site's search.
+
+    Args:
+        index: The BM25 index of the texts (``None``: no text).
+        query: The query.
+        tokens: Each text's :func:`tokenize` words, in index order.
+        keys: Each text's tie-break key (equal scores in key order).
+
+    Returns:
+        The positions of the texts that share a word with the query, best first, and the
+        query's words (for the snippets).
+    """
+    words = frozenset(tokenize(query))
+    if index is None or not words:
+        return [], words
+    scores = index.scores(query)
+    matching = [i for i, text in enumerate(tokens) if words.intersection(text)]
+    matching.sort(key=lambda i: (-float(scores[i]), keys[i]))
+    return matching, words
+
+
 def _shorten(text: str, width: int) -> str:
     return textwrap.shorten(" ".join(text.split()), width=width, placeholder=" …")
 
 
-def _best_paragraph(text: str, query_terms: set[str]) -> str:
+def _best_paragraph(text: str, query_terms: frozenset[str]) -> str:
     paragraphs = [p for p in text.splitlines() if p.strip()] or [text]
     return max(paragraphs, key=lambda p: len(query_terms.intersection(tokenize(p))))
 
@@ -161,13 +187,9 @@ class LocalCorpusSearch(BaseSearchProvider):
             self.reindex()
         with self._lock:
             docs, bm25 = self._docs or [], self._bm25
-        terms = tokenize(query)
-        if bm25 is None or not terms:
-            return []
-        scores = bm25.scores(query)
-        query_terms = set(terms)
-        matching = [i for i, doc in enumerate(docs) if query_terms.intersection(doc.tokens)]
-        matching.sort(key=lambda i: (-float(scores[i]), docs[i].relpath))
+        matching, query_terms = bm25_ranking(
+            bm25, query, [d.tokens for d in docs], [d.relpath for d in docs]
+        )
         return [
             SearchHit(
                 title=docs[i].title,

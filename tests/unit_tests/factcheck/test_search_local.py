@@ -135,3 +135,30 @@ async def test_vector_store_search_maps_documents(chroma_store: Chroma) -> None:
 
     terns = await search.asearch("arctic terns", k=1)
     assert [(h.link, h.title) for h in terns] == [("https://birds.example/terns", "Terns")]
+
+
+def test_bm25_ranking_orders_by_score_then_key_and_keeps_word_matches_only() -> None:
+    from langchain_references.factcheck.search.local import bm25_ranking, tokenize
+    from langchain_references.retrieval import BM25Index
+
+    texts = [
+        "the end",  # shares only a stop word with the query: score 0, still a match
+        "moon moon orbit",
+        "sun and stars",  # shares no word: not returned
+        "moon orbit",
+        "moon orbit",  # ties with the text before it: key order
+    ]
+    keys = ["a", "b", "c", "e", "d"]
+    index = BM25Index.build(keys, texts)
+    order, words = bm25_ranking(index, "the moon orbit", [tokenize(t) for t in texts], keys)
+    assert words == frozenset({"the", "moon", "orbit"})
+    scores = index.scores("the moon orbit")
+    assert scores[3] == scores[4] > scores[0] == 0
+    assert sorted(order) == [0, 1, 3, 4]  # "sun and stars" shares no word
+    assert order.index(4) == order.index(3) - 1  # equal scores: key "d" before "e"
+    assert order[-1] == 0  # a stop-word match scores 0: last, but kept
+    assert [float(scores[i]) for i in order] == sorted(
+        (float(scores[i]) for i in order), reverse=True
+    )
+    assert bm25_ranking(None, "moon", [], []) == ([], frozenset({"moon"}))
+    assert bm25_ranking(index, "!!", [tokenize(t) for t in texts], keys) == ([], frozenset())
