@@ -63,6 +63,7 @@ bench: $(DEV_STAMP)
 	$(PY) benchmarks/bench_code.py
 	$(PY) benchmarks/bench_cli_import.py
 	$(PY) benchmarks/bench_agents.py
+	$(PY) benchmarks/bench_tool_format.py
 	$(PY) benchmarks/bench_fetch_latency.py
 	$(PY) benchmarks/bench_hostile.py
 	$(PY) benchmarks/bench_extract.py

@@ -132,3 +132,83 @@ def test_delimit_has_exactly_one_block(text: str) -> None:
     inner = block[len("<passage>\n") : -len("\n</passage>")]
     assert not opens_a_tag(inner, "passage")
     assert not opens_a_tag(inner, "statement")
+
+
+def whole_skeleton_lookalikes(text: str, tags: tuple[str, ...]) -> list[int]:
+    """The look-alike search over the skeleton of the whole text (the former algorithm)."""
+    from langchain_references.prompting import _fold, _pattern
+
+    names = frozenset(_fold(t) for t in tags)
+    parts: list[str] = []
+    origin: list[int] = []
+    for i, char in enumerate(text):
+        folded = _fold(char)
+        parts.append(folded)
+        origin.extend([i] * len(folded))
+    return sorted({origin[m.start()] for m in _pattern(names).finditer("".join(parts))})
+
+
+# Openers, slashes, letters of the tags and their homoglyphs, characters the skeleton drops
+# (blanks, zero-width, combining), characters that fold to several (ﬁ, ß) and plain text.
+_ALPHABET = st.sampled_from(
+    [
+        *"<‹〈⟨˂＜﹤/⁄∕passgetmnPASSGETMNаеѕρ ﬁßx>",
+        "\u200b",
+        "\u00ad",
+        "\u0301",
+        "\u2060",
+        "\n",
+        "\t",
+    ]
+)
+
+
+@given(st.lists(_ALPHABET, max_size=40).map("".join))
+def test_the_windowed_search_finds_what_the_whole_skeleton_search_finds(text: str) -> None:
+    assert find_tag_lookalikes(text, TAGS) == whole_skeleton_lookalikes(text, TAGS)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("<" + " " * 5_000 + "/passage>", [0]),  # the window runs past dropped characters
+        ("a < b <passage <x", [6]),
+        ("ﬁ<statement", [1]),  # after a character that folds to two
+        ("<<passage", [1]),
+        ("<pass", []),  # the text ends inside the window
+    ],
+)
+def test_lookalikes_at_the_edges_of_a_window(text: str, expected: list[int]) -> None:
+    assert find_tag_lookalikes(text, TAGS) == expected
+    assert whole_skeleton_lookalikes(text, TAGS) == expected
+
+
+def test_the_openers_are_every_character_whose_skeleton_holds_a_less_than() -> None:
+    from langchain_references.prompting import _OPENERS, _fold
+
+    found = [
+        chr(code)
+        for code in range(0x110000)
+        if not 0xD800 <= code < 0xE000 and "<" in _fold(chr(code))
+    ]
+    assert "".join(found) == _OPENERS
+
+
+def test_text_without_an_opener_is_searched_without_a_copy_per_character() -> None:
+    """A tool result is neutralized on every model call: no per-character objects.
+
+    The former search built two lists of one item per character (16+ bytes a character);
+    text without a "<"-like character now costs a scan and nothing else.
+    """
+    import tracemalloc
+
+    text = "The Space Needle is in Seattle (1962). " * 5_000  # 195,000 characters
+    neutralize(text, TAGS)
+    tracemalloc.start()
+    try:
+        out = neutralize(text, TAGS)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert out is text
+    assert peak < 4_096
