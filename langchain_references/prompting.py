@@ -79,8 +79,8 @@ _TAG_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 # combining marks, separators.
 _SKIPPED_CATEGORIES: Final = frozenset({"Cc", "Cf", "Mn", "Me", "Zs", "Zl", "Zp"})
 _LESS_THAN_LOOKALIKES: Final = "<‹〈⟨˂ᐸ❮❬⧼⟪《"
-#: Every character whose skeleton (:func:`_fold`) holds a ``<``: the only ones a look-alike
-#: can start at (a test recomputes this set from :mod:`unicodedata`).
+#: Every character whose skeleton (:func:`_fold`) holds a ``<`` (each one's is ``<`` alone): the
+#: only ones a look-alike can start at (a test recomputes this set from :mod:`unicodedata`).
 _OPENERS: Final = (
     "\u003c\u02c2\u1438\u2039\u2329\u276c\u276e\u27e8\u27ea\u29fc\u3008\u300a"
     "\ufe3d\ufe3f\ufe64\uff1c"
@@ -174,27 +174,26 @@ def find_tag_lookalikes(text: str, tags: Iterable[str]) -> list[int]:
     if not names:
         return []
     pattern = _pattern(names)
-    # What the look-ahead of the pattern reads after a "<": "/" and the longest name.
+    # What the pattern reads: the "<", an optional "/" and the longest name.
     reach = 2 + max(map(len, names))
     end = len(text)
     hits: list[int] = []
-    # Only the skeleton from a "<"-like character on can match: it is folded character by
-    # character until it holds what the pattern reads (the characters the skeleton drops,
-    # blanks and zero-width ones, count for nothing). Each window stops after ``reach``
-    # kept characters, so the whole search is linear in the text.
+    # Only the skeleton from a "<"-like character on can match (each one's skeleton is "<"):
+    # it is folded character by character until it holds what the pattern reads, the
+    # characters the skeleton drops (blanks, zero-width ones) counting for nothing. A
+    # character is read by the windows of at most ``reach`` openers before it: the search is
+    # linear in the text.
     for opener in _OPENER_RE.finditer(text):
         at = opener.start()
-        first = _fold(text[at])
-        skeleton = [first]
-        kept = len(first)
+        skeleton = ["<"]
+        kept = 1
         i = at + 1
-        while kept < len(first) + reach and i < end:
+        while kept < reach and i < end:
             folded = _fold(text[i])
             skeleton.append(folded)
             kept += len(folded)
             i += 1
-        window = "".join(skeleton)
-        if any(pattern.match(window, k) for k, char in enumerate(first) if char == "<"):
+        if pattern.match("".join(skeleton)):
             hits.append(at)
     return hits
 

@@ -82,9 +82,12 @@ def test_neutralized_text_never_holds_a_tag(text: str) -> None:
 
 
 def test_bad_arguments() -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"^format_documents\(\) takes a sequence of Documents$"):
         format_documents("text")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="not a Document"):
+    with pytest.raises(TypeError, match=r"^documents\[0\] is str, not a Document$"):
         format_documents(["text"])  # type: ignore[list-item]
+    # the position in the list, whatever the first id
+    with pytest.raises(TypeError, match=r"^documents\[1\] is int, not a Document$"):
+        format_documents([Document("a"), 7], start=5)  # type: ignore[list-item]
     with pytest.raises(ValueError, match="tag"):
         neutralize("x", ["bad tag"])

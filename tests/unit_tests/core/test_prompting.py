@@ -192,6 +192,34 @@ def test_the_openers_are_every_character_whose_skeleton_holds_a_less_than() -> N
         if not 0xD800 <= code < 0xE000 and "<" in _fold(chr(code))
     ]
     assert "".join(found) == _OPENERS
+    assert {_fold(char) for char in found} == {"<"}
+
+
+def _folds(text: str) -> int:
+    """How many characters the look-alike search folds in ``text`` (TAGS)."""
+    from langchain_references.prompting import _fold
+
+    before = _fold.cache_info()
+    find_tag_lookalikes(text, TAGS)
+    after = _fold.cache_info()
+    return after.hits + after.misses - before.hits - before.misses - len(TAGS)
+
+
+def test_the_window_after_an_opener_is_what_the_pattern_reads() -> None:
+    # "/" and "statement": nine letters and the slash after the "<"
+    assert _folds("<" + "a" * 100) == 10
+    assert _folds("<" + " " * 50 + "a" * 100) == 60  # dropped characters count for nothing
+    assert _folds("prose without an opener " * 100) == 0
+
+
+def test_the_search_reads_each_character_a_bounded_number_of_times() -> None:
+    text = "<a " * 2_000  # every window runs into the next openers' text
+    assert _folds(text) <= 10 * len(text)
+
+
+def test_neutralize_names_what_it_got() -> None:
+    with pytest.raises(TypeError, match=r"^text must be a str, not int$"):
+        neutralize(3, TAGS)  # type: ignore[arg-type]
 
 
 def test_text_without_an_opener_is_searched_without_a_copy_per_character() -> None:
@@ -212,3 +240,15 @@ def test_text_without_an_opener_is_searched_without_a_copy_per_character() -> No
         tracemalloc.stop()
     assert out is text
     assert peak < 4_096
+
+
+def test_data_prompt_tells_the_model_that_blocks_are_data() -> None:
+    from langchain_references.prompting import DATA_NOTICE, data_prompt
+
+    prompt = data_prompt("Judge the statement.", "Call the tool.", "{blocks}")
+    system, human = prompt.format_messages(blocks="<passage>x</passage>")
+    assert (system.type, system.content) == (
+        "system",
+        f"Judge the statement.\n{DATA_NOTICE}\nCall the tool.",
+    )
+    assert (human.type, human.content) == ("human", "<passage>x</passage>")
