@@ -1,4 +1,4 @@
-"""The two concurrency rules every stage follows.
+"""The two rules of a stage's own concurrency: who sets ``max_concurrency``, sync over async.
 
 * **max_concurrency**: the caller's ``config["max_concurrency"]`` wins; a component's own
   ``max_concurrency`` (its constructor argument) is only the default used when the config
@@ -6,6 +6,21 @@
 * **sync over async**: where a sync entry point must drive async I/O, it does so through
   :func:`run_sync` (a fresh event loop; in a worker thread, with the caller's context
   variables, when the calling thread already runs a loop).
+
+These are the rules this module enforces. The package's other concurrency lives with what it
+protects, one implementation each:
+
+* shared state under a lock, safe for threads and asyncio tasks alike: the embedding memo's
+  in-flight texts (:mod:`~langchain_references.embedding_cache`), the rate limiter's buckets
+  and FIFO turns (:mod:`~langchain_references.ratelimit`), the run cache
+  (:mod:`~langchain_references.runcache`), the dead-endpoint guard
+  (:mod:`~langchain_references._endpoint`), the one Chroma client
+  (:mod:`~langchain_references._chroma`);
+* blocking work off the event loop: ``run_in_executor`` in the judges and fact-check stages;
+* CPU-bound or crash-prone work in killable worker processes
+  (:mod:`~langchain_references._isolation`; the service's pool in ``server.cpu``);
+* bounded fan-out of async I/O with semaphores (page fetches, a service request's claims);
+* batches of items on local threads or Ray actors (:mod:`~langchain_references.engine`).
 """
 
 from __future__ import annotations

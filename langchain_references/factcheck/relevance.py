@@ -1,4 +1,4 @@
-"""Select the passages most relevant to a statement: dense (Chroma), BM25, or both fused.
+"""Select the passages most relevant to a statement: dense (cosine), BM25, or both fused.
 
 The :data:`~langchain_references.retrieval.Retrieval` mode decides the ranking: ``"dense"``
 ranks by the cosine of the embeddings (below), ``"bm25"`` by Okapi BM25 over the passages

@@ -13,8 +13,8 @@ implementations:
   ``k`` nearest documents per atom;
 * :class:`WebContexts`: the fact-check web stack: a search provider, the
   :class:`~langchain_references.factcheck.fetch.PageFetcher`, trafilatura extraction,
-  token-bounded passages and the Chroma relevance filter; each URL is fetched once even when
-  several atoms find it.
+  token-bounded passages and the fact-check's relevance selection (hybrid: the embeddings'
+  cosine fused with BM25); each URL is fetched once even when several atoms find it.
 
 Contexts found for atom ``a3`` get ids ``c_a3_0``, ``c_a3_1``... as in FactReasoner; the
 same text found for several atoms makes several contexts, which the FR2/FR3 graphs merge.
@@ -386,8 +386,9 @@ class WebContexts(_Retriever):
     fetched once (:class:`~langchain_references.factcheck.fetch.PageFetcher`), its main text
     extracted (trafilatura) and split into token-bounded passages; finally the ``k_contexts``
     passages of the atom's own pages closest to the atom are kept
-    (:func:`~langchain_references.factcheck.relevance.select_relevant`, Chroma + the given
-    embeddings). Without a fetcher, or when none of an atom's pages yields a passage, the
+    (:func:`~langchain_references.factcheck.relevance.select_relevant` in its default hybrid
+    mode: the given embeddings' exact cosine fused with BM25; no vector store). Without a
+    fetcher, or when none of an atom's pages yields a passage, the
     search snippets are used as contexts (``snippet_fallback``). The input contexts are
     ignored (the retrieved contexts replace them), and so is ``config``. The work is async;
     :meth:`retrieve` runs :meth:`aretrieve` to completion.

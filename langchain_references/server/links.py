@@ -39,7 +39,7 @@ def safe_reference(reference: Mapping[str, Any]) -> dict[str, Any]:
     """A reference's JSON form (``number``, ``source``, ``title``...), its fields made safe.
 
     Args:
-        reference: A :meth:`~langchain_references.numbering.Reference.to_dict` result.
+        reference: A :meth:`~langchain_references.numbering.UsedReference.to_dict` result.
 
     Returns:
         A copy whose ``source`` is :func:`link` of the original and whose ``title`` is
