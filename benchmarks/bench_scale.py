@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from langchain_references.embeddings import MiniLMEmbeddings
-from langchain_references.server.index import _entries, parse_evidence_record
+from langchain_references.server.index import parse_evidence_record
+from langchain_references.server.index.records import entries_of
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / ".." / "shared" / "data" / "climate-fever-dev.jsonl"
@@ -77,7 +78,7 @@ def entry_texts(records: list[dict[str, Any]]) -> list[str]:
     """The distinct texts an index build embeds: each record's abstract and its sentences."""
     texts: dict[str, None] = {}
     for raw in records:
-        for entry in _entries(parse_evidence_record(raw)):
+        for entry in entries_of(parse_evidence_record(raw)):
             texts.setdefault(entry.text, None)
     return list(texts)
 

@@ -19,7 +19,8 @@ provider:
   similar first, before the judge.
 
 Index entries are passages, not pages: nothing is counted as fetched or extracted.
-Similarities are cosines, as in the chain (the index's ``(cosine + 1) / 2`` is mapped back).
+Similarities are cosines, as in the chain (the index's ``(cosine + 1) / 2`` is mapped back by
+:func:`~langchain_references.server.index.hits.cosine`, beside the map that made it).
 
 :func:`check_stream` runs a checker with ``astream_events`` and yields the chain's progress
 events (:class:`~langchain_references.factcheck.result.FactCheckProgress`) as they are
@@ -30,7 +31,6 @@ events (:mod:`langchain_references.server.events`) and ``/v1/article`` reuses it
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import AsyncIterator
 from typing import Annotated, Final, TypeAlias
 
@@ -55,6 +55,7 @@ from langchain_references.server.events import (
     respond,
 )
 from langchain_references.server.index import EvidenceHit, EvidenceIndex, Granularity
+from langchain_references.server.index.hits import cosine
 from langchain_references.server.links import safe_result
 from langchain_references.server.live import LiveIndex
 from langchain_references.server.services import Services, ServicesDep
@@ -120,12 +121,6 @@ def evidence_link(hit: EvidenceHit) -> str:
     return ""
 
 
-def _cosine(hit: EvidenceHit) -> float:
-    """The index's ``(cosine + 1) / 2`` mapped back to a cosine in ``[-1, 1]``."""
-    value = 2.0 * hit.similarity - 1.0
-    return max(-1.0, min(1.0, value)) if math.isfinite(value) else 0.0
-
-
 class IndexPassages:
     """The evidence index as the fact-check chain's :class:`PassageIndex` (one granularity).
 
@@ -179,7 +174,7 @@ def _passages(hits: list[EvidenceHit]) -> list[IndexedPassage]:
                 index_in_page=int(hit.metadata.get("position") or 0),
                 n_tokens=max(1, len(hit.text.split())),
             ),
-            similarity=_cosine(hit),
+            similarity=cosine(hit.similarity),
             id=hit.id,
         )
         for rank, hit in enumerate(hits)

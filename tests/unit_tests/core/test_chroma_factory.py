@@ -10,15 +10,15 @@ import pytest
 
 from langchain_references import _chroma
 from langchain_references.factcheck import relevance
-from langchain_references.server import index as index_module
 from langchain_references.server.index import EvidenceIndexError
+from langchain_references.server.index import chroma as index_chroma
 
 
 def test_http_client_refuses_what_is_not_an_http_url() -> None:
     with pytest.raises(ValueError, match=r"not an http\(s\) URL: 'ftp://host:8000'"):
         _chroma.http_client("ftp://host:8000")
     with pytest.raises(EvidenceIndexError, match=r"not an http\(s\) URL: 'http://'"):
-        index_module._client(None, "http://")
+        index_chroma.client(None, "http://")
 
 
 def test_the_shared_in_memory_client_is_one_object_until_reset() -> None:
@@ -35,11 +35,11 @@ def test_the_evidence_index_makes_its_clients_with_the_factory(
 ) -> None:
     calls: list[tuple[str, Any]] = []
     monkeypatch.setattr(
-        index_module, "persistent_client", lambda path, **kw: calls.append(("dir", path))
+        index_chroma, "persistent_client", lambda path, **kw: calls.append(("dir", path))
     )
-    monkeypatch.setattr(index_module, "http_client", lambda url, **kw: calls.append(("url", url)))
-    index_module._client(tmp_path, None)
-    index_module._client(None, "http://127.0.0.1:1")
+    monkeypatch.setattr(index_chroma, "http_client", lambda url, **kw: calls.append(("url", url)))
+    index_chroma.client(tmp_path, None)
+    index_chroma.client(None, "http://127.0.0.1:1")
     assert calls == [("dir", tmp_path), ("url", "http://127.0.0.1:1")]
 
 

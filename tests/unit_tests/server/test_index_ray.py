@@ -20,7 +20,6 @@ from langchain_references.cli import main
 from langchain_references.engine import RayOptions, ray_session
 from langchain_references.loading import load_records
 from langchain_references.server import bm25_store
-from langchain_references.server import index as index_module
 from langchain_references.server.index import (
     BuildResult,
     EvidenceIndex,
@@ -28,6 +27,8 @@ from langchain_references.server.index import (
     IndexBuildError,
     parse_evidence_record,
 )
+from langchain_references.server.index import chroma as index_chroma
+from langchain_references.server.index import writing as index_writing
 
 from ._build_fakes import WordHashEmbeddings
 from ._chroma_run import chroma_run
@@ -133,7 +134,7 @@ def test_ray_workers_build_into_a_chroma_server(
     def driver_writes(*_: object) -> None:
         raise AssertionError("the driver wrote entries: the workers should have")
 
-    monkeypatch.setattr(index_module, "_upsert", driver_writes)
+    monkeypatch.setattr(index_writing, "upsert", driver_writes)
     monkeypatch.setattr(EvidenceIndex, "_upsert", driver_writes)
     first, progress = _build("served", chroma_url=chroma_url, engine="ray", ray=TWO)
     assert (first.generation, first.entries, progress) == ("served__g1", 24, [2, 2, 2, 2])
@@ -146,7 +147,7 @@ def test_ray_workers_build_into_a_chroma_server(
 
 
 def _collections(where: dict[str, Any], name: str) -> list[str]:
-    client = index_module._client(where.get("persist_dir"), where.get("chroma_url"))
+    client = index_chroma.client(where.get("persist_dir"), where.get("chroma_url"))
     return sorted(c.name for c in client.list_collections() if c.name.startswith(name))
 
 

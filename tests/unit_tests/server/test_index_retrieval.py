@@ -204,7 +204,7 @@ def test_open_rejects_an_unknown_mode(tmp_path: Path) -> None:
 def test_dense_search_refills_then_falls_back_to_a_filtered_query(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, oversample: float, cap: int
 ) -> None:
-    from langchain_references.server import index as index_module
+    from langchain_references.server.index import search as index_module
 
     index = _build(tmp_path).index
     index.retrieval = "dense"

@@ -4,8 +4,9 @@
 (:meth:`~langchain_references.server.index.EvidenceIndex.build`) hands its batches of entries
 (the same batches as the local engine) to
 :func:`~langchain_references.engine.map_runnable`: a pool of actors, each of which loads the
-embeddings once, embeds a batch with the one function the local engine uses (a text repeated
-in a slice embedded once) and
+embeddings once, embeds a batch with the one function the local engine uses
+(:func:`~langchain_references.server.index.writing.embed_and_write`: a text repeated in a slice
+embedded once) and
 
 * for an embedded Chroma (one process may write it): returns the vectors, which the driver
   upserts in input order;
@@ -22,25 +23,21 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from langchain_references._optional import require
 from langchain_references.engine import RayOptions, map_runnable
-from langchain_references.server.index import (
-    _client,
-    _embed_and_write,
-    _Entry,
-    _upsert,
-    load_embeddings,
-)
+from langchain_references.server.index.chroma import client
+from langchain_references.server.index.embeddings_spec import load_embeddings
+from langchain_references.server.index.errors import EvidenceIndexError
+from langchain_references.server.index.records import Entry
+from langchain_references.server.index.writing import embed_and_write, upsert
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
     from langchain_core.runnables import Runnable
-
-    from langchain_references.server.index import EvidenceIndex
 
 __all__ = ["RayWriter"]
 
@@ -62,17 +59,17 @@ class _BatchWriter:
         self._collection = (
             None
             if chroma_url is None
-            else _client(None, chroma_url).get_collection(generation, embedding_function=None)
+            else client(None, chroma_url).get_collection(generation, embedding_function=None)
         )
 
-    def write(self, entries: Sequence[_Entry]) -> int | list[list[float]]:
+    def write(self, entries: Sequence[Entry]) -> int | list[list[float]]:
         """Embed a batch: upsert it (server), or return its vectors (embedded Chroma)."""
         if self._collection is not None:
-            return _embed_and_write(
-                entries, self._embeddings, self._limit, functools.partial(_upsert, self._collection)
+            return embed_and_write(
+                entries, self._embeddings, self._limit, functools.partial(upsert, self._collection)
             )
         vectors: list[list[float]] = []
-        _embed_and_write(
+        embed_and_write(
             entries, self._embeddings, self._limit, lambda _, chunk: vectors.extend(chunk)
         )
         return vectors
@@ -80,7 +77,7 @@ class _BatchWriter:
 
 def _writer(
     embeddings: Embeddings | str | None, chroma_url: str | None, generation: str, limit: int
-) -> Runnable[Sequence[_Entry], int | list[list[float]]]:
+) -> Runnable[Sequence[Entry], int | list[list[float]]]:
     """The Runnable of one actor (built there, once)."""
     from langchain_core.runnables import RunnableLambda
 
@@ -116,27 +113,30 @@ class RayWriter:
 
     def write(
         self,
-        index: EvidenceIndex,
-        batches: Iterable[tuple[list[str], list[_Entry]]],
+        generation: str,
+        batches: Iterable[tuple[list[str], list[Entry]]],
         limit: int,
+        *,
+        upsert_vectors: Callable[[Sequence[Entry], Sequence[Sequence[float]]], None],
+        error: Callable[[BaseException | str], EvidenceIndexError],
     ) -> Generator[tuple[list[str], int], None, None]:
-        """Write the batches into ``index``'s generation; yield each one done, in order.
+        """Write the batches into a new generation; yield each one done, in order.
 
         Args:
-            index: The index of the new generation.
+            generation: The new generation's collection name.
             batches: ``(record ids, entries)`` of each batch.
             limit: Entries per upsert.
+            upsert_vectors: How the driver writes a batch's vectors into an embedded Chroma.
+            error: The build's write error, with the cause it is given.
 
         Yields:
             ``(record ids, entries written)`` of each batch, in input order.
 
         Raises:
-            EvidenceIndexError: At the first batch that failed (``cannot write to index``).
+            EvidenceIndexError: At the first batch that failed (made by ``error``).
         """
         todo = list(batches)
-        factory = functools.partial(
-            _writer, self.embeddings, self.chroma_url, index.generation, limit
-        )
+        factory = functools.partial(_writer, self.embeddings, self.chroma_url, generation, limit)
         # One batch at a time per actor: the actors are the parallelism.
         options = dataclasses.replace(self.options, batch_size=1, max_concurrency=1)
         results = map_runnable([entries for _, entries in todo], factory, options)
@@ -147,12 +147,12 @@ class RayWriter:
                 except StopIteration:
                     return
                 except Exception as exc:  # Ray's own: an actor that could not start or died
-                    raise index._write_error(_ray_error(exc)) from exc
+                    raise error(_ray_error(exc)) from exc
                 if isinstance(result, BaseException):
-                    raise index._write_error(result) from result
+                    raise error(result) from result
                 record_ids, entries = todo[number]
                 if self.chroma_url is None:
-                    index._upsert(entries, result)
+                    upsert_vectors(entries, result)
                     yield record_ids, len(entries)
                 else:
                     yield record_ids, int(result)
