@@ -54,7 +54,7 @@ import importlib
 import logging
 import re
 import warnings
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
@@ -441,49 +441,15 @@ class SentenceCitationTracker:
             self._word = self._word + char if len(self._word) < _MAX_WORD else None
 
     def _char(self, char: str, out: list[CitedSentence]) -> None:
+        """Read one character of text: its state's step (:data:`_STEPS`), then ``_IN``'s.
+
+        A step returns whether it took the character; if not (it ended or continued the
+        sentence) the character is read inside the sentence, here: the common case, with no
+        step to call.
+        """
         state = self._state
-        if state == _CANDIDATE:
-            if char.isspace():
-                self._tail.append(char)
-                if char == "\n":
-                    self._tail.append("")  # marks a strong (line-break) boundary
-                return
-            if "" in self._tail or (char.isupper() if self._final else not char.islower()):
-                out.append(self._emit())
-            else:  # a continuation: the blanks and markers stay in the sentence
-                for piece in self._tail:
-                    if isinstance(piece, Citation):
-                        self._flushed().append(piece)
-                    elif piece:
-                        self._run.append(piece)
-                self._tail = []
-            self._state = _IN
-            # fall through: process ``char`` inside the (new or continued) sentence
-        elif state == _AFTER:
-            if char in _TERMINALS or char in _CLOSERS:
-                self._run.append(char)
-                return
-            if char.isspace():
-                self._state = _CANDIDATE
-                self._final = False
-                self._tail = [char, ""] if char == "\n" else [char]
-                return
-            self._state = _IN
-        elif state == _ABBREVIATED:
-            if char in _TERMINALS or char in _CLOSING_MARKS:  # "Jr.)", "U.S.?"
-                self._state = _AFTER
-                self._final = False
-                self._run.append(char)
-                return
-            if char in _CLOSERS:  # Markdown emphasis: "**Dr.** Smith"
-                self._run.append(char)
-                return
-            if self._final and char.isspace() and char != "\n":  # "et al. " then?
-                self._state = _CANDIDATE
-                self._tail = [char]
-                return
-            self._state = _IN
-        # _IN
+        if state != _IN and _STEPS[state](self, char, out):
+            return
         if char == "\n":
             if self._has_text:
                 self._state = _CANDIDATE
@@ -501,6 +467,55 @@ class SentenceCitationTracker:
         elif not char.isspace():
             self._has_text = True
         self._run.append(char)
+
+    def _candidate(self, char: str, out: list[CitedSentence]) -> bool:
+        """``_CANDIDATE``: blanks wait; text ends the sentence or continues it (then ``_IN``)."""
+        if char.isspace():
+            self._tail.append(char)
+            if char == "\n":
+                self._tail.append("")  # marks a strong (line-break) boundary
+            return True
+        if "" in self._tail or (char.isupper() if self._final else not char.islower()):
+            out.append(self._emit())
+        else:  # a continuation: the blanks and markers stay in the sentence
+            for piece in self._tail:
+                if isinstance(piece, Citation):
+                    self._flushed().append(piece)
+                elif piece:
+                    self._run.append(piece)
+            self._tail = []
+        self._state = _IN
+        return False
+
+    def _after(self, char: str, out: list[CitedSentence]) -> bool:
+        """``_AFTER``: more terminals and closers stay; a blank makes the end a candidate."""
+        if char in _TERMINALS or char in _CLOSERS:
+            self._run.append(char)
+            return True
+        if char.isspace():
+            self._state = _CANDIDATE
+            self._final = False
+            self._tail = [char, ""] if char == "\n" else [char]
+            return True
+        self._state = _IN
+        return False
+
+    def _abbreviated(self, char: str, out: list[CitedSentence]) -> bool:
+        """``_ABBREVIATED``: a terminal after the period ends; "et al. " may end before capitals."""
+        if char in _TERMINALS or char in _CLOSING_MARKS:  # "Jr.)", "U.S.?"
+            self._state = _AFTER
+            self._final = False
+            self._run.append(char)
+            return True
+        if char in _CLOSERS:  # Markdown emphasis: "**Dr.** Smith"
+            self._run.append(char)
+            return True
+        if self._final and char.isspace() and char != "\n":  # "et al. " then?
+            self._state = _CANDIDATE
+            self._tail = [char]
+            return True
+        self._state = _IN
+        return False
 
     def _emit(self) -> CitedSentence:
         own = self._flushed()
@@ -526,6 +541,22 @@ class SentenceCitationTracker:
         self._final = False
         self._word, self._previous, self._opens = "", "", True
         return sentence
+
+
+def _inside(tracker: SentenceCitationTracker, char: str, out: list[CitedSentence]) -> bool:
+    """``_IN``'s step: it takes nothing (``_char`` reads the character inside the sentence)."""
+    return False
+
+
+_Step = Callable[[SentenceCitationTracker, str, list[CitedSentence]], bool]
+#: The step of each tracker state, by state (:meth:`SentenceCitationTracker._char`): whether it
+#: took the character.
+_STEPS: Final[tuple[_Step, ...]] = (
+    _inside,
+    SentenceCitationTracker._after,
+    SentenceCitationTracker._candidate,
+    SentenceCitationTracker._abbreviated,
+)
 
 
 def split_cited_sentences(

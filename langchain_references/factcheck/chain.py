@@ -82,8 +82,8 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, RunnableParallel
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from langchain_references.factcheck.cache import PageCache
-from langchain_references.factcheck.evidence import IndexStage, PassageIndex, merge_evidence
+from langchain_references.factcheck._wiring import ChainOptions, build_stages, wire
+from langchain_references.factcheck.evidence import PassageIndex, merge_evidence
 from langchain_references.factcheck.fetch import PageFetcher
 from langchain_references.factcheck.passages import PassageSplitter
 from langchain_references.factcheck.relevance import DEFAULT_K
@@ -92,27 +92,13 @@ from langchain_references.factcheck.search.base import (
     DEFAULT_K as DEFAULT_MAX_RESULTS,
 )
 from langchain_references.factcheck.search.base import SearchProvider
-from langchain_references.factcheck.search.cached import CachedSearch, provider_name
-from langchain_references.factcheck.search.limited import RateLimitedSearch
 from langchain_references.factcheck.served import ServedCorpus
-from langchain_references.factcheck.stages import (
-    AggregateStage,
-    ExtractStage,
-    FactCheckStage,
-    FactCheckState,
-    FetchStage,
-    JudgeStage,
-    PassagesStage,
-    RelevanceStage,
-    SearchStage,
-    to_result,
-)
-from langchain_references.factcheck.verdict import Aggregator, WeightedVoteAggregator
+from langchain_references.factcheck.stages import FactCheckStage, FactCheckState, to_result
+from langchain_references.factcheck.verdict import Aggregator
 from langchain_references.judges.base import JudgeInputLike, Judgement
-from langchain_references.judges.cached import CachedJudge, judge_fingerprint
 from langchain_references.ratelimit import RateLimiter
 from langchain_references.retrieval import DEFAULT_RETRIEVAL, Retrieval
-from langchain_references.runcache import RunCache, content_key, object_settings
+from langchain_references.runcache import RunCache, content_key
 
 if TYPE_CHECKING:
     from langchain_chroma import Chroma
@@ -302,122 +288,53 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
         index: PassageIndex | None = None,
         corpus: ServedCorpus | None = None,
     ) -> None:
-        if search is None and index is None:
-            raise ValueError("give a search provider, an index, or both: there is no evidence")
-        if index is not None and not isinstance(index, PassageIndex):
-            raise TypeError(f"index must have name, find() and afind(), not {type(index).__name__}")
-        if search is not None and not isinstance(search, SearchProvider):
-            raise TypeError(
-                f"search must have search() and asearch() methods, not {type(search).__name__}"
-            )
-        if not isinstance(judge, Runnable):
-            raise TypeError(f"judge must be a Runnable, not {type(judge).__name__}")
-        if embeddings is not None and not isinstance(embeddings, Embeddings):
-            raise TypeError(f"embeddings must be an Embeddings, not {type(embeddings).__name__}")
-        if embeddings is not None and vector_store is not None:
-            raise ValueError("pass embeddings or vector_store, not both: the store embeds itself")
-        if fetcher is not None and not isinstance(fetcher, PageFetcher):
-            raise TypeError(f"fetcher must be a PageFetcher, not {type(fetcher).__name__}")
-        if splitter is not None and not isinstance(splitter, PassageSplitter):
-            raise TypeError(f"splitter must be a PassageSplitter, not {type(splitter).__name__}")
-        if aggregator is not None and not isinstance(aggregator, Aggregator):
-            raise TypeError(
-                f"aggregator must have an aggregate() method, not {type(aggregator).__name__}"
-            )
-        for label, value in (
-            ("k", k),
-            ("max_results", max_results),
-            ("max_concurrency", max_concurrency),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{label} must be an integer >= 1, got {value!r}")
-        if weight_by not in ("relevance", "search"):
-            raise ValueError(f"weight_by must be 'relevance' or 'search', got {weight_by!r}")
-        if cache is not None and not isinstance(cache, RunCache):
-            raise TypeError(f"cache must be a RunCache, not {type(cache).__name__}")
-        if limiter is not None and not isinstance(limiter, RateLimiter):
-            raise TypeError(f"limiter must be a RateLimiter, not {type(limiter).__name__}")
-        if search is not None and embeddings is None and vector_store is None:
-            from langchain_references.embeddings import shared_minilm
-
-            embeddings = shared_minilm()
+        options = ChainOptions(
+            search=search,
+            judge=judge,
+            embeddings=embeddings,
+            fetcher=fetcher,
+            splitter=splitter,
+            aggregator=aggregator,
+            k=k,
+            max_results=max_results,
+            vector_store=vector_store,
+            max_concurrency=max_concurrency,
+            weight_by=weight_by,
+            retrieval=retrieval,
+            name=name,
+            cache=cache,
+            limiter=limiter,
+            search_identity=search_identity,
+            index=index,
+            corpus=corpus,
+        )
+        wiring = wire(options)
+        stages = build_stages(options, wiring)
         self.cache = cache
         self.limiter = limiter
         self.corpus = corpus
-        self.search_identity = search_identity or (corpus.identity if corpus is not None else "")
-        self._fingerprint = self._settings(
-            search, judge, aggregator, splitter, embeddings, k, max_results, weight_by
-        ) | {"retrieval": retrieval, "index": index.name if index is not None else None}
-        if search is not None and limiter is not None:
-            search = RateLimitedSearch(search, limiter)
-        if cache is not None:
-            if search is not None:
-                search = CachedSearch(search, cache, identity=self.search_identity, corpus=corpus)
-            judge = CachedJudge(judge, cache)
-        self.search = search
-        self.judge = judge
-        self.embeddings = embeddings
+        self.search_identity = wiring.search_identity
+        self._fingerprint = wiring.fingerprint
+        self.search = wiring.search
+        self.judge = wiring.judge
+        self.embeddings = wiring.embeddings
         self.vector_store = vector_store
-        if fetcher is None:
-            page_cache = PageCache(store=cache, corpus=corpus) if cache is not None else None
-            fetcher = PageFetcher(cache=page_cache, limiter=limiter)
-        self.fetcher = fetcher
-        self.splitter = splitter if splitter is not None else PassageSplitter()
-        self.aggregator: Aggregator = (
-            aggregator if aggregator is not None else WeightedVoteAggregator()
-        )
+        self.fetcher = wiring.fetcher
+        self.splitter = wiring.splitter
+        self.aggregator: Aggregator = wiring.aggregator
         self.k = k
         self.max_results = max_results
         self.max_concurrency = max_concurrency
         self.weight_by = weight_by
         self.name = name
         self.index = index
-        self._web: tuple[FactCheckStage[Any], ...] = ()
-        if search is not None:
-            self._web = (
-                SearchStage(search, max_results),
-                FetchStage(self.fetcher),
-                ExtractStage(),
-                PassagesStage(self.splitter),
-                RelevanceStage(
-                    embeddings=embeddings, vector_store=vector_store, k=k, retrieval=retrieval
-                ),
-            )
-        self._index_stage = IndexStage(index, k) if index is not None else None
-        self._judge_stage = JudgeStage(judge, max_concurrency)
-        self._aggregate_stage = AggregateStage(self.aggregator, weight_by)
-        index_stages = () if self._index_stage is None else (self._index_stage,)
-        self.stages: tuple[FactCheckStage[Any], ...] = (
-            *self._web,
-            *index_stages,
-            self._judge_stage,
-            self._aggregate_stage,
-        )
+        self._web: tuple[FactCheckStage[Any], ...] = stages.web
+        self._index_stage = stages.index
+        self._judge_stage = stages.judge
+        self._aggregate_stage = stages.aggregate
+        self.stages: tuple[FactCheckStage[Any], ...] = stages.all
         self.judge_info = self._judge_stage.info
         self.pipeline: Runnable[FactCheckInput, FactCheckResult] = self._compose()
-
-    def _settings(
-        self,
-        search: SearchProvider | None,
-        judge: Runnable[JudgeInputLike, Judgement],
-        aggregator: Aggregator | None,
-        splitter: PassageSplitter | None,
-        embeddings: Embeddings | None,
-        k: int,
-        max_results: int,
-        weight_by: str,
-    ) -> dict[str, Any]:
-        """What a finished check depends on besides its statement and query."""
-        return {
-            "search": [provider_name(search), self.search_identity] if search else None,
-            "judge": judge_fingerprint(judge),
-            "aggregator": object_settings(aggregator or WeightedVoteAggregator()),
-            "splitter": object_settings(splitter or PassageSplitter()),
-            "embeddings": type(embeddings).__qualname__ if embeddings is not None else None,
-            "k": k,
-            "max_results": max_results,
-            "weight_by": weight_by,
-        }
 
     def item_key(self, input: FactCheckInput) -> str:
         """The run-cache key of a check: its statement, query, and the chain's settings.

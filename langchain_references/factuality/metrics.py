@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -352,6 +352,51 @@ def _gold(
     )
 
 
+def _check_atoms(
+    ids: Sequence[str], marginals: Mapping[str, float], uniform_tolerance: float
+) -> None:
+    """Raise ``ValueError`` on an atom without a marginal, a duplicate, or a bad tolerance."""
+    missing = [a for a in ids if a not in marginals]
+    if missing:
+        raise ValueError(f"no marginal for atom(s) {missing[:5]}")
+    if len(set(ids)) != len(ids):
+        raise ValueError("duplicate atom ids")
+    if not uniform_tolerance >= 0:
+        raise ValueError("uniform_tolerance must be >= 0")
+
+
+class _Spread(NamedTuple):
+    """The entropy and probability figures of :class:`FactualityScores` (all 0 without atoms)."""
+
+    entropy: float
+    avg_entropy: float
+    norm_entropy: float
+    avg_norm_entropy: float
+    avg_prob: float
+    avg_logprob: float
+    avg_explogprob: float
+
+    @classmethod
+    def of(cls, p: npt.NDArray[np.float64], log_base: float) -> _Spread:
+        """The figures of the clipped probabilities ``p`` (entropy in base ``log_base``)."""
+        scale = math.log(log_base)  # raises on a bad base, atoms or not
+        n = p.size
+        if not n:
+            return cls(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        entropy = float(np.sum(-p * np.log(p)) / scale)
+        norm = float(np.sum(-(p * np.log2(p) + (1 - p) * np.log2(1 - p))))
+        avg_log = float(np.mean(np.log(p)))
+        return cls(
+            entropy=entropy,
+            avg_entropy=entropy / n,
+            norm_entropy=norm,
+            avg_norm_entropy=norm / n,
+            avg_prob=float(np.mean(p)),
+            avg_logprob=avg_log,
+            avg_explogprob=math.exp(avg_log),
+        )
+
+
 def score_marginals(
     marginals: Mapping[str, float],
     atom_ids: Sequence[str] | None = None,
@@ -383,13 +428,7 @@ def score_marginals(
         ValueError: On unknown atom ids, probabilities outside ``[0, 1]`` or bad labels.
     """
     ids = list(marginals) if atom_ids is None else list(atom_ids)
-    missing = [a for a in ids if a not in marginals]
-    if missing:
-        raise ValueError(f"no marginal for atom(s) {missing[:5]}")
-    if len(set(ids)) != len(ids):
-        raise ValueError("duplicate atom ids")
-    if not uniform_tolerance >= 0:
-        raise ValueError("uniform_tolerance must be >= 0")
+    _check_atoms(ids, marginals, uniform_tolerance)
     raw = {a: float(marginals[a]) for a in ids}
     p = _clipped(raw.values())
     n = len(ids)
@@ -400,10 +439,7 @@ def score_marginals(
     num_uniform = sum(1 for v in raw.values() if abs(v - 0.5) <= uniform_tolerance)
     k_used = max(1, n // 2) if k is None else k
     precision, recall, f1 = f1_at_k(num_true, n, k_used)
-    scale = math.log(log_base)
-    entropy = float(np.sum(-p * np.log(p)) / scale) if n else 0.0
-    norm = float(np.sum(-(p * np.log2(p) + (1 - p) * np.log2(1 - p)))) if n else 0.0
-    avg_log = float(np.mean(np.log(p))) if n else 0.0
+    spread = _Spread.of(p, log_base)
     return FactualityScores(
         factuality_score=precision,
         recall_k=recall,
@@ -414,13 +450,13 @@ def score_marginals(
         num_true_atoms=num_true,
         num_false_atoms=n - num_true,
         num_uniform_atoms=num_uniform,
-        entropy=entropy,
-        avg_entropy=entropy / n if n else 0.0,
-        norm_entropy=norm,
-        avg_norm_entropy=norm / n if n else 0.0,
-        avg_prob=float(np.mean(p)) if n else 0.0,
-        avg_logprob=avg_log,
-        avg_explogprob=math.exp(avg_log) if n else 0.0,
+        entropy=spread.entropy,
+        avg_entropy=spread.avg_entropy,
+        norm_entropy=spread.norm_entropy,
+        avg_norm_entropy=spread.avg_norm_entropy,
+        avg_prob=spread.avg_prob,
+        avg_logprob=spread.avg_logprob,
+        avg_explogprob=spread.avg_explogprob,
         probabilities=raw,
         predictions=predictions,
         gold=_gold(raw, predictions, labels) if labels is not None else None,

@@ -621,6 +621,122 @@ def reconcile_context_pair(forward: Relation, backward: Relation) -> Relation | 
     return None if winner.kind == "neutral" else winner
 
 
+_Pair = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class _GraphShape:
+    """Which relations a graph version admits.
+
+    Attributes:
+        version: The graph version.
+        atom_ids: The atoms' ids.
+        alias: Each context id, to the id of the context it was merged into (itself if kept).
+        kept_ids: The ids of the contexts kept (not merged away).
+        own: Each atom's own context ids (FR1's contexts of the atom).
+    """
+
+    version: GraphVersion
+    atom_ids: set[str]
+    alias: dict[str, str]
+    kept_ids: set[str]
+    own: dict[str, set[str]]
+
+    def _check(
+        self, rel: object, seen: Mapping[_Pair, Relation], more: Mapping[_Pair, Relation]
+    ) -> Relation:
+        """The relation, if it is one between known ids and not a duplicate."""
+        if not isinstance(rel, Relation):
+            raise TypeError(f"relations must be Relation, got {type(rel).__name__}")
+        for end in (rel.source, rel.target):
+            if end not in self.atom_ids and end not in self.alias:
+                raise ValueError(f"relation {rel.source}->{rel.target}: unknown id {end!r}")
+        key = (rel.source, rel.target)
+        if key in seen or key in more:
+            raise ValueError(f"duplicate relation {rel.source}->{rel.target}")
+        return rel
+
+    def _context_pair_kept(self, rel: Relation) -> bool:
+        """FR3 keeps a pair of kept contexts (neutral ones too: the reconciliation reads them)."""
+        return self.version == "FR3" and rel.source in self.kept_ids and rel.target in self.kept_ids
+
+    def _from_context_kept(self, rel: Relation) -> bool:
+        """Whether the version admits a relation from a context to an atom."""
+        if self.version == "FR1":
+            return rel.source in self.own[rel.target]
+        return rel.source in self.kept_ids
+
+    def sort(
+        self, relations: Iterable[object]
+    ) -> tuple[dict[_Pair, Relation], dict[_Pair, Relation], int]:
+        """Check the relations and sort them out.
+
+        Args:
+            relations: The judged relations.
+
+        Returns:
+            The relations admitted as they are, FR3's context pairs to reconcile, and how many
+            non-neutral relations the version leaves out.
+
+        Raises:
+            TypeError: If one is not a :class:`Relation`.
+            ValueError: On an unknown id or a duplicated relation.
+        """
+        admitted: dict[_Pair, Relation] = {}
+        ctx_pairs: dict[_Pair, Relation] = {}
+        dropped = 0
+        for item in relations:
+            rel = self._check(item, admitted, ctx_pairs)
+            key = (rel.source, rel.target)
+            if rel.source in self.alias and rel.target in self.alias:
+                if self._context_pair_kept(rel):
+                    ctx_pairs[key] = rel
+                elif rel.kind != "neutral":
+                    dropped += 1
+            elif rel.kind == "neutral":
+                continue
+            elif rel.source in self.alias and not self._from_context_kept(rel):
+                dropped += 1
+            else:  # atom->atom kept as given; atom->context fails in FactGraph
+                admitted[key] = rel
+        return admitted, ctx_pairs, dropped
+
+
+def _reconciled(ctx_pairs: Mapping[_Pair, Relation]) -> dict[_Pair, Relation]:
+    """FR3's context pairs, each merged with its other direction (reconcile_context_pair)."""
+    admitted: dict[_Pair, Relation] = {}
+    for (src, trg), rel in ctx_pairs.items():
+        if (trg, src) in ctx_pairs:
+            if src > trg:
+                continue  # handled from the other direction
+            merged = reconcile_context_pair(rel, ctx_pairs[(trg, src)])
+        else:
+            merged = None if rel.kind == "neutral" else rel
+        if merged is not None:
+            admitted[(merged.source, merged.target)] = merged
+    return admitted
+
+
+def _variables(
+    atoms: Sequence[Atom],
+    kept_contexts: Sequence[Context],
+    shape: _GraphShape,
+    priors: Mapping[str, float] | None,
+    atom_prior: float,
+    context_prior: float,
+) -> list[Variable]:
+    """The graph's variables: every atom, then the kept contexts, with their priors."""
+    overrides = dict(priors or {})
+    for vid in overrides:
+        if vid not in shape.atom_ids and vid not in shape.kept_ids:
+            raise ValueError(f"prior override for unknown or merged id {vid!r}")
+    variables = [Variable(a.id, "atom", overrides.get(a.id, atom_prior)) for a in atoms]
+    variables += [
+        Variable(c.id, "context", overrides.get(c.id, context_prior)) for c in kept_contexts
+    ]
+    return variables
+
+
 def build_fact_graph(
     atoms: Sequence[Atom],
     contexts: Sequence[Context],
@@ -668,59 +784,18 @@ def build_fact_graph(
         alias = {c.id: c.id for c in contexts}
     else:
         kept_contexts, alias = dedupe_contexts(contexts)
-    atom_ids = {a.id for a in atoms}
-    kept_ids = {c.id for c in kept_contexts}
-    own = {a.id: set(_own_contexts(a, top_k)) for a in atoms}
-
-    admitted: dict[tuple[str, str], Relation] = {}
-    ctx_pairs: dict[tuple[str, str], Relation] = {}
-    dropped = 0
-    for rel in relations:
-        if not isinstance(rel, Relation):
-            raise TypeError(f"relations must be Relation, got {type(rel).__name__}")
-        for end in (rel.source, rel.target):
-            if end not in atom_ids and end not in alias:
-                raise ValueError(f"relation {rel.source}->{rel.target}: unknown id {end!r}")
-        key = (rel.source, rel.target)
-        if key in admitted or key in ctx_pairs:
-            raise ValueError(f"duplicate relation {rel.source}->{rel.target}")
-        src_is_ctx = rel.source in alias
-        trg_is_ctx = rel.target in alias
-        if src_is_ctx and trg_is_ctx:
-            if version == "FR3" and rel.source in kept_ids and rel.target in kept_ids:
-                ctx_pairs[key] = rel  # neutral ones matter for the reconciliation
-            elif rel.kind != "neutral":
-                dropped += 1
-            continue
-        if rel.kind == "neutral":
-            continue
-        if src_is_ctx:
-            own_ok = rel.source in own[rel.target] if version == "FR1" else rel.source in kept_ids
-            if not own_ok:
-                dropped += 1
-                continue
-        admitted[key] = rel  # atom->atom kept as given; atom->context fails in FactGraph
-
-    for (src, trg), rel in ctx_pairs.items():
-        if (trg, src) in ctx_pairs:
-            if src > trg:
-                continue  # handled from the other direction
-            merged = reconcile_context_pair(rel, ctx_pairs[(trg, src)])
-        else:
-            merged = None if rel.kind == "neutral" else rel
-        if merged is not None:
-            admitted[(merged.source, merged.target)] = merged
+    shape = _GraphShape(
+        version=version,
+        atom_ids={a.id for a in atoms},
+        alias=alias,
+        kept_ids={c.id for c in kept_contexts},
+        own={a.id: set(_own_contexts(a, top_k)) for a in atoms},
+    )
+    admitted, ctx_pairs, dropped = shape.sort(relations)
+    admitted.update(_reconciled(ctx_pairs))
     if dropped:
         logger.warning("%d relation(s) outside the %s graph shape were left out", dropped, version)
-
-    overrides = dict(priors or {})
-    for vid in overrides:
-        if vid not in atom_ids and vid not in kept_ids:
-            raise ValueError(f"prior override for unknown or merged id {vid!r}")
-    variables = [Variable(a.id, "atom", overrides.get(a.id, atom_prior)) for a in atoms]
-    variables += [
-        Variable(c.id, "context", overrides.get(c.id, context_prior)) for c in kept_contexts
-    ]
+    variables = _variables(atoms, kept_contexts, shape, priors, atom_prior, context_prior)
     return FactGraph(
         variables=tuple(variables),
         relations=tuple(admitted.values()),

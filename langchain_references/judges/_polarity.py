@@ -703,49 +703,83 @@ class _Reader:
             if parsed is None:
                 i += 1
                 continue
-            value, precision, suffix = parsed
-            start, op = self._comparator(i)
-            end, high, high_precision = i, value, precision
-            low = value
-            second = _parse_number(words[i + 2]) if i + 2 < n and kinds[i + 2] == "number" else None
-            if second is not None and words[i + 1] == "±":  # "0.93 ± 0.07 °C"
-                low, high, end, suffix = value - second[0], value + second[0], i + 2, second[2]
-            elif (
-                second is not None
-                and words[i + 1] in ("to", "and", "-")
-                and (second[0] >= value or (_is_year(value, words[i]) and second[0] < 100))
-            ):
-                end, suffix = i + 2, second[2]  # "1.1 to 6.4 °C", "1979-2012", "1990-95"
-                high, high_precision = second[0], second[1]
-                if high < value:
-                    high += value - value % 100
-            unit, scale, end = self._unit(end, suffix)
-            year = False
-            if not unit and suffix == "s" and _is_year(value, words[i][:-1]) and value % 10 == 0:
-                unit, year, high = "year", True, value + 9  # "the 1990s"
-            elif not unit and not suffix and _is_year(value, words[i]):
-                unit, year = "year", True
-            elif not unit and not suffix:
-                unit = self._context_unit(end)
-            if not unit:  # "5th", a bare number
-                i = end + 1
-                continue
-            interval = _interval(
-                low * scale,
-                high * scale,
-                (0.0, 0.0) if year else (precision * scale, high_precision * scale),
-                op,
-                year,
-            )
-            anchors = frozenset(self.window(start, end))
-            if year and i > 0 and words[i - 1] in _YEAR_PREPOSITIONS:
-                anchors |= {"@" + _YEAR_PREPOSITIONS[words[i - 1]]}
-            text = " ".join(words[start : end + 1])
-            out.append(Quantity(*interval, unit=unit, text=text, anchors=anchors))
-            for k in range(start, end + 1):
-                self.consumed[k] = True
+            quantity, end = self._quantity(i, parsed)
+            if quantity is not None:
+                out.append(quantity)
             i = end + 1
         return out
+
+    def _quantity(self, i: int, parsed: tuple[float, float, str]) -> tuple[Quantity | None, int]:
+        """The quantity of the number at ``i`` (None: no unit), and the index of its last token.
+
+        The quantity's tokens are marked consumed.
+        """
+        words = self.words
+        value, precision, suffix = parsed
+        start, op = self._comparator(i)
+        low, high, high_precision, end, suffix = self._range(i, value, precision, suffix)
+        unit, scale, end = self._unit(end, suffix)
+        year = False
+        if not unit:
+            unit, year, high = self._unitless(i, value, suffix, high, end)
+        if not unit:  # "5th", a bare number
+            return None, end
+        interval = _interval(
+            low * scale,
+            high * scale,
+            (0.0, 0.0) if year else (precision * scale, high_precision * scale),
+            op,
+            year,
+        )
+        anchors = frozenset(self.window(start, end))
+        if year and i > 0 and words[i - 1] in _YEAR_PREPOSITIONS:
+            anchors |= {"@" + _YEAR_PREPOSITIONS[words[i - 1]]}
+        text = " ".join(words[start : end + 1])
+        for k in range(start, end + 1):
+            self.consumed[k] = True
+        return Quantity(*interval, unit=unit, text=text, anchors=anchors), end
+
+    def _range(
+        self, i: int, value: float, precision: float, suffix: str
+    ) -> tuple[float, float, float, int, str]:
+        """The values written from the number at ``i`` on: one, ``a ± b`` or a range.
+
+        Returns:
+            The low and high values, the high value's precision, the index of the last token
+            and the letter suffix of the last number.
+        """
+        words, kinds, n = self.words, self.kinds, len(self.words)
+        low, high, high_precision, end = value, value, precision, i
+        second = _parse_number(words[i + 2]) if i + 2 < n and kinds[i + 2] == "number" else None
+        if second is not None and words[i + 1] == "±":  # "0.93 ± 0.07 °C"
+            low, high, end, suffix = value - second[0], value + second[0], i + 2, second[2]
+        elif (
+            second is not None
+            and words[i + 1] in ("to", "and", "-")
+            and (second[0] >= value or (_is_year(value, words[i]) and second[0] < 100))
+        ):
+            end, suffix = i + 2, second[2]  # "1.1 to 6.4 °C", "1979-2012", "1990-95"
+            high, high_precision = second[0], second[1]
+            if high < value:
+                high += value - value % 100
+        return low, high, high_precision, end, suffix
+
+    def _unitless(
+        self, i: int, value: float, suffix: str, high: float, end: int
+    ) -> tuple[str, bool, float]:
+        """The unit of a number written without one: a year, a decade, or the next word's.
+
+        Returns:
+            The unit (``""`` if none), whether it is a year, and the high value.
+        """
+        word = self.words[i]
+        if suffix == "s" and _is_year(value, word[:-1]) and value % 10 == 0:
+            return "year", True, value + 9  # "the 1990s"
+        if suffix:
+            return "", False, high
+        if _is_year(value, word):
+            return "year", True, high
+        return self._context_unit(end), False, high
 
     def _comparator(self, i: int) -> tuple[int, str]:
         """Where the comparison before the number at ``i`` starts, and its op.
@@ -886,43 +920,8 @@ class _Reader:
     def analyze(self) -> TextPolarity:
         quantities = self.quantities()
         spans = self.negations()
-        words, kinds, parity = self.words, self.kinds, self.parity
-        events: list[Event] = []
-        positive: set[str] = set()
-        negated: set[str] = set()
-        for i, word in enumerate(words):
-            if kinds[i] != "word" or self.consumed[i]:
-                continue
-            if word in _LEXICON:
-                axis, sign = _LEXICON[word]
-                anchors = self.window(i, i)
-                events.append(Event(axis, sign, bool(parity[i]), word, anchors))
-                if axis in ("amount", "degree") and any(
-                    anchors.get(a, WINDOW) <= 2 for a in _TEMPERATURE_WORDS
-                ):
-                    events.append(Event("temperature", sign, bool(parity[i]), word, anchors))
-                if axis == "phase" and any(anchors.get(a, WINDOW) <= 2 for a in _FROZEN_WORDS):
-                    events.append(Event("amount", -sign, bool(parity[i]), word, anchors))
-            elif _is_content(word):
-                (negated if parity[i] else positive).add(_root(word))
-        negations = []
-        for at, start, end in spans:
-            scope = [k for k in range(start, end + 1) if parity[k] and self._content(k)]
-            # The head is the first negated content word that is no adverb; a negated
-            # direction word is its event's business.
-            heads = [
-                k
-                for k in range(start, end + 1)
-                if parity[k]
-                and kinds[k] == "word"
-                and not self.consumed[k]
-                and _is_content(words[k])
-                and not words[k].endswith("ly")
-            ]
-            if heads and words[heads[0]] not in _LEXICON:
-                roots = frozenset(_root(words[k]) for k in scope)
-                window = frozenset(self.window(at, end)) | roots
-                negations.append(Negation(words[at], _root(words[heads[0]]), roots, window))
+        events, positive, negated = self._events()
+        negations = [n for n in (self._negation(*span) for span in spans) if n is not None]
         return TextPolarity(
             events=tuple(events),
             quantities=tuple(quantities),
@@ -930,6 +929,60 @@ class _Reader:
             positive=frozenset(positive),
             negated=frozenset(negated),
         )
+
+    def _events(self) -> tuple[list[Event], set[str], set[str]]:
+        """The direction events, and the roots of the other content words, asserted or negated."""
+        kinds, parity = self.kinds, self.parity
+        events: list[Event] = []
+        positive: set[str] = set()
+        negated: set[str] = set()
+        for i, word in enumerate(self.words):
+            if kinds[i] != "word" or self.consumed[i]:
+                continue
+            if word in _LEXICON:
+                events.extend(self._word_events(i, word))
+            elif _is_content(word):
+                (negated if parity[i] else positive).add(_root(word))
+        return events, positive, negated
+
+    def _word_events(self, i: int, word: str) -> list[Event]:
+        """The events of the direction word at ``i``: its own, and those it implies.
+
+        More or less near a temperature word is a warming or a cooling; melting or freezing
+        near ice is a loss or a gain of it.
+        """
+        axis, sign = _LEXICON[word]
+        anchors = self.window(i, i)
+        negated = bool(self.parity[i])
+        events = [Event(axis, sign, negated, word, anchors)]
+        if axis in ("amount", "degree") and any(
+            anchors.get(a, WINDOW) <= 2 for a in _TEMPERATURE_WORDS
+        ):
+            events.append(Event("temperature", sign, negated, word, anchors))
+        if axis == "phase" and any(anchors.get(a, WINDOW) <= 2 for a in _FROZEN_WORDS):
+            events.append(Event("amount", -sign, negated, word, anchors))
+        return events
+
+    def _negation(self, at: int, start: int, end: int) -> Negation | None:
+        """The negation at ``at`` of the tokens ``start`` to ``end``; None if it has no head."""
+        words, kinds, parity = self.words, self.kinds, self.parity
+        scope = [k for k in range(start, end + 1) if parity[k] and self._content(k)]
+        # The head is the first negated content word that is no adverb; a negated
+        # direction word is its event's business.
+        heads = [
+            k
+            for k in range(start, end + 1)
+            if parity[k]
+            and kinds[k] == "word"
+            and not self.consumed[k]
+            and _is_content(words[k])
+            and not words[k].endswith("ly")
+        ]
+        if not heads or words[heads[0]] in _LEXICON:
+            return None
+        roots = frozenset(_root(words[k]) for k in scope)
+        window = frozenset(self.window(at, end)) | roots
+        return Negation(words[at], _root(words[heads[0]]), roots, window)
 
 
 def analyze(text: str) -> TextPolarity:
@@ -989,66 +1042,133 @@ def _said(event: Event) -> str:
     return f"not {event.word}" if event.negated else event.word
 
 
-def _direction(
-    statement: Sequence[Event], passage: Sequence[Event]
-) -> tuple[list[Conflict], list[Unsupported]]:
-    by_anchor: dict[tuple[str, str], list[int]] = defaultdict(list)
-    states: dict[str, set[_State]] = defaultdict(set)
-    magnitude: set[_State] = set()
-    for k, event in enumerate(passage):
-        states[event.axis].add((event.sign, event.negated))
-        if event.axis in _MAGNITUDE:
-            magnitude.add((event.sign, event.negated))
-        for anchor in event.anchors:
-            keyed = by_anchor[(event.axis, anchor)]
-            if len(keyed) < _PER_KEY:
-                keyed.append(k)
-    # Score each statement event against the passage events of its axis that share an anchor;
-    # a passage event counts only for the statement events it matches best ("rising sea levels
-    # will reduce land area" vs "rising sea levels": that "rising" is not about "reduce").
-    scores: list[dict[int, float]] = []
-    best_for: dict[int, float] = defaultdict(float)
-    for event in statement:
-        candidates = {k for a in event.anchors for k in by_anchor.get((event.axis, a), ())}
-        scored = {k: match(event, passage[k]) for k in candidates}
-        scores.append(scored)
-        for k, score in scored.items():
-            best_for[k] = max(best_for[k], score)
-    # A statement that states both directions on an axis ("X rose while Y fell") contrasts two
-    # things: its direction words of that axis are not read as reversed by an opposite one.
+@dataclass(frozen=True, slots=True)
+class _PassageEvents:
+    """The passage's direction events, looked up by axis and anchor.
+
+    Attributes:
+        events: The events.
+        by_anchor: The indexes of the events of each (axis, anchor), the first
+            :data:`_PER_KEY`.
+        states: The (sign, negated) states stated on each axis.
+        magnitude: The states stated on the axes of the magnitude class.
+    """
+
+    events: Sequence[Event]
+    by_anchor: dict[tuple[str, str], list[int]]
+    states: dict[str, set[_State]]
+    magnitude: set[_State]
+
+    @classmethod
+    def of(cls, passage: Sequence[Event]) -> _PassageEvents:
+        """Index a passage's events."""
+        by_anchor: dict[tuple[str, str], list[int]] = defaultdict(list)
+        states: dict[str, set[_State]] = defaultdict(set)
+        magnitude: set[_State] = set()
+        for k, event in enumerate(passage):
+            states[event.axis].add((event.sign, event.negated))
+            if event.axis in _MAGNITUDE:
+                magnitude.add((event.sign, event.negated))
+            for anchor in event.anchors:
+                keyed = by_anchor[(event.axis, anchor)]
+                if len(keyed) < _PER_KEY:
+                    keyed.append(k)
+        return cls(passage, by_anchor, states, magnitude)
+
+    def scores(self, statement: Sequence[Event]) -> tuple[list[dict[int, float]], dict[int, float]]:
+        """How well each statement event matches the passage events of its axis.
+
+        Args:
+            statement: The statement's events.
+
+        Returns:
+            For each statement event, the :func:`match` of each passage event of its axis that
+            shares an anchor with it (by index); and each passage event's best score.
+        """
+        scores: list[dict[int, float]] = []
+        best_for: dict[int, float] = defaultdict(float)
+        for event in statement:
+            candidates = {k for a in event.anchors for k in self.by_anchor.get((event.axis, a), ())}
+            scored = {k: match(event, self.events[k]) for k in candidates}
+            scores.append(scored)
+            for k, score in scored.items():
+                best_for[k] = max(best_for[k], score)
+        return scores, best_for
+
+    def best_matches(self, scored: dict[int, float], best_for: dict[int, float]) -> list[Event]:
+        """The passage events a statement event matches best, none if it matches too little.
+
+        A passage event counts only for the statement events it matches best ("rising sea
+        levels will reduce land area" vs "rising sea levels": that "rising" is not about
+        "reduce").
+        """
+        mine = {k: v for k, v in scored.items() if v >= best_for[k] - 1e-9}
+        best = max(mine.values(), default=0.0)
+        if best < MIN_MATCH:
+            return []
+        return [self.events[k] for k, score in mine.items() if score >= best - 1e-9]
+
+    def stated(self, axis: str) -> set[_State]:
+        """The states of an axis in the passage; for a magnitude axis without, the class's."""
+        return self.states.get(axis) or (self.magnitude if axis in _MAGNITUDE else set())
+
+
+def _contrasted_axes(statement: Sequence[Event]) -> set[str]:
+    """The axes on which a statement states both directions ("X rose while Y fell").
+
+    It contrasts two things there: its direction words of that axis are not read as reversed
+    by an opposite one.
+    """
     signs: dict[str, set[int]] = defaultdict(set)
     for event in statement:
         signs[event.axis].add(-event.sign if event.negated else event.sign)
+    return {axis for axis, seen in signs.items() if len(seen) > 1}
+
+
+def _reversed(event: Event, top: Sequence[Event], contrasted: bool) -> Conflict | None:
+    """The conflict of a statement event that its best matches all state the other way."""
+    other = "/".join(sorted({_said(p) for p in top}))
+    if event.word in {p.word for p in top}:  # the same word, negated in one text only
+        return Conflict("negation", f"{_said(event)} vs {other}")
+    if not contrasted:
+        return Conflict("direction", f"{_said(event)} vs {other}")
+    return None
+
+
+def _unmatched(event: Event, passage: _PassageEvents, contrasted: bool) -> Unsupported | None:
+    """A statement event without an agreeing match: supported by its axis, or unsupported."""
+    said = _said(event)
+    if event.negated:  # a negation needs a passage event that agrees with it
+        return Unsupported("negation", said)
+    seen = {_agrees((event.sign, event.negated), other) for other in passage.stated(event.axis)}
+    if True in seen:
+        return None
+    kind: UnsupportedKind = "direction" if False in seen and not contrasted else "silent"
+    return Unsupported(kind, said)
+
+
+def _direction(
+    statement: Sequence[Event], passage: Sequence[Event]
+) -> tuple[list[Conflict], list[Unsupported]]:
+    indexed = _PassageEvents.of(passage)
+    scores, best_for = indexed.scores(statement)
+    contrasted_axes = _contrasted_axes(statement)
     conflicts: list[Conflict] = []
     unsupported: list[Unsupported] = []
     for event, scored in zip(statement, scores, strict=True):
-        state = (event.sign, event.negated)
-        said = _said(event)
-        contrasted = len(signs[event.axis]) > 1
-        mine = {k: v for k, v in scored.items() if v >= best_for[k] - 1e-9}
-        best = max(mine.values(), default=0.0)
-        if best >= MIN_MATCH:
-            top = [passage[k] for k, score in mine.items() if score >= best - 1e-9]
-            verdicts = {_agrees(state, (p.sign, p.negated)) for p in top}
-            if True in verdicts:
+        contrasted = event.axis in contrasted_axes
+        top = indexed.best_matches(scored, best_for)
+        verdicts = {_agrees((event.sign, event.negated), (p.sign, p.negated)) for p in top}
+        if True in verdicts:
+            continue
+        if verdicts == {False}:
+            conflict = _reversed(event, top, contrasted)
+            if conflict is not None:
+                conflicts.append(conflict)
                 continue
-            if verdicts == {False}:
-                other = "/".join(sorted({_said(p) for p in top}))
-                if event.word in {p.word for p in top}:  # the same word, negated in one text only
-                    conflicts.append(Conflict("negation", f"{said} vs {other}"))
-                    continue
-                if not contrasted:
-                    conflicts.append(Conflict("direction", f"{said} vs {other}"))
-                    continue
-        if event.negated:  # a negation needs a passage event that agrees with it
-            unsupported.append(Unsupported("negation", said))
-            continue
-        others = states.get(event.axis) or (magnitude if event.axis in _MAGNITUDE else set())
-        seen = {_agrees(state, other) for other in others}
-        if True in seen:
-            continue
-        kind: UnsupportedKind = "direction" if False in seen and not contrasted else "silent"
-        unsupported.append(Unsupported(kind, said))
+        missing = _unmatched(event, indexed, contrasted)
+        if missing is not None:
+            unsupported.append(missing)
     return conflicts, unsupported
 
 

@@ -180,6 +180,37 @@ class LexicalFeatures:
         return [name for name in CUES if name in enabled and getattr(self, name)]
 
 
+def _overlaps(s_tok: Collection[str], p_tok: Collection[str]) -> tuple[float, float, int]:
+    """The statement's content words found in the passage.
+
+    Args:
+        s_tok: The statement's tokens.
+        p_tok: The passage's tokens.
+
+    Returns:
+        The overlap (share of the statement's content stems in the passage), the same without
+        its direction words and negations (the overlap when nothing is left), and the number
+        of shared stems.
+    """
+    s_content = {stem(w) for w in s_tok if w not in STOPWORDS and not is_negation(w)}
+    p_content = {stem(w) for w in p_tok if w not in STOPWORDS and not is_negation(w)}
+    shared = s_content & p_content
+    overlap = len(shared) / len(s_content) if s_content else 0.0
+    s_rest = {stem(w) for w in s_tok if w not in STOPWORDS and not is_polarity_word(w)}
+    rest_overlap = len(s_rest & p_content) / len(s_rest) if s_rest else overlap
+    return overlap, rest_overlap, len(shared)
+
+
+def _refutation_markers(
+    statement: str, passage: str, s_tok: Collection[str], p_tok: Sequence[str]
+) -> list[str]:
+    """The refutation words, then phrases, of the passage that the statement does not use."""
+    s_lower, p_lower = statement.lower(), passage.lower()
+    markers = [w for w in p_tok if w in _REFUTATION_WORDS and w not in s_tok]
+    markers += [ph for ph in _REFUTATION_PHRASES if ph in p_lower and ph not in s_lower]
+    return markers
+
+
 def lexical_features(statement: str, passage: str) -> LexicalFeatures:
     """Compute word overlap and contradiction cues of a pair.
 
@@ -191,17 +222,8 @@ def lexical_features(statement: str, passage: str) -> LexicalFeatures:
         The features.
     """
     s_tok, p_tok = _tokens(statement), _tokens(passage)
-    s_content = {stem(w) for w in s_tok if w not in STOPWORDS and not is_negation(w)}
-    p_content = {stem(w) for w in p_tok if w not in STOPWORDS and not is_negation(w)}
-    shared = s_content & p_content
-    overlap = len(shared) / len(s_content) if s_content else 0.0
-    s_rest = {stem(w) for w in s_tok if w not in STOPWORDS and not is_polarity_word(w)}
-    rest_overlap = len(s_rest & p_content) / len(s_rest) if s_rest else overlap
-
-    s_lower, p_lower = statement.lower(), passage.lower()
-    markers = [w for w in p_tok if w in _REFUTATION_WORDS and w not in s_tok]
-    markers += [ph for ph in _REFUTATION_PHRASES if ph in p_lower and ph not in s_lower]
-
+    overlap, rest_overlap, shared = _overlaps(s_tok, p_tok)
+    markers = _refutation_markers(statement, passage, s_tok, p_tok)
     check = compare(analyze(statement), analyze(passage))
     fired = {_CONFLICT_CUES[c.kind] for c in check.conflicts}
     return LexicalFeatures(
@@ -211,7 +233,7 @@ def lexical_features(statement: str, passage: str) -> LexicalFeatures:
         antonym="antonym" in fired,
         number="number" in fired,
         cue_words=tuple(c.text for c in check.conflicts) + tuple(markers),
-        shared=len(shared),
+        shared=shared,
         rest_overlap=rest_overlap,
         unsupported_negation=tuple(u.text for u in check.unsupported if u.kind == "negation"),
         unsupported_direction=tuple(u.text for u in check.unsupported if u.kind == "direction"),

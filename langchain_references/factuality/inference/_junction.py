@@ -10,6 +10,7 @@ axis runs the same tree for many unary settings at once (cutset conditioning).
 from __future__ import annotations
 
 import heapq
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -178,25 +179,19 @@ def _sum_linear(weights: FloatArray, keep: list[bool]) -> FloatArray:
     return result
 
 
-def run_junction_tree(
+def _kept(clique: Sequence[int], keep: Collection[int]) -> list[bool]:
+    """Which variables of a clique are kept (the others are summed out)."""
+    return [v in keep for v in clique]
+
+
+def _potentials(
     plan: JunctionPlan,
     log_unary: FloatArray,
     ei: IntArray,
     ej: IntArray,
     log_pair: FloatArray,
-) -> tuple[FloatArray, FloatArray]:
-    """Exact log beliefs and log partition functions for a batch of unary settings.
-
-    Args:
-        plan: From :func:`plan_junction_tree` for this structure.
-        log_unary: ``(B, n, 2)`` unary log tables (one network per batch row).
-        ei: First endpoints of the pairwise factors.
-        ej: Second endpoints.
-        log_pair: ``(m, 2, 2)`` pairwise log tables, shared by the batch.
-
-    Returns:
-        ``(B, n, 2)`` log beliefs (``log P(x_v = s) + log Z``) and ``(B,)`` ``log Z``.
-    """
+) -> list[FloatArray]:
+    """Each clique's log table: the unary and pairwise factors assigned to it, added up."""
     batch = log_unary.shape[0]
     cliques = plan.cliques
     tables: list[FloatArray] = [np.zeros([batch] + [2] * len(c)) for c in cliques]
@@ -207,26 +202,52 @@ def run_junction_tree(
         table = log_pair[e] if i < j else log_pair[e].T
         shape = _shape((min(i, j), max(i, j)), cliques[k], 1)
         np.add(tables[k], table.reshape(shape), out=tables[k])
+    return tables
 
-    def kept(k: int, keep: set[int]) -> list[bool]:
-        return [v in keep for v in cliques[k]]
 
-    separators = [
-        tuple(v for v in cliques[k] if v in set(cliques[par])) if par >= 0 else ()
-        for k, par in enumerate(plan.parent)
-    ]
+def _collect(
+    plan: JunctionPlan,
+    tables: list[FloatArray],
+    separators: Sequence[tuple[int, ...]],
+    batch: int,
+) -> tuple[list[FloatArray | None], FloatArray]:
+    """The upward pass (children before parents): each clique's message to its parent.
+
+    Each message is added to the parent's table; a root's sum is its tree's ``log Z``.
+
+    Returns:
+        The message each clique sent (None for roots), and ``log Z`` of each batch row.
+    """
+    cliques = plan.cliques
     upward: list[FloatArray | None] = [None] * len(cliques)
     log_z = np.zeros(batch)
     for k, par in enumerate(plan.parent):
         if par < 0:
-            log_z += _sum_out(tables[k], kept(k, set())).reshape(batch)
+            log_z += _sum_out(tables[k], _kept(cliques[k], ())).reshape(batch)
             continue
-        msg = _sum_out(tables[k], kept(k, set(separators[k])))
+        msg = _sum_out(tables[k], _kept(cliques[k], set(separators[k])))
         upward[k] = msg
         np.add(
             tables[par], msg.reshape(_shape(separators[k], cliques[par], batch)), out=tables[par]
         )
+    return upward, log_z
 
+
+def _distribute(
+    plan: JunctionPlan,
+    tables: list[FloatArray],
+    separators: Sequence[tuple[int, ...]],
+    upward: Sequence[FloatArray | None],
+    batch: int,
+) -> FloatArray:
+    """The downward pass (parents before children), reading each variable's log belief.
+
+    Each table is freed once read (the list keeps its length).
+
+    Returns:
+        The ``(B, n, 2)`` log beliefs.
+    """
+    cliques = plan.cliques
     children: list[list[int]] = [[] for _ in cliques]
     for k, par in enumerate(plan.parent):
         if par >= 0:
@@ -251,12 +272,42 @@ def run_junction_tree(
                 if sent is None:  # pragma: no cover - every child sent a message
                     raise InferenceError("junction tree message missing")
                 sep = separators[c]
-                marginal = np.log(_sum_linear(weights, kept(k, set(sep))))
+                marginal = np.log(_sum_linear(weights, _kept(cliques[k], set(sep))))
                 marginal = marginal + top.reshape([batch] + [1] * len(sep))
                 message = marginal - sent
                 downward[c] = np.where(np.isnan(message), -np.inf, message)
             for v in readers[k]:
-                belief = np.log(_sum_linear(weights, kept(k, {v})))
+                belief = np.log(_sum_linear(weights, _kept(cliques[k], {v})))
                 beliefs[:, v] = belief + top.reshape(batch, 1)
         tables[k] = np.zeros(0)  # free the table; the list keeps its length
+    return beliefs
+
+
+def run_junction_tree(
+    plan: JunctionPlan,
+    log_unary: FloatArray,
+    ei: IntArray,
+    ej: IntArray,
+    log_pair: FloatArray,
+) -> tuple[FloatArray, FloatArray]:
+    """Exact log beliefs and log partition functions for a batch of unary settings.
+
+    Args:
+        plan: From :func:`plan_junction_tree` for this structure.
+        log_unary: ``(B, n, 2)`` unary log tables (one network per batch row).
+        ei: First endpoints of the pairwise factors.
+        ej: Second endpoints.
+        log_pair: ``(m, 2, 2)`` pairwise log tables, shared by the batch.
+
+    Returns:
+        ``(B, n, 2)`` log beliefs (``log P(x_v = s) + log Z``) and ``(B,)`` ``log Z``.
+    """
+    batch = log_unary.shape[0]
+    tables = _potentials(plan, log_unary, ei, ej, log_pair)
+    separators = [
+        tuple(v for v in plan.cliques[k] if v in set(plan.cliques[par])) if par >= 0 else ()
+        for k, par in enumerate(plan.parent)
+    ]
+    upward, log_z = _collect(plan, tables, separators, batch)
+    beliefs = _distribute(plan, tables, separators, upward, batch)
     return beliefs, log_z

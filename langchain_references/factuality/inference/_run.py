@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict, get_args
 
 import numpy as np
@@ -122,142 +123,265 @@ def _check_options(method: str, options: InferenceOptions) -> None:
 def solve(graph: FactGraph, method: Method, options: InferenceOptions) -> InferenceResult:
     """Run the dispatch described in the package docstring (options complete)."""
     _check_options(method, options)
-    net = prepare(graph)
-    labels = component_labels(net)
-    n = net.n
-    sizes = np.bincount(labels, minlength=n)
-    edge_counts = np.bincount(labels[net.ei], minlength=n).astype(np.int64)
-    roots = np.flatnonzero(labels == np.arange(n))
+    dispatch = _Dispatch.of(graph, method, options)
+    for root in dispatch.roots():
+        dispatch.route(root)
+    dispatch.solve_trees()
+    return dispatch.approximate()
 
-    beliefs = net.log_unary.copy()
-    reports: list[ComponentReport] = []
-    tree_roots: list[int] = []
-    bp_roots: list[int] = []
-    gibbs_roots: list[int] = []
-    exact_budget = options["exact_budget"]
-    for root in roots.tolist():
-        size, m = int(sizes[root]), int(edge_counts[root])
+
+@dataclass(slots=True)
+class _Dispatch:
+    """One run of :func:`solve`: the components of a network, and the solver of each.
+
+    :meth:`route` solves each component exactly where it can (isolated, brute force, junction
+    tree, cutset conditioning) and queues the others (trees, loopy BP, Gibbs sampling);
+    :meth:`solve_trees` solves the trees together, and :meth:`approximate` runs BP and the
+    sampler on the rest and makes the result.
+
+    Attributes:
+        graph: The graph.
+        method: The method asked for.
+        options: The options (complete, checked).
+        net: The graph's network.
+        labels: Each variable's component (the component's smallest variable: its root).
+        sizes: The number of variables of each root's component.
+        edge_counts: The number of factors of each root's component.
+        beliefs: Log-odds beliefs, exact for the components solved so far.
+        reports: The reports of the components solved so far, in the order they were.
+        tree_roots: The components queued for the tree solver.
+        bp_roots: The components queued for loopy BP.
+        gibbs_roots: The components queued for Gibbs sampling.
+    """
+
+    graph: FactGraph
+    method: Method
+    options: InferenceOptions
+    net: Network
+    labels: IntArray
+    sizes: IntArray
+    edge_counts: IntArray
+    beliefs: FloatArray
+    reports: list[ComponentReport] = field(default_factory=list)
+    tree_roots: list[int] = field(default_factory=list)
+    bp_roots: list[int] = field(default_factory=list)
+    gibbs_roots: list[int] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, graph: FactGraph, method: Method, options: InferenceOptions) -> _Dispatch:
+        """The dispatch of a graph: its network and components, nothing solved yet."""
+        net = prepare(graph)
+        labels = component_labels(net)
+        return cls(
+            graph=graph,
+            method=method,
+            options=options,
+            net=net,
+            labels=labels,
+            sizes=np.bincount(labels, minlength=net.n),
+            edge_counts=np.bincount(labels[net.ei], minlength=net.n).astype(np.int64),
+            beliefs=net.log_unary.copy(),
+        )
+
+    def roots(self) -> list[int]:
+        """The components' roots, in increasing order."""
+        roots: list[int] = np.flatnonzero(self.labels == np.arange(self.net.n)).tolist()
+        return roots
+
+    def members(self, root: int) -> IntArray:
+        """The variables of a root's component."""
+        return np.flatnonzero(self.labels == root)
+
+    def route(self, root: int) -> None:
+        """Solve a component now (isolated, brute force, exact), or queue it for a solver."""
+        size, m = int(self.sizes[root]), int(self.edge_counts[root])
         if size == 1:
-            reports.append(ComponentReport(1, 0, "isolated"))
-            continue
-        nodes = np.flatnonzero(labels == root)
-        if method == "brute":
-            if size > options["brute_max_vars"]:
-                raise InferenceError(
-                    f"a component has {size} variables; brute force is limited to "
-                    f"{options['brute_max_vars']}"
-                )
-            beliefs[nodes] = brute_beliefs(net.subnetwork(nodes))
-            reports.append(ComponentReport(size, m, "brute"))
-        elif method == "bp":
-            bp_roots.append(root)
-        elif method == "gibbs":
-            gibbs_roots.append(root)
+            self.reports.append(ComponentReport(1, 0, "isolated"))
+        elif self.method == "brute":
+            self._brute(root, size, m)
+        elif self.method == "bp":
+            self.bp_roots.append(root)
+        elif self.method == "gibbs":
+            self.gibbs_roots.append(root)
         elif m == size - 1:
-            tree_roots.append(root)
+            self.tree_roots.append(root)
         else:
-            sub = net.subnetwork(nodes)
-            plan = plan_junction_tree(sub.n, sub.ei, sub.ej, exact_budget)
-            if plan is not None:
-                solved, _ = run_junction_tree(
-                    plan, sub.log_unary[None], sub.ei, sub.ej, sub.log_pair
-                )
-                beliefs[nodes] = solved[0]
-                reports.append(ComponentReport(size, m, "junction_tree", plan.width))
-                continue
-            cutset = plan_cutset(sub, exact_budget, options["conditioning_budget"])
-            if cutset is not None:
-                beliefs[nodes] = run_cutset(sub, cutset, exact_budget)
-                reports.append(
-                    ComponentReport(size, m, "conditioned", cutset.plan.width, len(cutset.hubs))
-                )
-            elif method == "exact":
-                raise InferenceError(
-                    f"a loopy component ({size} variables, {m} factors) exceeds "
-                    f"exact_budget={exact_budget} even after conditioning within "
-                    f"conditioning_budget={options['conditioning_budget']}; use "
-                    "method='auto' or 'bp'"
-                )
-            else:
-                bp_roots.append(root)
+            self._exact(root, size, m)
 
-    if tree_roots:
-        nodes = np.flatnonzero(np.isin(labels, tree_roots))
-        sub = net.subnetwork(nodes)
-        beliefs[nodes] = tree_beliefs(sub, component_labels(sub))
-        reports.extend(
-            ComponentReport(int(sizes[r]), int(edge_counts[r]), "tree") for r in tree_roots
+    def _brute(self, root: int, size: int, m: int) -> None:
+        if size > self.options["brute_max_vars"]:
+            raise InferenceError(
+                f"a component has {size} variables; brute force is limited to "
+                f"{self.options['brute_max_vars']}"
+            )
+        nodes = self.members(root)
+        self.beliefs[nodes] = brute_beliefs(self.net.subnetwork(nodes))
+        self.reports.append(ComponentReport(size, m, "brute"))
+
+    def _exact(self, root: int, size: int, m: int) -> None:
+        """A loopy component: junction tree, else cutset conditioning, else BP (or an error)."""
+        exact_budget = self.options["exact_budget"]
+        nodes = self.members(root)
+        sub = self.net.subnetwork(nodes)
+        plan = plan_junction_tree(sub.n, sub.ei, sub.ej, exact_budget)
+        if plan is not None:
+            solved, _ = run_junction_tree(plan, sub.log_unary[None], sub.ei, sub.ej, sub.log_pair)
+            self.beliefs[nodes] = solved[0]
+            self.reports.append(ComponentReport(size, m, "junction_tree", plan.width))
+            return
+        cutset = plan_cutset(sub, exact_budget, self.options["conditioning_budget"])
+        if cutset is not None:
+            self.beliefs[nodes] = run_cutset(sub, cutset, exact_budget)
+            self.reports.append(
+                ComponentReport(size, m, "conditioned", cutset.plan.width, len(cutset.hubs))
+            )
+        elif self.method == "exact":
+            raise InferenceError(
+                f"a loopy component ({size} variables, {m} factors) exceeds "
+                f"exact_budget={exact_budget} even after conditioning within "
+                f"conditioning_budget={self.options['conditioning_budget']}; use "
+                "method='auto' or 'bp'"
+            )
+        else:
+            self.bp_roots.append(root)
+
+    def solve_trees(self) -> None:
+        """Solve the queued trees, all in one run of the tree solver."""
+        if not self.tree_roots:
+            return
+        nodes = np.flatnonzero(np.isin(self.labels, self.tree_roots))
+        sub = self.net.subnetwork(nodes)
+        self.beliefs[nodes] = tree_beliefs(sub, component_labels(sub))
+        self.reports.extend(
+            ComponentReport(int(self.sizes[r]), int(self.edge_counts[r]), "tree")
+            for r in self.tree_roots
         )
 
-    marginal = p_true(beliefs)
-    errors: list[float | None] = [0.0] * n
+    def approximate(self) -> InferenceResult:
+        """Run BP and the sampler on the components queued for them, and make the result."""
+        run = _Approximation(self, p_true(self.beliefs), [0.0] * self.net.n)
+        run.run()
+        ids = [v.id for v in self.graph.variables]
+        return InferenceResult(
+            marginals={vid: float(p) for vid, p in zip(ids, run.marginal, strict=True)},
+            components=tuple(self.reports),
+            bp=run.bp_report,
+            errors=dict(zip(ids, run.errors, strict=True)),
+            atom_ids=self.graph.atom_ids,
+            gibbs=run.gibbs_report,
+        )
+
+
+@dataclass(slots=True)
+class _Approximation:
+    """Loopy BP and Gibbs sampling over the components a :class:`_Dispatch` queued for them.
+
+    With ``method="auto"`` the components whose clamped estimates would cost more than
+    ``clamp_budget`` are sampled directly (:attr:`direct`), BP runs on the others within the
+    budget, the components it leaves without an estimate for every atom are sampled too, and
+    BP's answer stands (without an estimate) where sampling does not mix or does not run.
+
+    Attributes:
+        dispatch: The dispatch (its queues are updated: the reports tell what ran where).
+        marginal: Each variable's probability of being true.
+        errors: Each variable's estimated error (None: no estimate).
+        bp_report: BP's report, if it ran.
+        gibbs_report: The sampler's report, if it ran.
+        direct: ``auto``: the components sampled without running BP first.
+    """
+
+    dispatch: _Dispatch
+    marginal: FloatArray
+    errors: list[float | None]
     bp_report: BPReport | None = None
-    direct: list[int] = []  # auto: components sampled without running BP first
-    if method == "auto":
-        direct = [
-            r for r in bp_roots if _clamping_unaffordable(graph, labels, edge_counts, r, options)
-        ]
-        bp_roots = [r for r in bp_roots if r not in direct]
+    gibbs_report: GibbsReport | None = None
+    direct: list[int] = field(default_factory=list)
 
-    def bp_over(roots: list[int], *, budgeted: bool, clamp: bool = True) -> BPReport:
+    @property
+    def _auto(self) -> bool:
+        return self.dispatch.method == "auto"
+
+    def run(self) -> None:
+        """BP, then sampling, then the reports of the components they solved."""
+        d = self.dispatch
+        if self._auto:
+            self.direct = [
+                r
+                for r in d.bp_roots
+                if _clamping_unaffordable(d.graph, d.labels, d.edge_counts, r, d.options)
+            ]
+            d.bp_roots = [r for r in d.bp_roots if r not in self.direct]
+        if d.bp_roots:
+            self._loopy_bp()
+        d.gibbs_roots.extend(self.direct)
+        if d.gibbs_roots:
+            self._sample()
+        for r in d.bp_roots:
+            d.reports.append(self._report(r, "loopy_bp"))
+        for r in d.gibbs_roots:
+            d.reports.append(self._report(r, "gibbs"))
+
+    def _report(self, root: int, method: ComponentMethod) -> ComponentReport:
+        d = self.dispatch
+        return _approximate(d.graph, d.labels, d.sizes, d.edge_counts, root, self.errors, method)
+
+    def _bp_over(self, roots: list[int], *, budgeted: bool, clamp: bool = True) -> BPReport:
         """Run BP over the components ``roots`` (into ``marginal`` and ``errors``)."""
-        nodes = np.flatnonzero(np.isin(labels, roots))
-        sub = net.subnetwork(nodes)
+        d = self.dispatch
+        nodes = np.flatnonzero(np.isin(d.labels, roots))
+        sub = d.net.subnetwork(nodes)
         return _run_bp(
-            graph, sub, nodes, labels, marginal, errors, options, budgeted=budgeted, clamp=clamp
+            d.graph,
+            sub,
+            nodes,
+            d.labels,
+            self.marginal,
+            self.errors,
+            d.options,
+            budgeted=budgeted,
+            clamp=clamp,
         )
 
-    if bp_roots:
-        bp_report = bp_over(bp_roots, budgeted=method == "auto")
-        if method == "auto":  # BP left an atom without an estimate: sample the component
-            unsure = [r for r in bp_roots if _worst(graph, labels, r, errors, None) is None]
-            gibbs_roots.extend(unsure)
-            bp_roots = [r for r in bp_roots if r not in unsure]
-    gibbs_roots.extend(direct)
-    gibbs_report: GibbsReport | None = None
-    if gibbs_roots:
-        nodes = np.flatnonzero(np.isin(labels, gibbs_roots))
-        if method == "gibbs":
+    def _loopy_bp(self) -> None:
+        """BP over the queued components; ``auto``: those it leaves unsure go to sampling."""
+        d = self.dispatch
+        self.bp_report = self._bp_over(d.bp_roots, budgeted=self._auto)
+        if self._auto:  # BP left an atom without an estimate: sample the component
+            unsure = [
+                r for r in d.bp_roots if _worst(d.graph, d.labels, r, self.errors, None) is None
+            ]
+            d.gibbs_roots.extend(unsure)
+            d.bp_roots = [r for r in d.bp_roots if r not in unsure]
+
+    def _sample(self) -> None:
+        """Gibbs sampling of the queued components; ``auto``: BP's answer where it fails."""
+        d = self.dispatch
+        nodes = np.flatnonzero(np.isin(d.labels, d.gibbs_roots))
+        if d.method == "gibbs":
             for v in nodes.tolist():
-                errors[v] = None
-        local = np.full(n, -1, dtype=np.int64)
+                self.errors[v] = None
+        local = np.full(d.net.n, -1, dtype=np.int64)
         local[nodes] = np.arange(nodes.size)
-        targets = local[
-            np.concatenate([_targets(graph, np.flatnonzero(labels == r)) for r in gibbs_roots])
-        ]
-        gibbs_report = _run_gibbs(
-            net.subnetwork(nodes),
+        targets = local[np.concatenate([_targets(d.graph, d.members(r)) for r in d.gibbs_roots])]
+        self.gibbs_report = report = _run_gibbs(
+            d.net.subnetwork(nodes),
             nodes,
             targets,
-            marginal,
-            errors,
-            options,
-            forced=method == "gibbs",
+            self.marginal,
+            self.errors,
+            d.options,
+            forced=d.method == "gibbs",
         )
-        if gibbs_report is None and method == "gibbs":
+        if report is None and d.method == "gibbs":
             raise InferenceError(
                 f"Gibbs sampling of {nodes.size} variables does not fit "
-                f"sampling_budget={options['sampling_budget']} (or the "
+                f"sampling_budget={d.options['sampling_budget']} (or the "
                 f"{_GIBBS_MAX_VARS}-variable limit)"
             )
-        if method == "auto" and (gibbs_report is None or not gibbs_report.mixed):
-            if direct:  # sampling failed where BP has not run: BP's answer, unestimated
-                bp_report = bp_over(direct, budgeted=False, clamp=False)
-            bp_roots, gibbs_roots = bp_roots + gibbs_roots, []  # BP's answer stands
-    for r in bp_roots:
-        reports.append(_approximate(graph, labels, sizes, edge_counts, r, errors, "loopy_bp"))
-    for r in gibbs_roots:
-        reports.append(_approximate(graph, labels, sizes, edge_counts, r, errors, "gibbs"))
-
-    ids = [v.id for v in graph.variables]
-    return InferenceResult(
-        marginals={vid: float(p) for vid, p in zip(ids, marginal, strict=True)},
-        components=tuple(reports),
-        bp=bp_report,
-        errors=dict(zip(ids, errors, strict=True)),
-        atom_ids=graph.atom_ids,
-        gibbs=gibbs_report,
-    )
+        if self._auto and (report is None or not report.mixed):
+            if self.direct:  # sampling failed where BP has not run: BP's answer, unestimated
+                self.bp_report = self._bp_over(self.direct, budgeted=False, clamp=False)
+            d.bp_roots, d.gibbs_roots = d.bp_roots + d.gibbs_roots, []  # BP's answer stands
 
 
 def _clamping_unaffordable(

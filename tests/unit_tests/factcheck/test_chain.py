@@ -846,6 +846,96 @@ def test_bad_components_are_refused() -> None:
         make_chain(RecordedSearch({}), KeywordJudge(RULES), vector_store=object())
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        (
+            {"search": None},
+            ValueError,
+            "give a search provider, an index, or both: there is no evidence",
+        ),
+        ({"index": object()}, TypeError, "index must have name, find() and afind(), not object"),
+        (
+            {"search": object()},
+            TypeError,
+            "search must have search() and asearch() methods, not object",
+        ),
+        ({"judge": None}, TypeError, "judge must be a Runnable, not NoneType"),
+        ({"embeddings": "e"}, TypeError, "embeddings must be an Embeddings, not str"),
+        (
+            {"vector_store": object()},
+            ValueError,
+            "pass embeddings or vector_store, not both: the store embeds itself",
+        ),
+        ({"fetcher": "f"}, TypeError, "fetcher must be a PageFetcher, not str"),
+        ({"splitter": "s"}, TypeError, "splitter must be a PassageSplitter, not str"),
+        ({"aggregator": "a"}, TypeError, "aggregator must have an aggregate() method, not str"),
+        ({"k": 0}, ValueError, "k must be an integer >= 1, got 0"),
+        ({"max_results": 1.5}, ValueError, "max_results must be an integer >= 1, got 1.5"),
+        (
+            {"max_concurrency": False},
+            ValueError,
+            "max_concurrency must be an integer >= 1, got False",
+        ),
+        (
+            {"weight_by": "title"},
+            ValueError,
+            "weight_by must be 'relevance' or 'search', got 'title'",
+        ),
+        ({"cache": "c"}, TypeError, "cache must be a RunCache, not str"),
+        ({"limiter": "l"}, TypeError, "limiter must be a RateLimiter, not str"),
+    ],
+)
+def test_each_bad_argument_has_its_message(
+    kwargs: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    arguments: dict[str, Any] = {"search": RecordedSearch({}), "judge": KeywordJudge(RULES)}
+    arguments.update(kwargs)
+    with pytest.raises(error) as raised:
+        make_chain(**arguments)
+    assert str(raised.value) == message
+
+
+def test_the_first_bad_argument_in_the_checking_order_is_reported() -> None:
+    # every argument below is wrong: the errors come in the order of the parameters above
+    bad: dict[str, Any] = {
+        "search": object(),
+        "judge": None,
+        "embeddings": "e",
+        "fetcher": "f",
+        "splitter": "s",
+        "aggregator": "a",
+        "k": 0,
+        "max_results": 0,
+        "max_concurrency": 0,
+        "weight_by": "title",
+        "cache": "c",
+        "limiter": "l",
+    }
+    seen = []
+    while bad:
+        with pytest.raises((TypeError, ValueError)) as raised:
+            create_fact_check_chain(
+                **{"search": RecordedSearch({}), "judge": KeywordJudge(RULES), **bad}
+            )
+        seen.append(str(raised.value).split()[0])
+        bad.pop(seen[-1])
+    assert seen == [
+        "search",
+        "judge",
+        "embeddings",
+        "fetcher",
+        "splitter",
+        "aggregator",
+        "k",
+        "max_results",
+        "max_concurrency",
+        "weight_by",
+        "cache",
+        "limiter",
+    ]
+
+
 def test_schema_names_the_input_and_output() -> None:
     chain = make_chain(RecordedSearch({}), KeywordJudge(RULES))
     assert chain.get_name() == "fact_check"
