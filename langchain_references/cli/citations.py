@@ -7,7 +7,7 @@ per-answer table, the unsupported sentences and citations, or the whole report (
 Judges (``--judge``): ``heuristic`` (default; offline, MiniLM embeddings, weak),
 ``heuristic-lexical`` (no embeddings), ``llm:PROVIDER:MODEL`` or ``nli:MODEL`` (an ONNX
 cross-encoder: a local folder or ``.onnx`` file, or a Hugging Face Hub id); see
-:func:`~langchain_references.cli._common.build_judge`.
+:func:`~langchain_references.cli._models.build_judge`.
 
 The report names the judge behind its verdicts (a ``Judge: KIND (MODEL) — ...`` line; a
 ``judge`` object in ``--json``). Each record must have ``answer`` and ``documents`` and no
@@ -54,20 +54,13 @@ from langchain_references.citations import (
     load_answer_records,
 )
 from langchain_references.citations.sentences import CitedSentence, is_verification_worthy
-from langchain_references.cli._common import (
-    ProgressLines,
-    build_judge,
-    build_limiter,
-    format_number,
-    format_table,
-    open_run_cache,
-    ray_options,
-    read_records,
-    reuse_note,
-    run_on_ray,
-    streams,
-    worker_stack,
-)
+from langchain_references.cli._commands import streams
+from langchain_references.cli._engines import ray_options, run_on_ray, worker_stack
+from langchain_references.cli._files import read_records
+from langchain_references.cli._models import build_judge
+from langchain_references.cli._progress import ProgressLines
+from langchain_references.cli._runs import build_limiter, open_run_cache, reuse_note
+from langchain_references.cli._tables import format_number, format_table
 from langchain_references.cli.parsers.citations import DESCRIPTION, HELP, configure_parser
 from langchain_references.judges.cached import JUDGEMENT_NAMESPACE, CachedJudge
 

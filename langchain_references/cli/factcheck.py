@@ -17,7 +17,7 @@ Search (``--search``):
   and Bing need API keys in the environment).
 
 Judge: ``--judge SPEC``, the same option as the ``factuality`` and ``citations`` commands
-(:func:`~langchain_references.cli._common.build_judge`): ``heuristic`` (the default: the
+(:func:`~langchain_references.cli._models.build_judge`): ``heuristic`` (the default: the
 offline :class:`~langchain_references.judges.HeuristicJudge` with MiniLM embeddings, which is
 weak, not an NLI model, and said so on stderr), ``heuristic-lexical``,
 ``llm:PROVIDER:MODEL`` (an :class:`~langchain_references.judges.LLMJudge` through
@@ -75,19 +75,12 @@ from uuid import UUID
 from langchain_core.callbacks import AsyncCallbackHandler
 
 from langchain_references._concurrency import run_sync
-from langchain_references.cli import _common
-from langchain_references.cli._common import (
-    CLIError,
-    ItemProgress,
-    ProgressLines,
-    build_judge,
-    build_limiter,
-    open_run_cache,
-    ray_options,
-    reuse_note,
-    run_on_ray,
-    worker_stack,
-)
+from langchain_references.cli import _models
+from langchain_references.cli._engines import ray_options, run_on_ray, worker_stack
+from langchain_references.cli._errors import CLIError
+from langchain_references.cli._models import build_judge
+from langchain_references.cli._progress import ItemProgress, ProgressLines
+from langchain_references.cli._runs import build_limiter, open_run_cache, reuse_note
 from langchain_references.cli.parsers.factcheck import (
     DESCRIPTION,
     HELP,
@@ -137,7 +130,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 #: What the default judge (``--judge heuristic``) says on stderr.
-HEURISTIC_NOTICE: Final = _common.HEURISTIC_NOTICE.format(emb=" + MiniLM similarity")
+HEURISTIC_NOTICE: Final = _models.HEURISTIC_NOTICE.format(emb=" + MiniLM similarity")
 #: What ``--model`` says on stderr (``{model}``: its value).
 MODEL_DEPRECATED: Final = (
     "warning: --model is deprecated; use --judge llm:{model} (the judge option of every command)"
@@ -284,7 +277,7 @@ def judge_spec(args: argparse.Namespace, err: TextIO) -> str:
         err: Where the deprecation warning goes.
 
     Returns:
-        The spec for :func:`~langchain_references.cli._common.build_judge`.
+        The spec for :func:`~langchain_references.cli._models.build_judge`.
 
     Raises:
         CLIError: If ``--model`` and a non-default ``--judge`` are both given.
@@ -339,7 +332,7 @@ def build_chain(
         elif info.kind == "nli":
             judge_notice = f"judge: {info}"
         else:
-            judge_notice = _common.HEURISTIC_NOTICE.format(emb="")
+            judge_notice = _models.HEURISTIC_NOTICE.format(emb="")
     setup = build_search(args.search, stack)
     embeddings = _embeddings()
     if judge is None:  # the MiniLM embeddings of the chain, loaded once

@@ -19,7 +19,7 @@ weak: not an NLI model), ``heuristic-lexical`` (no embeddings), ``llm:PROVIDER:M
 ``llm:openai:gpt-4o-mini``; needs the ``langchain`` package and the provider's) or
 ``nli:MODEL`` (an ONNX cross-encoder: a local folder or ``.onnx`` file, or a Hugging Face Hub
 id; the ``nli`` extra; ``model_name`` is then the model's name); see
-:func:`~langchain_references.cli._common.build_judge`.
+:func:`~langchain_references.cli._models.build_judge`.
 
 Progress goes to stderr (off with ``--quiet``): one line per finished stage of each record
 (``[i/n] judge (8.93s)``; a live line on a terminal) and one with its outcome. A record whose
@@ -59,26 +59,14 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.runnables import Runnable, RunnableLambda
 
-from langchain_references.cli._common import (
-    CLIError,
-    ItemProgress,
-    ProgressLines,
-    atomic_write,
-    build_judge,
-    build_limiter,
-    check_output,
-    format_number,
-    format_table,
-    load_chat_model,
-    open_run_cache,
-    ray_options,
-    read_records,
-    reuse_note,
-    run_on_ray,
-    streams,
-    worker_stack,
-    writing,
-)
+from langchain_references.cli._commands import streams
+from langchain_references.cli._engines import ray_options, run_on_ray, worker_stack
+from langchain_references.cli._errors import CLIError
+from langchain_references.cli._files import atomic_write, check_output, read_records, writing
+from langchain_references.cli._models import build_judge, load_chat_model
+from langchain_references.cli._progress import ItemProgress, ProgressLines
+from langchain_references.cli._runs import build_limiter, open_run_cache, reuse_note
+from langchain_references.cli._tables import format_number, format_table
 from langchain_references.cli.parsers.factuality import DESCRIPTION, HELP, configure_parser
 from langchain_references.factuality.io import (
     FactualityFormatError,
