@@ -17,6 +17,14 @@ its result or its failure is shown) is a :class:`BatchJob`; what they share is
 * **Ctrl-C**: the run stops at once; what was reported stays reported (and in the run cache),
   Ray is shut down, and the ``KeyboardInterrupt`` carries the note of
   :meth:`BatchJob.interrupted` (what was kept) to :func:`langchain_references.cli.main`.
+
+One error policy: an exception while looking up or processing one item (on either engine) is
+that item's failure, reported for it by :meth:`BatchJob.fail` (:func:`failure_text` words
+it), and the run goes on with the others; it never stops the run. Only a setup error stops a
+run, before any item (bad arguments, an unreadable input, a missing extra or API key, a judge
+or model that cannot be loaded: a :class:`~langchain_references.cli._errors.CLIError`, exit
+status 2), or a Ray actor that cannot build the command's Runnable. A command whose items
+failed exits with status 1.
 """
 
 from __future__ import annotations
@@ -36,10 +44,26 @@ if TYPE_CHECKING:
 
     from langchain_references.engine import RayOptions
 
-__all__ = ["BatchJob", "BatchRun", "RayRun", "run_batch"]
+__all__ = ["BatchJob", "BatchRun", "RayRun", "failure_text", "run_batch"]
 
 ItemT = TypeVar("ItemT")
 ResultT = TypeVar("ResultT")
+
+
+def failure_text(error: Exception) -> str:
+    """How an item's failure is named: the message of a ``ValueError``, else ``Type: message``.
+
+    A ``ValueError`` (:class:`~langchain_references.errors.RecordError` among them) says what
+    is wrong with the item, for its user; any other exception is named with its type.
+
+    Args:
+        error: What the item's processing raised.
+
+    Returns:
+        One line.
+    """
+    text = str(error) if isinstance(error, ValueError) else f"{type(error).__name__}: {error}"
+    return " ".join(text.split())
 
 
 @dataclass
@@ -145,7 +169,10 @@ class BatchJob(abc.ABC, Generic[ItemT, ResultT]):
 
     @abc.abstractmethod
     def fail(self, index: int, item: ItemT, error: Exception) -> None:
-        """Report that an item's processing raised (called in input order).
+        """Report that an item's processing raised (called in input order); the run goes on.
+
+        The report names the item (its line, its statement...) and the error
+        (:func:`failure_text`); it is never a result or a score.
 
         Args:
             index: 0-based item index.
@@ -201,16 +228,20 @@ class _Batch(Generic[ItemT, ResultT]):
     def one_at_a_time(self) -> None:
         """Each item in this process, after the one before it."""
         for index, item in enumerate(self.items):
+            outcome, reused = self.one(index, item)
+            self.settle(index, outcome, reused=reused)
+
+    def one(self, index: int, item: ItemT) -> tuple[ResultT | Exception, bool]:
+        """Item ``index``'s outcome in this process, and whether it was reused."""
+        outcome: ResultT | Exception
+        try:
             cached = self.lookup(index)
             if cached is not None:
-                self.settle(index, cached, reused=True)
-                continue
-            outcome: ResultT | Exception
-            try:
-                outcome = self.job.process(index, item)
-            except Exception as exc:  # the item's failure, reported for it
-                outcome = exc
-            self.settle(index, self.finish(index, outcome))
+                return cached, True
+            outcome = self.job.process(index, item)
+        except Exception as exc:  # the item's failure, reported for it
+            outcome = exc
+        return self.finish(index, outcome), False
 
     async def concurrently(self, concurrency: int) -> None:
         """The items in this process, ``concurrency`` at a time, reported in input order."""
@@ -240,19 +271,24 @@ class _Batch(Generic[ItemT, ResultT]):
 
     def on_ray(self, ray: RayRun) -> None:
         """The items the run cache has not finished on Ray actors, reported in input order."""
-        reused: dict[int, ResultT] = {}
+        known: dict[int, tuple[ResultT | Exception, bool]] = {}  # not sent: reused or failed
         for index in range(len(self.items)):
-            cached = self.lookup(index)
+            try:
+                cached = self.lookup(index)
+            except Exception as exc:  # the item's failure, reported for it
+                known[index] = self.finish(index, exc), False
+                continue
             if cached is not None:
-                reused[index] = cached
-        todo = [item for index, item in enumerate(self.items) if index not in reused]
+                known[index] = cached, True
+        todo = [item for index, item in enumerate(self.items) if index not in known]
         with run_on_ray(todo, ray.build, ray.args, ray.options) as results:
             for index in range(len(self.items)):
-                if index in reused:
-                    self.settle(index, reused[index], reused=True)
+                if index in known:
+                    outcome, reused = known[index]
+                    self.settle(index, outcome, reused=reused)
                     continue
-                _, outcome = next(results)  # in input order, as ``todo``
-                self.settle(index, self.finish(index, outcome))
+                _, sent = next(results)  # in input order, as ``todo``
+                self.settle(index, self.finish(index, sent))
 
 
 def run_batch(

@@ -32,9 +32,14 @@ Engines: ``--engine ray`` checks the answers on Ray actors (``--workers N``, eac
 the batch runner (:func:`~langchain_references.cli._runner.run_batch`), reported in input
 order.
 
-Exit status: 0 when every record was checked, 1 when some records were skipped (the others are
-still reported) or every judgement failed, 2 when the command cannot run (unreadable input, no
-valid record, unavailable judge or API key), 130 when interrupted.
+An answer whose check raised (any exception, on either engine) is reported for that answer,
+``error: FILE:LINE: Type: message (answer not checked)``, and left out of the report: no row,
+and recall, precision and ``num_answers`` count only the answers checked (a failed answer is
+never a 0). The other answers go on.
+
+Exit status: 0 when every record was checked, 1 when some records were skipped or could not be
+checked (the others are still reported) or every judgement failed, 2 when the command cannot
+run (unreadable input, no valid record, unavailable judge or API key), 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
@@ -61,7 +67,7 @@ from langchain_references.cli._engines import ray_options, worker_stack
 from langchain_references.cli._files import read_records
 from langchain_references.cli._models import build_judge
 from langchain_references.cli._progress import ProgressLines
-from langchain_references.cli._runner import BatchJob, BatchRun, RayRun, run_batch
+from langchain_references.cli._runner import BatchJob, BatchRun, RayRun, failure_text, run_batch
 from langchain_references.cli._runs import build_limiter, open_run_cache, reuse_note
 from langchain_references.cli._tables import format_number, format_table
 from langchain_references.cli.parsers.citations import DESCRIPTION, HELP, configure_parser
@@ -81,6 +87,8 @@ __all__ = [
     "render_report",
     "run",
 ]
+
+logger = logging.getLogger(__name__)
 
 
 def _shorten(text: str, width: int = 90) -> str:
@@ -278,21 +286,29 @@ class _Answers(BatchJob[AnswerRecord, CheckedAnswer]):
     Args:
         checker: This process's checker (the local engine's).
         display: Progress display.
+        err: Where an answer's failure is reported.
         keep: On Ctrl-C, keeps what finished and says what was kept.
 
     Attributes:
         answers: The reports of the answers checked so far, in input order.
         reused: How many of them the run cache had finished.
+        failed: How many answers could not be checked (their check raised).
     """
 
     def __init__(
-        self, checker: AnswerChecker, display: ProgressLines, keep: Callable[[], str]
+        self,
+        checker: AnswerChecker,
+        display: ProgressLines,
+        err: TextIO,
+        keep: Callable[[], str],
     ) -> None:
         self.checker = checker
         self.display = display
+        self.err = err
         self.keep = keep
         self.answers: list[AnswerReport] = []
         self.reused = 0
+        self.failed = 0
 
     def process(self, index: int, item: AnswerRecord) -> CheckedAnswer:
         """Check one answer in this process."""
@@ -321,12 +337,16 @@ class _Answers(BatchJob[AnswerRecord, CheckedAnswer]):
         )
 
     def fail(self, index: int, item: AnswerRecord, error: Exception) -> None:
-        """A check that raised: a bug, on either engine: the run stops.
+        """Report an answer whose check raised (in input order); the run goes on.
 
-        Raises:
-            Exception: ``error``.
+        One ``error: FILE:LINE: ... (answer not checked)`` line; the answer is not in the
+        report, so no figure counts it.
         """
-        raise error
+        logger.debug("Checking answer %d failed", index, exc_info=error)
+        self.failed += 1
+        self.display.done(index, f"answer {index}: error")
+        where = item.location or f"answer {index}"
+        self.err.write(f"error: {where}: {failure_text(error)} (answer not checked)\n")
 
     def interrupted(self, run: BatchRun) -> str:
         """Print the report of the answers checked so far."""
@@ -343,7 +363,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         err: Where skipped records and the judge notice go (stderr by default).
 
     Returns:
-        0 when every record was checked, 1 when some were skipped or every judgement failed.
+        0 when every record was checked, 1 when some were skipped or could not be checked
+        (each reported on ``err``) or every judgement failed.
 
     Raises:
         CLIError: If the input cannot be read or has no valid record, the judge is
@@ -381,11 +402,11 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         reported = " and reported" if job.answers else ""
         return f"{len(job.answers)} of {len(records)} answer(s) checked{reported}"
 
-    job = _Answers(checker, ProgressLines(err, len(records), enabled=not args.quiet), keep)
+    job = _Answers(checker, ProgressLines(err, len(records), enabled=not args.quiet), err, keep)
     ray = None if options is None else RayRun(_worker_checker, args, options)
     run_batch(records, job, ray=ray)  # one by one: Ctrl-C keeps the answers checked
     report = CitationReport(tuple(job.answers), tuple(errors))
     write(report)
     if not args.quiet and (note := reuse_note(job.reused, len(records), "answer(s)", cache)):
         err.write(note + "\n")
-    return 1 if errors or _unmeasured(report.answers) else 0
+    return 1 if errors or job.failed or _unmeasured(report.answers) else 0

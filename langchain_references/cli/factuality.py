@@ -41,9 +41,14 @@ Engines: ``--engine ray`` scores the records the run cache has not finished on R
 through the batch runner (:func:`~langchain_references.cli._runner.run_batch`) and the same
 reporting (``_Scoring``), in input order.
 
+A record whose evaluation raised (any exception, on either engine) is reported for that
+record, ``error: FILE:LINE: ... (record not scored)`` (the message of a ``ValueError``, such
+as a record without atoms and no ``--llm``; ``Type: message`` otherwise), has no table row and
+no ``--output`` line, and the other records go on.
+
 Exit status: 0 when every record was scored, 1 when some records failed (the others are
-still reported), 2 when the command cannot run (unreadable input, unavailable judge or API key),
-130 when interrupted.
+still reported; when none could be scored, ``--output`` is not written), 2 when the command
+cannot run (unreadable input, unavailable judge or API key), 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -67,7 +72,7 @@ from langchain_references.cli._errors import CLIError
 from langchain_references.cli._files import atomic_write, check_output, read_records, writing
 from langchain_references.cli._models import build_judge, load_chat_model
 from langchain_references.cli._progress import ItemProgress, ProgressLines
-from langchain_references.cli._runner import BatchJob, BatchRun, RayRun, run_batch
+from langchain_references.cli._runner import BatchJob, BatchRun, RayRun, failure_text, run_batch
 from langchain_references.cli._runs import build_limiter, open_run_cache, reuse_note
 from langchain_references.cli._tables import format_number, format_table
 from langchain_references.cli.parsers.factuality import DESCRIPTION, HELP, configure_parser
@@ -484,18 +489,15 @@ class _Scoring(BatchJob[Entry, Scored]):
         display.done(index, f"{name}: {_outcome(scored)} in {elapsed:.2f}s")
 
     def fail(self, index: int, item: Entry, error: Exception) -> None:
-        """Report a record whose evaluation raised a record's error (in input order).
+        """Report a record whose evaluation raised (in input order): not scored, not written.
 
-        Raises:
-            Exception: ``error``, when it is not a record's error (``ValueError`` or
-                ``TypeError``): a bug stops the run.
+        One ``error: FILE:LINE: ... (record not scored)`` line; the run goes on.
         """
-        if not isinstance(error, ValueError | TypeError):
-            raise error
         location, record = item
+        logger.debug("Scoring %s failed", location, exc_info=error)
         self.failed += 1
         self.display.done(index, f"{_record_name(location, record)}: error")
-        self.err.write(f"error: {location}: {error}\n")
+        self.err.write(f"error: {location}: {failure_text(error)} (record not scored)\n")
 
     def interrupted(self, run: BatchRun) -> str:
         """Print the table and write ``--output`` of the records scored so far."""
@@ -563,7 +565,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             default).
 
     Returns:
-        0 when every record was scored, 1 when some failed (the others are still reported).
+        0 when every record was scored, 1 when some failed (each is reported on ``err``, the
+        others as usual; none scored: nothing is written to ``--output``).
 
     Raises:
         CLIError: If the input cannot be read, the judge or ``--llm`` is unavailable (missing
@@ -629,8 +632,9 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             err.write(note + "\n")
     table()
     if args.output is not None:
-        if not results:
-            raise CLIError(f"no record could be scored; nothing written to {args.output}")
+        if not results:  # every record failed, each one reported
+            err.write(f"error: no record could be scored; nothing written to {args.output}\n")
+            return 1
         count = _write_results(args.output, results)
         out.write(f"wrote {count} result(s) to {args.output}\n")
     return 1 if scoring.failed else 0

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from langchain_references.cli import _runner
-from langchain_references.cli._runner import BatchJob, BatchRun, RayRun, run_batch
+from langchain_references.cli._runner import BatchJob, BatchRun, RayRun, failure_text, run_batch
 from langchain_references.engine import RayOptions
+from langchain_references.errors import RecordError
 
 
 class Job(BatchJob[str, str]):
@@ -193,3 +194,51 @@ def test_no_items_is_an_empty_run() -> None:
     assert run_batch([], job) == BatchRun(total=0)
     assert run_batch([], job, concurrency=2) == BatchRun(total=0)
     assert job.events == []
+
+
+class LookupFails(Job):
+    """Its run cache cannot be read for items starting with ``unreadable``."""
+
+    def cached(self, index: int, item: str) -> str | None:
+        if item.startswith("unreadable"):
+            raise RuntimeError("cache entry unreadable")
+        return super().cached(index, item)
+
+
+@pytest.mark.parametrize("mode", ["one at a time", "concurrently", "ray"])
+def test_a_lookup_that_raises_is_that_items_failure_and_the_run_goes_on(
+    monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    sent: list[list[Any]] = []
+    monkeypatch.setattr(_runner, "run_on_ray", fake_ray({"a": "A", "c": "C"}, sent))
+    job = LookupFails()
+    options: dict[str, Any] = {
+        "one at a time": {},
+        "concurrently": {"concurrency": 2},
+        "ray": {"ray": RAY},
+    }[mode]
+    run = run_batch(["a", "unreadable b", "c"], job, **options)
+    assert [e for e in job.events if e[0] in ("report", "fail")] == [
+        ("report", 0, "A", False),
+        ("fail", 1, "RuntimeError: cache entry unreadable"),
+        ("report", 2, "C", False),
+    ]
+    assert run == BatchRun(total=3, reported=3, reused=0, failed=[1])
+    assert (1,) not in job.calls("process")  # not processed, nor sent to Ray
+    assert sent == ([["a", "c"]] if mode == "ray" else [])
+
+
+@pytest.mark.parametrize(
+    ("error", "text"),
+    [
+        (ValueError("the input has no atoms"), "the input has no atoms"),
+        (RecordError("bad field", "in.jsonl:3", field="x"), "in.jsonl:3: bad field"),
+        (RuntimeError("index corrupted"), "RuntimeError: index corrupted"),
+        (KeyError("atoms"), "KeyError: 'atoms'"),
+        (OSError("disk\nfull"), "OSError: disk full"),  # one line
+    ],
+)
+def test_failure_text_names_the_type_unless_the_item_itself_is_wrong(
+    error: Exception, text: str
+) -> None:
+    assert failure_text(error) == text
