@@ -54,7 +54,8 @@ from langchain_references.citations.sentences import (
     split_cited_sentences,
 )
 from langchain_references.citations.verifier import DEFAULT_SEPARATOR
-from langchain_references.cli._common import CLIError, build_judge
+from langchain_references.cli._errors import CLIError
+from langchain_references.cli._models import build_judge
 from langchain_references.judges import Judge, Judgement, Label
 
 REPO = Path(__file__).resolve().parents[1]

@@ -34,7 +34,8 @@ from pathlib import Path
 
 from langchain_core.runnables import RunnableConfig
 
-from langchain_references.cli._common import CLIError, build_judge
+from langchain_references.cli._errors import CLIError
+from langchain_references.cli._models import build_judge
 from langchain_references.factuality import FactualityInput, load_inputs
 from langchain_references.factuality.io import input_to_dict
 from langchain_references.factuality.pipeline import FactualityResult, create_factuality_evaluator

@@ -5,15 +5,21 @@ One entry point, :func:`main`, run by the ``langchain-references`` console scrip
 ``run(args, *, out=None, err=None)``, and its parser (``HELP``, ``DESCRIPTION``,
 ``configure_parser(parser)``) is the module of the same name in
 :mod:`~langchain_references.cli.parsers` (registered by
-:func:`~langchain_references.cli._common.add_command`, ``run`` imported when it runs):
+:func:`~langchain_references.cli._commands.add_command`, ``run`` imported when it runs):
 
 * :mod:`~langchain_references.cli.factcheck`: check statements against web evidence;
 * :mod:`~langchain_references.cli.factuality`: FactReasoner-style long-form factuality;
 * :mod:`~langchain_references.cli.citations`: citation recall and precision of cited answers;
 * :mod:`~langchain_references.cli.demo`: a RAG answer over the offline demo corpus.
 
-Shared pieces (``CLIError``, argument types, model and judge loading, tables) are in
-:mod:`~langchain_references.cli._common`.
+Shared pieces, one module per concern: the error (:mod:`~langchain_references.cli._errors`),
+registering and running a command (:mod:`~langchain_references.cli._commands`), argument types
+(:mod:`~langchain_references.cli._args`), files (:mod:`~langchain_references.cli._files`),
+models, API keys and judges (:mod:`~langchain_references.cli._models`), the run cache and
+``--rate`` (:mod:`~langchain_references.cli._runs`), the engines
+(:mod:`~langchain_references.cli._engines`), progress
+(:mod:`~langchain_references.cli._progress`) and tables
+(:mod:`~langchain_references.cli._tables`).
 
 Ctrl-C stops any command at once with one ``error: interrupted; ...`` line saying what was kept
 (a command adds it as a note to the ``KeyboardInterrupt``) and exit status 130, without a
@@ -45,14 +51,14 @@ from collections.abc import Sequence
 from typing import Any, Final, TextIO
 
 from langchain_references._optional import MissingDependencyError, missing_dependency
-from langchain_references.cli._common import (
-    CLIError,
+from langchain_references.cli._commands import (
     Command,
     CommandParser,
     VersionAction,
     add_command,
     streams,
 )
+from langchain_references.cli._errors import CLIError
 
 __all__ = ["CLIError", "build_parser", "main"]
 

@@ -7,7 +7,7 @@ per-answer table, the unsupported sentences and citations, or the whole report (
 Judges (``--judge``): ``heuristic`` (default; offline, MiniLM embeddings, weak),
 ``heuristic-lexical`` (no embeddings), ``llm:PROVIDER:MODEL`` or ``nli:MODEL`` (an ONNX
 cross-encoder: a local folder or ``.onnx`` file, or a Hugging Face Hub id); see
-:func:`~langchain_references.cli._common.build_judge`.
+:func:`~langchain_references.cli._models.build_judge`.
 
 The report names the judge behind its verdicts (a ``Judge: KIND (MODEL) — ...`` line; a
 ``judge`` object in ``--json``). Each record must have ``answer`` and ``documents`` and no
@@ -28,11 +28,18 @@ says how many answers were reused) and the others only judge what is missing. ``
 judge=RPS/N`` limits an LLM judge's requests (LangChain's ``rate_limiter``).
 
 Engines: ``--engine ray`` checks the answers on Ray actors (``--workers N``, each building an
-:class:`AnswerChecker` once, one answer at a time), reported in input order as locally.
+:class:`AnswerChecker` once, one answer at a time); on either engine the answers go through
+the batch runner (:func:`~langchain_references.cli._runner.run_batch`), reported in input
+order.
 
-Exit status: 0 when every record was checked, 1 when some records were skipped (the others are
-still reported) or every judgement failed, 2 when the command cannot run (unreadable input, no
-valid record, unavailable judge or API key), 130 when interrupted.
+An answer whose check raised (any exception, on either engine) is reported for that answer,
+``error: FILE:LINE: Type: message (answer not checked)``, and left out of the report: no row,
+and recall, precision and ``num_answers`` count only the answers checked (a failed answer is
+never a 0). The other answers go on.
+
+Exit status: 0 when every record was checked, 1 when some records were skipped or could not be
+checked (the others are still reported) or every judgement failed, 2 when the command cannot
+run (unreadable input, no valid record, unavailable judge or API key), 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -40,8 +47,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from langchain_core.runnables import Runnable, RunnableLambda
@@ -54,20 +62,14 @@ from langchain_references.citations import (
     load_answer_records,
 )
 from langchain_references.citations.sentences import CitedSentence, is_verification_worthy
-from langchain_references.cli._common import (
-    ProgressLines,
-    build_judge,
-    build_limiter,
-    format_number,
-    format_table,
-    open_run_cache,
-    ray_options,
-    read_records,
-    reuse_note,
-    run_on_ray,
-    streams,
-    worker_stack,
-)
+from langchain_references.cli._commands import streams
+from langchain_references.cli._engines import ray_options, worker_stack
+from langchain_references.cli._files import read_records
+from langchain_references.cli._models import build_judge
+from langchain_references.cli._progress import ProgressLines
+from langchain_references.cli._runner import BatchJob, BatchRun, RayRun, failure_text, run_batch
+from langchain_references.cli._runs import build_limiter, open_run_cache, reuse_note
+from langchain_references.cli._tables import format_number, format_table
 from langchain_references.cli.parsers.citations import DESCRIPTION, HELP, configure_parser
 from langchain_references.judges.cached import JUDGEMENT_NAMESPACE, CachedJudge
 
@@ -85,6 +87,8 @@ __all__ = [
     "render_report",
     "run",
 ]
+
+logger = logging.getLogger(__name__)
 
 
 def _shorten(text: str, width: int = 90) -> str:
@@ -276,6 +280,79 @@ def _worker_checker(args: argparse.Namespace) -> Runnable[AnswerRecord, CheckedA
     return RunnableLambda(checker.check)
 
 
+class _Answers(BatchJob[AnswerRecord, CheckedAnswer]):
+    """What :func:`~langchain_references.cli._runner.run_batch` does with each answer.
+
+    Args:
+        checker: This process's checker (the local engine's).
+        display: Progress display.
+        err: Where an answer's failure is reported.
+        keep: On Ctrl-C, keeps what finished and says what was kept.
+
+    Attributes:
+        answers: The reports of the answers checked so far, in input order.
+        reused: How many of them the run cache had finished.
+        failed: How many answers could not be checked (their check raised).
+    """
+
+    def __init__(
+        self,
+        checker: AnswerChecker,
+        display: ProgressLines,
+        err: TextIO,
+        keep: Callable[[], str],
+    ) -> None:
+        self.checker = checker
+        self.display = display
+        self.err = err
+        self.keep = keep
+        self.answers: list[AnswerReport] = []
+        self.reused = 0
+        self.failed = 0
+
+    def process(self, index: int, item: AnswerRecord) -> CheckedAnswer:
+        """Check one answer in this process."""
+        self.display.step(index, "judging")
+        return self.checker.check(item)
+
+    def report(
+        self, index: int, item: AnswerRecord, result: CheckedAnswer, *, reused: bool
+    ) -> None:
+        """Add answer ``index``'s report and show its figures (in input order)."""
+        answer = dataclasses.replace(result.answer, index=index)
+        self.answers.append(answer)
+        failed, total, _ = judgement_counts([answer])
+        self.reused += result.from_cache
+        figures = (
+            f"recall {format_number(answer.citation_recall)}, "
+            f"precision {format_number(answer.citation_precision)}"
+            if not _unmeasured([answer])
+            else "not measured"
+        )
+        self.display.done(
+            index,
+            f"answer {index}: {figures} ({failed} of {total} judgements failed) "
+            f"in {result.elapsed_s:.2f}s"
+            + (", reused from the run cache" if result.from_cache else ""),
+        )
+
+    def fail(self, index: int, item: AnswerRecord, error: Exception) -> None:
+        """Report an answer whose check raised (in input order); the run goes on.
+
+        One ``error: FILE:LINE: ... (answer not checked)`` line; the answer is not in the
+        report, so no figure counts it.
+        """
+        logger.debug("Checking answer %d failed", index, exc_info=error)
+        self.failed += 1
+        self.display.done(index, f"answer {index}: error")
+        where = item.location or f"answer {index}"
+        self.err.write(f"error: {where}: {failure_text(error)} (answer not checked)\n")
+
+    def interrupted(self, run: BatchRun) -> str:
+        """Print the report of the answers checked so far."""
+        return self.keep()
+
+
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run the ``citations`` command.
 
@@ -286,7 +363,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         err: Where skipped records and the judge notice go (stderr by default).
 
     Returns:
-        0 when every record was checked, 1 when some were skipped or every judgement failed.
+        0 when every record was checked, 1 when some were skipped or could not be checked
+        (each reported on ``err``) or every judgement failed.
 
     Raises:
         CLIError: If the input cannot be read or has no valid record, the judge is
@@ -301,7 +379,6 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     records, errors = read_records(args.input, load_answer_records, err)
     checker = build_checker(args, err)
     cache = checker.cache
-    reused = 0
 
     def write(report: CitationReport) -> None:
         if args.json:
@@ -319,47 +396,17 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         else:
             out.write(render_report(report) + "\n")
 
-    display = ProgressLines(err, len(records), enabled=not args.quiet)
-    answers: list[AnswerReport] = []
+    def keep() -> str:  # Ctrl-C: keep what finished; main says "interrupted"
+        if job.answers:
+            write(CitationReport(tuple(job.answers), tuple(errors)))
+        reported = " and reported" if job.answers else ""
+        return f"{len(job.answers)} of {len(records)} answer(s) checked{reported}"
 
-    def settle(index: int, outcome: CheckedAnswer | BaseException) -> None:
-        nonlocal reused
-        if isinstance(outcome, BaseException):  # a bug, on either engine: the run stops
-            raise outcome
-        answer = dataclasses.replace(outcome.answer, index=index)
-        answers.append(answer)
-        failed, total, _ = judgement_counts([answer])
-        reused += outcome.from_cache
-        result = (
-            f"recall {format_number(answer.citation_recall)}, "
-            f"precision {format_number(answer.citation_precision)}"
-            if not _unmeasured([answer])
-            else "not measured"
-        )
-        display.done(
-            index,
-            f"answer {index}: {result} ({failed} of {total} judgements failed) "
-            f"in {outcome.elapsed_s:.2f}s"
-            + (", reused from the run cache" if outcome.from_cache else ""),
-        )
-
-    try:
-        if options is None:
-            for index, record in enumerate(records):  # one by one: Ctrl-C keeps them
-                display.step(index, "judging")
-                settle(index, checker.check(record))
-        else:
-            with run_on_ray(records, _worker_checker, args, options) as results:
-                for index, outcome in results:
-                    settle(index, outcome)
-    except KeyboardInterrupt as exc:  # keep what finished; main says "interrupted"
-        if answers:
-            write(CitationReport(tuple(answers), tuple(errors)))
-        reported = " and reported" if answers else ""
-        exc.add_note(f"{len(answers)} of {len(records)} answer(s) checked{reported}")
-        raise
-    report = CitationReport(tuple(answers), tuple(errors))
+    job = _Answers(checker, ProgressLines(err, len(records), enabled=not args.quiet), err, keep)
+    ray = None if options is None else RayRun(_worker_checker, args, options)
+    run_batch(records, job, ray=ray)  # one by one: Ctrl-C keeps the answers checked
+    report = CitationReport(tuple(job.answers), tuple(errors))
     write(report)
-    if not args.quiet and (note := reuse_note(reused, len(records), "answer(s)", cache)):
+    if not args.quiet and (note := reuse_note(job.reused, len(records), "answer(s)", cache)):
         err.write(note + "\n")
-    return 1 if errors or _unmeasured(report.answers) else 0
+    return 1 if errors or job.failed or _unmeasured(report.answers) else 0

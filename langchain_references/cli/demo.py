@@ -32,7 +32,9 @@ from langchain_core.runnables import Runnable, RunnablePassthrough
 
 from langchain_references import FORMAT_REFERENCES, format_documents, manage_references
 from langchain_references._optional import MissingDependencyError
-from langchain_references.cli._common import CLIError, load_chat_model, streams
+from langchain_references.cli._commands import streams
+from langchain_references.cli._errors import CLIError
+from langchain_references.cli._models import load_chat_model
 from langchain_references.cli.parsers.demo import (
     DEFAULT_K,
     DEFAULT_OPENAI_MODEL,

@@ -17,7 +17,7 @@ Search (``--search``):
   and Bing need API keys in the environment).
 
 Judge: ``--judge SPEC``, the same option as the ``factuality`` and ``citations`` commands
-(:func:`~langchain_references.cli._common.build_judge`): ``heuristic`` (the default: the
+(:func:`~langchain_references.cli._models.build_judge`): ``heuristic`` (the default: the
 offline :class:`~langchain_references.judges.HeuristicJudge` with MiniLM embeddings, which is
 weak, not an NLI model, and said so on stderr), ``heuristic-lexical``,
 ``llm:PROVIDER:MODEL`` (an :class:`~langchain_references.judges.LLMJudge` through
@@ -47,9 +47,9 @@ back-ends and fetches from the web, for every statement checked at once; a 429 o
 retried after its ``Retry-After``.
 
 Engines: ``--engine ray`` checks the statements on Ray actors (``--workers N``, each building
-the chain once; :func:`check_statements_on_ray`), the finished ones taken from the run cache
-first; the results are emitted in input order, each through :func:`settle_statement`, as
-the local engine's (:func:`check_statements`).
+the chain once), the finished ones taken from the run cache first; on either engine the
+statements go through the batch runner (:func:`~langchain_references.cli._runner.run_batch`)
+with the same :class:`StatementJob`, and the results are emitted in input order.
 
 Run ``langchain-references factcheck --help`` (or ``python -m langchain_references.cli
 factcheck --help``): the single entry point, :func:`langchain_references.cli.main`, registers
@@ -59,7 +59,6 @@ the command with :func:`add_parser` and runs it with :func:`run`.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import functools
 import io
@@ -67,27 +66,20 @@ import logging
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO, cast
 from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackHandler
 
-from langchain_references._concurrency import run_sync
-from langchain_references.cli import _common
-from langchain_references.cli._common import (
-    CLIError,
-    ItemProgress,
-    ProgressLines,
-    build_judge,
-    build_limiter,
-    open_run_cache,
-    ray_options,
-    reuse_note,
-    run_on_ray,
-    worker_stack,
-)
+from langchain_references.cli import _models
+from langchain_references.cli._engines import ray_options, worker_stack
+from langchain_references.cli._errors import CLIError
+from langchain_references.cli._models import build_judge
+from langchain_references.cli._progress import ItemProgress, ProgressLines
+from langchain_references.cli._runner import BatchJob, BatchRun, RayRun, run_batch
+from langchain_references.cli._runs import build_limiter, open_run_cache, reuse_note
 from langchain_references.cli.parsers.factcheck import (
     DESCRIPTION,
     HELP,
@@ -113,7 +105,6 @@ if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
     from langchain_core.runnables import Runnable
 
-    from langchain_references.engine import RayOptions
     from langchain_references.factcheck.chain import FactCheckChain
     from langchain_references.factcheck.search import SearchProvider
     from langchain_references.judges import JudgeInfo, JudgeInputLike, Judgement
@@ -125,19 +116,16 @@ __all__ = [
     "CLIError",
     "ProgressDisplay",
     "ProgressHandler",
-    "StatementReports",
+    "StatementJob",
     "cached_check",
-    "check_statements",
-    "check_statements_on_ray",
     "configure_parser",
     "run",
-    "settle_statement",
 ]
 
 logger = logging.getLogger(__name__)
 
 #: What the default judge (``--judge heuristic``) says on stderr.
-HEURISTIC_NOTICE: Final = _common.HEURISTIC_NOTICE.format(emb=" + MiniLM similarity")
+HEURISTIC_NOTICE: Final = _models.HEURISTIC_NOTICE.format(emb=" + MiniLM similarity")
 #: What ``--model`` says on stderr (``{model}``: its value).
 MODEL_DEPRECATED: Final = (
     "warning: --model is deprecated; use --judge llm:{model} (the judge option of every command)"
@@ -284,7 +272,7 @@ def judge_spec(args: argparse.Namespace, err: TextIO) -> str:
         err: Where the deprecation warning goes.
 
     Returns:
-        The spec for :func:`~langchain_references.cli._common.build_judge`.
+        The spec for :func:`~langchain_references.cli._models.build_judge`.
 
     Raises:
         CLIError: If ``--model`` and a non-default ``--judge`` are both given.
@@ -339,7 +327,7 @@ def build_chain(
         elif info.kind == "nli":
             judge_notice = f"judge: {info}"
         else:
-            judge_notice = _common.HEURISTIC_NOTICE.format(emb="")
+            judge_notice = _models.HEURISTIC_NOTICE.format(emb="")
     setup = build_search(args.search, stack)
     embeddings = _embeddings()
     if judge is None:  # the MiniLM embeddings of the chain, loaded once
@@ -487,184 +475,83 @@ def cached_check(chain: Any, statement: str) -> FactCheckResult | None:
     return cast("FactCheckResult | None", cached)
 
 
-def settle_statement(
-    index: int,
-    statement: str,
-    outcome: FactCheckResult | BaseException,
-    *,
-    display: ProgressDisplay,
-    judge: JudgeInfo | None = None,
-) -> FactCheckResult:
-    """What a statement's check gives, on either engine: its result, shown as finished.
+class StatementJob(BatchJob[str, FactCheckResult]):
+    """What :func:`~langchain_references.cli._runner.run_batch` does with each statement.
 
-    A check that raised gives a result with verdict ``error`` and the exception as its reason
-    (:meth:`FactCheckResult.could_not_check`), naming ``judge``; one statement failing does not
-    stop the others.
+    Both engines: a statement the chain's run cache has a finished check of
+    (:func:`cached_check`) is reused; a check that raised gives a result with verdict
+    ``error`` and the exception as its reason (:meth:`FactCheckResult.could_not_check`),
+    naming ``judge``: one statement failing does not stop the others.
 
     Args:
-        index: 0-based statement index.
-        statement: The statement.
-        outcome: The chain's result, or the exception its check raised.
-        display: Progress display.
-        judge: The chain's judge, named by the result of a check that raised.
-
-    Returns:
-        The result to report.
-    """
-    if isinstance(outcome, BaseException):
-        logger.debug("Checking statement %d failed", index, exc_info=outcome)
-        display.failed(index, statement, outcome)
-        return FactCheckResult.could_not_check(
-            statement, f"{type(outcome).__name__}: {outcome}", judge=judge
-        )
-    display.finished(index, outcome)
-    return outcome
-
-
-@dataclass
-class StatementReports:
-    """Where the checks of statements go, on either engine (the same for both).
-
-    Attributes:
+        chain: The fact-check chain (any Runnable may stand in).
         display: Progress display.
         emit: ``emit(index, result)``, called in input order.
         judge: The chain's judge, named by the result of a check that raised.
-        reused: The index of each statement whose finished check the chain's run cache had
-            (:meth:`~langchain_references.factcheck.chain.FactCheckChain.cached_result`).
+
+    Attributes:
         failed: How many statements could not be checked (the check raised, or the verdict
             is ``error``).
     """
 
-    display: ProgressDisplay
-    emit: Callable[[int, FactCheckResult], None]
-    judge: JudgeInfo | None = None
-    reused: list[int] = field(default_factory=list)
-    failed: int = 0
+    def __init__(
+        self,
+        chain: Any,
+        display: ProgressDisplay,
+        emit: Callable[[int, FactCheckResult], None],
+        judge: JudgeInfo | None = None,
+    ) -> None:
+        self.chain = chain
+        self.display = display
+        self.emit = emit
+        self.judge = judge
+        self.failed = 0
 
-    def reuse(self, index: int, cached: FactCheckResult) -> FactCheckResult:
-        """Show statement ``index``'s check found in the run cache, and note it as reused.
+    def cached(self, index: int, item: str) -> FactCheckResult | None:
+        """The statement's finished check in the chain's run cache (:func:`cached_check`)."""
+        return cached_check(self.chain, item)
 
-        Args:
-            index: 0-based statement index.
-            cached: Its finished check (:func:`cached_check`).
+    async def aprocess(self, index: int, item: str) -> FactCheckResult:
+        """Check a statement, its progress events shown on the display."""
+        handler = ProgressHandler(self.display, index)
+        result: FactCheckResult = await self.chain.ainvoke(item, {"callbacks": [handler]})
+        return result
 
-        Returns:
-            ``cached``.
-        """
-        self.display.reused(index, cached)
-        self.reused.append(index)
-        return cached
+    def done(
+        self, index: int, item: str, outcome: FactCheckResult | Exception, *, reused: bool
+    ) -> None:
+        """Show the statement's verdict (or the error its check raised) as it comes."""
+        if isinstance(outcome, Exception):
+            logger.debug("Checking statement %d failed", index, exc_info=outcome)
+            self.display.failed(index, item, outcome)
+        elif reused:
+            self.display.reused(index, outcome)
+        else:
+            self.display.finished(index, outcome)
 
-    def settle(
-        self, index: int, statement: str, outcome: FactCheckResult | BaseException
-    ) -> FactCheckResult:
-        """:func:`settle_statement` with this display and judge.
-
-        Args:
-            index: 0-based statement index.
-            statement: The statement.
-            outcome: The chain's result, or the exception its check raised.
-
-        Returns:
-            The result to report.
-        """
-        return settle_statement(index, statement, outcome, display=self.display, judge=self.judge)
-
-    def report(self, index: int, result: FactCheckResult) -> None:
-        """Emit statement ``index``'s result (in input order) and count it if it failed.
-
-        Args:
-            index: 0-based statement index.
-            result: Its result.
-        """
+    def report(self, index: int, item: str, result: FactCheckResult, *, reused: bool) -> None:
+        """Emit the statement's result (in input order) and count it if it failed."""
         self.failed += not result.checked
         self.emit(index, result)
 
+    def fail(self, index: int, item: str, error: Exception) -> None:
+        """Emit a ``could not check`` result naming the error (in input order)."""
+        reason = f"{type(error).__name__}: {error}"
+        self.report(
+            index,
+            item,
+            FactCheckResult.could_not_check(item, reason, judge=self.judge),
+            reused=False,
+        )
 
-async def check_statements(
-    chain: Runnable[str, FactCheckResult],
-    statements: Sequence[str],
-    *,
-    concurrency: int,
-    reports: StatementReports,
-) -> int:
-    """Check statements concurrently in this process and report each result in input order.
-
-    Each check's result or exception goes through :meth:`StatementReports.settle` (as on Ray).
-
-    Args:
-        chain: The fact-check chain (its progress events reach ``reports.display``).
-        statements: The statements.
-        concurrency: Statements checked at once.
-        reports: Where the results go, as they become available.
-
-    Returns:
-        The number of statements that could not be checked (``reports.failed``).
-    """
-    semaphore = asyncio.Semaphore(concurrency)
-
-    async def check(index: int, statement: str) -> FactCheckResult:
-        cached = await asyncio.to_thread(cached_check, chain, statement)
-        if cached is not None:
-            return reports.reuse(index, cached)
-        async with semaphore:
-            handler = ProgressHandler(reports.display, index)
-            result = await chain.ainvoke(statement, {"callbacks": [handler]})
-            return reports.settle(index, statement, result)
-
-    tasks = [asyncio.create_task(check(i, s)) for i, s in enumerate(statements)]
-    for index, task in enumerate(tasks):
-        try:
-            result = await task
-        except Exception as exc:  # one statement failing must not stop the others
-            result = reports.settle(index, statements[index], exc)
-        reports.report(index, result)
-    return reports.failed
+    def interrupted(self, run: BatchRun) -> str:
+        """Say how many statements were reported (their reports stay written)."""
+        return f"{run.reported} of {run.total} statement(s) reported"
 
 
 def _worker_chain(args: argparse.Namespace) -> FactCheckChain:
     """The chain of a Ray actor (built once per actor; its notices go nowhere)."""
     return build_chain(args, worker_stack(), io.StringIO())
-
-
-def check_statements_on_ray(
-    chain: Any,
-    statements: Sequence[str],
-    args: argparse.Namespace,
-    options: RayOptions,
-    *,
-    reports: StatementReports,
-) -> int:
-    """Check statements on Ray actors and report each result in input order.
-
-    The statements the run cache has a finished check of (looked up here, by ``chain``) are
-    reused; the others go to the actors, each of which builds its own chain from ``args`` once.
-    Each result or exception goes through :meth:`StatementReports.settle` (as in this process).
-
-    Args:
-        chain: This process's chain: its run cache tells what is finished.
-        statements: The statements.
-        args: The parsed arguments (the actors build their chains from them).
-        options: The Ray run.
-        reports: Where the results go (one progress line per finished statement).
-
-    Returns:
-        The number of statements that could not be checked (``reports.failed``).
-    """
-    done: dict[int, FactCheckResult] = {}
-    for index, statement in enumerate(statements):
-        cached = cached_check(chain, statement)
-        if cached is not None:
-            done[index] = reports.reuse(index, cached)
-    todo = [i for i in range(len(statements)) if i not in done]
-    with run_on_ray([statements[i] for i in todo], _worker_chain, args, options) as results:
-        for index, statement in enumerate(statements):
-            result = done.get(index)
-            if result is None:
-                _, outcome = next(results)  # in input order, as ``todo``
-                result = reports.settle(index, statement, outcome)
-            reports.report(index, result)
-    return reports.failed
 
 
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -710,40 +597,28 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         written += 1
 
     started = time.perf_counter()
-    reused: list[int] = []
-    cache: RunCache | None = None
-    try:
-        with contextlib.ExitStack() as stack:
-            try:
-                chain = build_chain(args, stack, err)
-                cache = getattr(chain, "cache", None)
-            except CLIError as exc:
-                err.write(f"error: {exc}\n")
-                return 2
-            reports = StatementReports(
-                ProgressDisplay(err, len(statements), enabled=not args.quiet),
-                emit,
-                getattr(chain, "judge_info", None),  # any Runnable may stand in
-                reused,
-            )
-            if options is None:
-                failed = run_sync(
-                    check_statements(
-                        chain, statements, concurrency=args.concurrency, reports=reports
-                    )
-                )
-            else:
-                failed = check_statements_on_ray(chain, statements, args, options, reports=reports)
-    except KeyboardInterrupt as exc:  # main says "interrupted" with this note
-        note = f"{written} of {len(statements)} statement(s) reported"
-        exc.add_note(note)
-        raise
+    with contextlib.ExitStack() as stack:
+        try:
+            chain = build_chain(args, stack, err)
+        except CLIError as exc:
+            err.write(f"error: {exc}\n")
+            return 2
+        cache: RunCache | None = getattr(chain, "cache", None)
+        job = StatementJob(
+            chain,
+            ProgressDisplay(err, len(statements), enabled=not args.quiet),
+            emit,
+            getattr(chain, "judge_info", None),  # any Runnable may stand in
+        )
+        ray = None if options is None else RayRun(_worker_chain, args, options)
+        batch = run_batch(statements, job, concurrency=args.concurrency, ray=ray)
+    failed = job.failed
     if not args.quiet:
         err.write(
             f"checked {len(statements) - failed} of {len(statements)} statement(s) "
             f"in {time.perf_counter() - started:.2f}s\n"
         )
-        if note := reuse_note(len(reused), len(statements), "statement(s)", cache):
+        if note := reuse_note(batch.reused, len(statements), "statement(s)", cache):
             err.write(note + "\n")
     if failed:
         err.write(f"error: {failed} of {len(statements)} statement(s) could not be checked\n")

@@ -19,7 +19,7 @@ weak: not an NLI model), ``heuristic-lexical`` (no embeddings), ``llm:PROVIDER:M
 ``llm:openai:gpt-4o-mini``; needs the ``langchain`` package and the provider's) or
 ``nli:MODEL`` (an ONNX cross-encoder: a local folder or ``.onnx`` file, or a Hugging Face Hub
 id; the ``nli`` extra; ``model_name`` is then the model's name); see
-:func:`~langchain_references.cli._common.build_judge`.
+:func:`~langchain_references.cli._models.build_judge`.
 
 Progress goes to stderr (off with ``--quiet``): one line per finished stage of each record
 (``[i/n] judge (8.93s)``; a live line on a terminal) and one with its outcome. A record whose
@@ -38,11 +38,17 @@ judge=RPS/N`` limits an LLM judge's requests (LangChain's ``rate_limiter``).
 
 Engines: ``--engine ray`` scores the records the run cache has not finished on Ray actors
 (``--workers N``, each building the evaluator once); every record, on either engine, goes
-through the same reporting (``_Scoring``), in input order.
+through the batch runner (:func:`~langchain_references.cli._runner.run_batch`) and the same
+reporting (``_Scoring``), in input order.
+
+A record whose evaluation raised (any exception, on either engine) is reported for that
+record, ``error: FILE:LINE: ... (record not scored)`` (the message of a ``ValueError``, such
+as a record without atoms and no ``--llm``; ``Type: message`` otherwise), has no table row and
+no ``--output`` line, and the other records go on.
 
 Exit status: 0 when every record was scored, 1 when some records failed (the others are
-still reported), 2 when the command cannot run (unreadable input, unavailable judge or API key),
-130 when interrupted.
+still reported; when none could be scored, ``--output`` is not written), 2 when the command
+cannot run (unreadable input, unavailable judge or API key), 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -52,33 +58,23 @@ import dataclasses
 import functools
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO, TypeAlias
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.runnables import Runnable, RunnableLambda
 
-from langchain_references.cli._common import (
-    CLIError,
-    ItemProgress,
-    ProgressLines,
-    atomic_write,
-    build_judge,
-    build_limiter,
-    check_output,
-    format_number,
-    format_table,
-    load_chat_model,
-    open_run_cache,
-    ray_options,
-    read_records,
-    reuse_note,
-    run_on_ray,
-    streams,
-    worker_stack,
-    writing,
-)
+from langchain_references.cli._commands import streams
+from langchain_references.cli._engines import ray_options, worker_stack
+from langchain_references.cli._errors import CLIError
+from langchain_references.cli._files import atomic_write, check_output, read_records, writing
+from langchain_references.cli._models import build_judge, load_chat_model
+from langchain_references.cli._progress import ItemProgress, ProgressLines
+from langchain_references.cli._runner import BatchJob, BatchRun, RayRun, failure_text, run_batch
+from langchain_references.cli._runs import build_limiter, open_run_cache, reuse_note
+from langchain_references.cli._tables import format_number, format_table
 from langchain_references.cli.parsers.factuality import DESCRIPTION, HELP, configure_parser
 from langchain_references.factuality.io import (
     FactualityFormatError,
@@ -101,7 +97,6 @@ from langchain_references.runcache import RunCache, content_key
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-    from langchain_references.engine import RayOptions
     from langchain_references.judges.base import JudgeInfo
 
 __all__ = [
@@ -390,105 +385,123 @@ class _Records:
             self.cache.put(ITEM_NAMESPACE, self._key(record), value)
 
 
-class _Scoring:
-    """A run's scored records, by input index: what both engines do with each record.
+#: A record of the input: its ``FILE:LINE`` and the record.
+Entry: TypeAlias = tuple[str, FactualityInput]
+#: What a record gives: its result and the seconds it took (on either engine), or what the
+#: run cache holds of it (``{"row", "output", "outcome"}``: an earlier run finished it).
+Scored: TypeAlias = tuple[FactualityResult, float] | dict[str, Any]
 
-    :meth:`reuse` takes a finished record from the run cache; :meth:`settle` turns a record's
-    result (or the error its evaluation raised) into its table row, ``--output`` line, progress
-    line and error or warning, and stores it in the run cache when it finished.
+
+class _Scoring(BatchJob[Entry, Scored]):
+    """What :func:`~langchain_references.cli._runner.run_batch` does with each record.
+
+    :meth:`cached` takes a finished record from the run cache; :meth:`process` scores one;
+    :meth:`report` turns a record's result into its table row, ``--output`` line, progress line
+    and warning, and stores it in the run cache when it finished; :meth:`fail` reports a record
+    whose evaluation raised.
+
+    Args:
+        finished: The finished records in the run cache.
+        display: Progress display.
+        err: Where errors and warnings go.
+        model_name: FactReasoner's ``model_name`` of every result.
+        evaluator: The factuality evaluator (this process's).
+        keep: On Ctrl-C, keeps what finished and says what was kept.
     """
 
     def __init__(
-        self, finished: _Records, display: ProgressLines, err: TextIO, model_name: str
+        self,
+        finished: _Records,
+        display: ProgressLines,
+        err: TextIO,
+        model_name: str,
+        evaluator: Any,
+        keep: Callable[[], str],
     ) -> None:
         self.finished = finished
         self.display = display
         self.err = err
         self.model_name = model_name
-        self.rows: dict[int, list[str]] = {}
-        self.results: dict[int, dict[str, Any]] = {}
+        self.evaluator = evaluator
+        self.keep = keep
+        self.rows: list[list[str]] = []
+        self.results: list[dict[str, Any]] = []
         self.failed = 0
 
-    def ordered_rows(self) -> list[list[str]]:
-        """The table rows of the records done so far, in input order."""
-        return [self.rows[i] for i in sorted(self.rows)]
+    def cached(self, index: int, item: Entry) -> Scored | None:
+        """Record ``index``'s row and output line, if an earlier run finished it."""
+        return self.finished.get(item[1])
 
-    def ordered_results(self) -> list[dict[str, Any]]:
-        """The ``--output`` lines of the records scored so far, in input order."""
-        return [self.results[i] for i in sorted(self.results)]
+    def process(self, index: int, item: Entry) -> Scored:
+        """Score a record in this process, its stages shown on the display."""
+        start = time.perf_counter()
+        callbacks = [StageProgress(self.display, index)]
+        result: FactualityResult = self.evaluator.invoke(item[1], {"callbacks": callbacks})
+        return result, time.perf_counter() - start
 
-    def reuse(self, index: int, location: str, record: FactualityInput) -> bool:
-        """Take record ``index`` from the run cache if an earlier run finished it.
+    def done(self, index: int, item: Entry, outcome: Scored | Exception, *, reused: bool) -> None:
+        """Show a record found in the run cache as soon as it is found."""
+        if reused and isinstance(outcome, dict):
+            name = _record_name(*item)
+            self.display.done(index, f"{name}: {outcome['outcome']}, reused from the run cache")
 
-        Returns:
-            Whether it was reused (its row and output line are then the stored ones).
-        """
-        stored = self.finished.get(record)
-        if stored is None:
-            return False
-        self.rows[index] = [str(cell) for cell in stored["row"]]
-        self.results[index] = stored["output"]
-        name = _record_name(location, record)
-        self.display.done(index, f"{name}: {stored['outcome']}, reused from the run cache")
-        return True
-
-    def settle(
-        self,
-        index: int,
-        location: str,
-        record: FactualityInput,
-        outcome: FactualityResult | BaseException,
-        elapsed: float,
-    ) -> None:
-        """Report record ``index``'s result, or the error its evaluation raised.
+    def report(self, index: int, item: Entry, result: Scored, *, reused: bool) -> None:
+        """Report record ``index``'s result (in input order).
 
         Args:
             index: 0-based record index.
-            location: The record's ``FILE:LINE``.
-            record: The record.
-            outcome: The evaluator's result, or its exception.
-            elapsed: Seconds the evaluation took.
-
-        Raises:
-            BaseException: ``outcome``, when it is not a record's error (``ValueError`` or
-                ``TypeError``): a bug stops the run, as it would in this process.
+            item: The record's ``FILE:LINE`` and the record.
+            result: The evaluator's result and the seconds it took, or the stored record.
+            reused: It came from the run cache.
         """
+        if isinstance(result, dict):  # an earlier run's: its row and output line, as they were
+            self.rows.append([str(cell) for cell in result["row"]])
+            self.results.append(result["output"])
+            return
+        (location, record), (scored, elapsed) = item, result
         err, display = self.err, self.display
         name = _record_name(location, record)
-        if isinstance(outcome, ValueError | TypeError):
-            self.failed += 1
-            display.done(index, f"{name}: error")
-            err.write(f"error: {location}: {outcome}\n")
-            return
-        if isinstance(outcome, BaseException):
-            raise outcome
-        result = outcome
-        for failure in result.failures:
+        for failure in scored.failures:
             logger.info(
                 "%s: %s failure: %s (%s)", location, failure.stage, failure.reason, failure.item
             )
-        k, n = judge_failures(result)
+        k, n = judge_failures(scored)
         if n and k == n:  # nothing was measured: no scores, nothing written
             self.failed += 1
-            reason = next(f.reason for f in result.failures if f.stage == "judge")
+            reason = next(f.reason for f in scored.failures if f.stage == "judge")
             display.done(index, f"{name}: not scored in {elapsed:.2f}s")
             err.write(f"error: {location}: {k} of {n} judgements failed ({reason}); not scored\n")
-            self.rows[index] = summary_row(name, dataclasses.replace(result, scores=None))
+            self.rows.append(summary_row(name, dataclasses.replace(scored, scores=None)))
             return
         if k:
             err.write(
                 f"warning: {location}: {k} of {n} judgements failed; "
                 f"the scores use the other {n - k}\n"
             )
-        if result.scores is None:
+        if scored.scores is None:
             self.failed += 1
-        row = summary_row(name, result)
-        self.rows[index] = row
-        output = output_record(result, model_name=self.model_name, elapsed_time=elapsed)
-        self.results[index] = output
-        if not k and result.scores is not None:  # finished: a resumed run reuses it
-            self.finished.put(record, row, output, _outcome(result))
-        display.done(index, f"{name}: {_outcome(result)} in {elapsed:.2f}s")
+        row = summary_row(name, scored)
+        self.rows.append(row)
+        output = output_record(scored, model_name=self.model_name, elapsed_time=elapsed)
+        self.results.append(output)
+        if not k and scored.scores is not None:  # finished: a resumed run reuses it
+            self.finished.put(record, row, output, _outcome(scored))
+        display.done(index, f"{name}: {_outcome(scored)} in {elapsed:.2f}s")
+
+    def fail(self, index: int, item: Entry, error: Exception) -> None:
+        """Report a record whose evaluation raised (in input order): not scored, not written.
+
+        One ``error: FILE:LINE: ... (record not scored)`` line; the run goes on.
+        """
+        location, record = item
+        logger.debug("Scoring %s failed", location, exc_info=error)
+        self.failed += 1
+        self.display.done(index, f"{_record_name(location, record)}: error")
+        self.err.write(f"error: {location}: {failure_text(error)} (record not scored)\n")
+
+    def interrupted(self, run: BatchRun) -> str:
+        """Print the table and write ``--output`` of the records scored so far."""
+        return self.keep()
 
 
 def build_evaluator(
@@ -524,14 +537,15 @@ def build_evaluator(
     )
 
 
-def _timed(evaluator: Any, record: FactualityInput) -> tuple[FactualityResult, float]:
+def _timed(evaluator: Any, item: Entry) -> tuple[FactualityResult, float]:
+    """A Ray actor's score of one record of the input, and the seconds it took."""
     start = time.perf_counter()
-    result: FactualityResult = evaluator.invoke(record)
+    result: FactualityResult = evaluator.invoke(item[1])
     return result, time.perf_counter() - start
 
 
 def _worker_evaluator(args: argparse.Namespace) -> Runnable[Any, Any]:
-    """A Ray actor's evaluator, built once per actor: ``record -> (result, seconds)``."""
+    """A Ray actor's evaluator, built once per actor: ``(location, record) -> (result, s)``."""
     stack = worker_stack()
     cache = open_run_cache(args)
     if cache is not None:
@@ -539,44 +553,6 @@ def _worker_evaluator(args: argparse.Namespace) -> Runnable[Any, Any]:
     judge, judge_model = build_judge(args.judge, limiter=build_limiter(args))
     evaluator = build_evaluator(args, judge, judge_model, cache)
     return RunnableLambda(functools.partial(_timed, evaluator))
-
-
-def _score_locally(
-    scoring: _Scoring, records: list[tuple[str, FactualityInput]], evaluator: Any
-) -> None:
-    for index, (location, record) in enumerate(records):
-        if scoring.reuse(index, location, record):
-            continue
-        start = time.perf_counter()
-        outcome: FactualityResult | BaseException
-        try:
-            callbacks = [StageProgress(scoring.display, index)]
-            outcome = evaluator.invoke(record, {"callbacks": callbacks})
-        except (ValueError, TypeError) as exc:
-            outcome = exc
-        scoring.settle(index, location, record, outcome, time.perf_counter() - start)
-
-
-def _score_on_ray(
-    scoring: _Scoring,
-    records: list[tuple[str, FactualityInput]],
-    args: argparse.Namespace,
-    options: RayOptions,
-) -> None:
-    todo = [
-        index
-        for index, (location, record) in enumerate(records)
-        if not scoring.reuse(index, location, record)
-    ]
-    with run_on_ray([records[i][1] for i in todo], _worker_evaluator, args, options) as results:
-        for index in todo:
-            _, outcome = next(results)  # in input order, as ``todo``
-            location, record = records[index]
-            if isinstance(outcome, BaseException):
-                scoring.settle(index, location, record, outcome, 0.0)
-            else:
-                result, elapsed = outcome
-                scoring.settle(index, location, record, result, elapsed)
 
 
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -589,7 +565,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             default).
 
     Returns:
-        0 when every record was scored, 1 when some failed (the others are still reported).
+        0 when every record was scored, 1 when some failed (each is reported on ``err``, the
+        others as usual; none scored: nothing is written to ``--output``).
 
     Raises:
         CLIError: If the input cannot be read, the judge or ``--llm`` is unavailable (missing
@@ -617,26 +594,17 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         },
     )
     info = judge_info(judge)  # what every result names (FactualityResult.judge)
-    display = ProgressLines(err, len(records), enabled=not args.quiet)
-    scoring = _Scoring(finished, display, err, judge_model_name(args.judge, info))
-    scoring.failed = len(bad)
     started = time.perf_counter()
 
     def table() -> None:
         out.write(f"FactReasoner FR{args.graph_version}, {len(records)} record(s)\n")
         out.write(f"Judge: {info}\n")
-        rows = scoring.ordered_rows()
-        if rows:
-            out.write(format_table([list(_HEADER), *rows]) + "\n")
+        if scoring.rows:
+            out.write(format_table([list(_HEADER), *scoring.rows]) + "\n")
 
-    try:
-        if options is None:
-            _score_locally(scoring, records, evaluator)
-        else:
-            _score_on_ray(scoring, records, args, options)
-    except KeyboardInterrupt as exc:  # keep what finished; main says "interrupted"
+    def keep() -> str:  # Ctrl-C: keep what finished; main says "interrupted"
         table()
-        results = scoring.ordered_results()
+        results = scoring.results
         kept = f"{len(results)} of {len(records)} record(s) scored"
         if args.output is not None and results:
             try:
@@ -646,9 +614,15 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
                 kept += f"; {write_error}"
         elif args.output is not None:
             kept += f"; nothing written to {args.output}"
-        exc.add_note(kept)
-        raise
-    results = scoring.ordered_results()
+        return kept
+
+    display = ProgressLines(err, len(records), enabled=not args.quiet)
+    model_name = judge_model_name(args.judge, info)
+    scoring = _Scoring(finished, display, err, model_name, evaluator, keep)
+    scoring.failed = len(bad)
+    ray = None if options is None else RayRun(_worker_evaluator, args, options)
+    run_batch(records, scoring, ray=ray)
+    results = scoring.results
     if not args.quiet:
         err.write(
             f"scored {len(results)} of {len(records)} record(s) "
@@ -658,8 +632,9 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             err.write(note + "\n")
     table()
     if args.output is not None:
-        if not results:
-            raise CLIError(f"no record could be scored; nothing written to {args.output}")
+        if not results:  # every record failed, each one reported
+            err.write(f"error: no record could be scored; nothing written to {args.output}\n")
+            return 1
         count = _write_results(args.output, results)
         out.write(f"wrote {count} result(s) to {args.output}\n")
     return 1 if scoring.failed else 0

@@ -45,12 +45,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TextIO, cast
 
-from langchain_references.cli._common import (
-    CLIError,
-    ray_options,
-    read_records,
-    streams,
-)
+from langchain_references.cli._commands import streams
+from langchain_references.cli._engines import ray_options
+from langchain_references.cli._errors import CLIError
+from langchain_references.cli._files import read_records
 from langchain_references.cli.parsers.index import (
     BUILD_DESCRIPTION,
     BUILD_HELP,

@@ -43,11 +43,9 @@ import os
 import socket
 from typing import Any, Final, TextIO
 
-from langchain_references.cli._common import (
-    CLIError,
-    build_judge,
-    streams,
-)
+from langchain_references.cli._commands import streams
+from langchain_references.cli._errors import CLIError
+from langchain_references.cli._models import build_judge
 from langchain_references.cli.index import open_index
 from langchain_references.cli.parsers.serve import (
     DESCRIPTION,

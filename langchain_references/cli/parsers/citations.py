@@ -1,7 +1,7 @@
 """The options of ``langchain-references citations``: its parser, without the command's code.
 
 The command itself (:mod:`langchain_references.cli.citations`) loads when it runs
-(:class:`~langchain_references.cli._common.LazyCommand`).
+(:class:`~langchain_references.cli._commands.LazyCommand`).
 """
 
 from __future__ import annotations
@@ -10,13 +10,11 @@ import argparse
 from pathlib import Path
 from typing import Final
 
-from langchain_references.cli._common import (
-    LazyCommand,
-    add_engine_options,
-    add_judge_options,
-    add_run_options,
-    positive_int,
-)
+from langchain_references.cli._args import positive_int
+from langchain_references.cli._commands import LazyCommand
+from langchain_references.cli._engines import add_engine_options
+from langchain_references.cli._models import add_judge_options
+from langchain_references.cli._runs import add_run_options
 
 __all__ = ["DESCRIPTION", "HELP", "REQUIRES", "configure_parser", "run"]
 

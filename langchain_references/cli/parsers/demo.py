@@ -1,7 +1,7 @@
 """The options of ``langchain-references demo``: its parser, without the command's code.
 
 The command itself (:mod:`langchain_references.cli.demo`: Chroma, MiniLM embeddings) loads when
-it runs (:class:`~langchain_references.cli._common.LazyCommand`).
+it runs (:class:`~langchain_references.cli._commands.LazyCommand`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import argparse
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from langchain_references.cli._common import LazyCommand, non_blank, positive_int
+from langchain_references.cli._args import non_blank, positive_int
+from langchain_references.cli._commands import LazyCommand
 from langchain_references.demo.corpus import SAMPLE_QUESTION
 
 if TYPE_CHECKING:

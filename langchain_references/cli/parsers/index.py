@@ -1,7 +1,7 @@
 """The options of ``langchain-references index``: its parsers, without the command's code.
 
 The command itself (:mod:`langchain_references.cli.index`: Chroma, embeddings) loads when it
-runs (:class:`~langchain_references.cli._common.LazyCommand`).
+runs (:class:`~langchain_references.cli._commands.LazyCommand`).
 """
 
 from __future__ import annotations
@@ -10,14 +10,9 @@ import argparse
 from pathlib import Path
 from typing import Any, Final
 
-from langchain_references.cli._common import (
-    LazyCommand,
-    add_engine_options,
-    add_retrieval_option,
-    add_subcommand,
-    non_blank,
-    positive_int,
-)
+from langchain_references.cli._args import add_retrieval_option, non_blank, positive_int
+from langchain_references.cli._commands import LazyCommand, add_subcommand
+from langchain_references.cli._engines import add_engine_options
 from langchain_references.server.settings import MAX_RECORD_CHARS
 
 __all__ = [

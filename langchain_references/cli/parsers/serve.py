@@ -1,7 +1,7 @@
 """The options of ``langchain-references serve``: its parser, without the command's code.
 
 The command itself (:mod:`langchain_references.cli.serve`: uvicorn, the judges) loads when it
-runs (:class:`~langchain_references.cli._common.LazyCommand`).
+runs (:class:`~langchain_references.cli._commands.LazyCommand`).
 """
 
 from __future__ import annotations
@@ -10,12 +10,8 @@ import argparse
 import dataclasses
 from typing import Any, Final
 
-from langchain_references.cli._common import (
-    LazyCommand,
-    add_retrieval_option,
-    non_blank,
-    positive_int,
-)
+from langchain_references.cli._args import add_retrieval_option, non_blank, positive_int
+from langchain_references.cli._commands import LazyCommand
 from langchain_references.cli.parsers.index import add_location_options
 from langchain_references.server.settings import ServerSettings
 

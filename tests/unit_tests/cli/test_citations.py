@@ -12,7 +12,7 @@ import pytest
 
 from langchain_references.cli import citations as cli
 from langchain_references.cli import main
-from langchain_references.cli._common import add_command
+from langchain_references.cli._commands import add_command
 
 
 def run(*argv: str) -> tuple[int, str, str]:

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 from langchain_core.language_models import GenericFakeChatModel
 
-from langchain_references.cli import _common, main
+from langchain_references.cli import _models, main
 from langchain_references.cli import factcheck as factcheck_cli
-from langchain_references.cli._common import API_KEY_VARIABLES, CLIError, check_api_key
+from langchain_references.cli._errors import CLIError
+from langchain_references.cli._models import API_KEY_VARIABLES, check_api_key
 from tests.unit_tests.conftest import REPO_ROOT
 
 ALL_VARIABLES = sorted({v for variables in API_KEY_VARIABLES.values() for v in variables})
@@ -152,7 +153,7 @@ def test_with_the_key_the_model_is_loaded(
     monkeypatch: pytest.MonkeyPatch, no_keys: None, loaded: list[str]
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    _common.load_chat_model("openai:gpt-4o-mini", option="--judge llm:")
+    _models.load_chat_model("openai:gpt-4o-mini", option="--judge llm:")
     assert loaded == ["openai:gpt-4o-mini"]
 
 

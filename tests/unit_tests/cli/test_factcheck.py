@@ -18,9 +18,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
-from langchain_references.cli import _common, main
+from langchain_references.cli import _models, main
 from langchain_references.cli import factcheck as cli
-from langchain_references.cli._common import add_command
+from langchain_references.cli._commands import add_command
 from langchain_references.factcheck.result import (
     PROGRESS_EVENT,
     FactCheckProgress,
@@ -253,7 +253,7 @@ def test_judge_option_uses_an_llm_judge(
         loaded.append(name)
         return model
 
-    monkeypatch.setattr(_common, "load_chat_model", fake_loader)
+    monkeypatch.setattr(_models, "load_chat_model", fake_loader)
 
     code, out, err = run_cli(capsys, MOON, "--search", "demo", *judge_args, "--json", "--k", "6")
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
-from langchain_references.cli import _common, main
+from langchain_references.cli import _models, main
 from langchain_references.cli import factuality as cli
-from langchain_references.cli._common import add_command
+from langchain_references.cli._commands import add_command
 from langchain_references.factuality.io import parse_result
 from tests.unit_tests.fakes import ScriptedChatModel
 
@@ -310,7 +310,7 @@ def test_llm_judge_and_atomizer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         loaded.append(name)
         return model
 
-    monkeypatch.setattr(_common, "load_chat_model", load)  # the judge's model (--judge llm:...)
+    monkeypatch.setattr(_models, "load_chat_model", load)  # the judge's model (--judge llm:...)
     record = {
         "input": "Where is Paris?",
         "output": "Paris is in France.",

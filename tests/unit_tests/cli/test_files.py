@@ -10,13 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from langchain_references.cli._common import (
-    CLIError,
-    atomic_write,
-    check_output,
-    read_records,
-    writing,
-)
+from langchain_references.cli._errors import CLIError
+from langchain_references.cli._files import atomic_write, check_output, read_records, writing
 from langchain_references.errors import RecordError
 from langchain_references.loading import LoadResult
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.runnables import RunnableLambda
 
 from langchain_references.citations import evaluate_answers
 from langchain_references.cli import citations as citations_cli
@@ -154,16 +156,18 @@ def test_a_bare_interrupt_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path:
 
 
 def test_factcheck_ctrl_c_keeps_the_reports_written(monkeypatch: pytest.MonkeyPatch) -> None:
-    async def check_statements(chain: Any, statements: list[str], **kwargs: Any) -> int:
-        kwargs["reports"].report(0, FactCheckResult.could_not_check(statements[0], "test"))
-        raise KeyboardInterrupt
+    async def check(statement: str) -> FactCheckResult:
+        if statement.startswith("Second"):
+            await asyncio.sleep(0.2)  # the first one is reported by then
+            raise KeyboardInterrupt
+        return FactCheckResult.could_not_check(statement, "test")
 
-    monkeypatch.setattr(factcheck_cli, "build_chain", lambda *args: object())
-    monkeypatch.setattr(factcheck_cli, "check_statements", check_statements)
-    code, out, err = run_main("factcheck", "First statement.", "Second statement.", "--json")
+    monkeypatch.setattr(factcheck_cli, "build_chain", lambda *args: RunnableLambda(check))
+    argv = ["First statement.", "Second statement.", "Third statement.", "--json"]
+    code, out, err = run_main("factcheck", *argv, "--concurrency", "1", "-q")
     assert code == 130
     assert [json.loads(line)["statement"] for line in out.splitlines()] == ["First statement."]
-    assert err == "error: interrupted; 1 of 2 statement(s) reported\n"
+    assert err == "error: interrupted; 1 of 3 statement(s) reported\n"
 
 
 # ------------------------------------------------------------------ a real SIGINT

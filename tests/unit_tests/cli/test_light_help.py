@@ -16,7 +16,7 @@ import textwrap
 import pytest
 
 from langchain_references.cli import build_parser
-from langchain_references.cli._common import LazyCommand
+from langchain_references.cli._commands import LazyCommand
 from tests.unit_tests.conftest import REPO_ROOT
 
 #: Every small command: the program's options and each command's ``--help``.

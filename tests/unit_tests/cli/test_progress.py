@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from langchain_references.cli import main
-from langchain_references.cli._common import ProgressLines
+from langchain_references.cli._progress import ProgressLines
 
 
 def test_progress_lines_one_line_per_finished_step() -> None:

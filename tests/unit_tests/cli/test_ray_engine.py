@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from langchain_references.cli import main
-from langchain_references.cli._common import build_limiter
+from langchain_references.cli._runs import build_limiter
 from langchain_references.engine import RayOptions, ray_session
 from langchain_references.ratelimit import LocalLimiterBackend, RateLimit
 from langchain_references.runcache import RunCache
