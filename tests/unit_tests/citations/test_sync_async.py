@@ -173,18 +173,26 @@ def test_counts_follow_the_sentences_of_a_report() -> None:
 
 
 class SlowChecker:
-    """Verifies each sentence slowly on either path, counting the verifications in flight."""
+    """Verifies sentences on either path, counting the verifications in flight.
 
-    def __init__(self, *, fail_on: str | None = None) -> None:
+    With ``wave``, each verification waits (up to 10 s) until ``wave`` verifications have
+    been in flight at once, so the peak reaches the limit whatever the machine's load: a
+    driver that runs fewer at once fails on the timeout, one that runs more on the peak.
+    """
+
+    def __init__(self, *, fail_on: str | None = None, wave: int = 1) -> None:
         self.active = 0
         self.peak = 0
-        self.lock = threading.Lock()
+        self.wave = wave
+        self.lock = threading.Condition()
         self.fail_on = fail_on
+        self.reached: asyncio.Event | None = None  # the async path's wave (one loop)
 
     def _enter(self, sentence: CitedSentence) -> None:
         with self.lock:
             self.active += 1
             self.peak = max(self.peak, self.active)
+            self.lock.notify_all()
         if self.fail_on is not None and self.fail_on in sentence.text:
             with self.lock:
                 self.active -= 1
@@ -197,12 +205,19 @@ class SlowChecker:
 
     def verify(self, sentence: CitedSentence, *args: Any, **kwargs: Any) -> SentenceVerdict:
         self._enter(sentence)
-        time.sleep(0.02)
+        with self.lock:
+            self.lock.wait_for(lambda: self.peak >= self.wave, timeout=10)
+        time.sleep(0.002)
         return self._leave(sentence)
 
     async def averify(self, sentence: CitedSentence, *args: Any, **kwargs: Any) -> SentenceVerdict:
+        if self.reached is None:
+            self.reached = asyncio.Event()
         self._enter(sentence)
-        await asyncio.sleep(0.02)
+        if self.peak >= self.wave:
+            self.reached.set()
+        await asyncio.wait_for(self.reached.wait(), timeout=10)
+        await asyncio.sleep(0.002)
         return self._leave(sentence)
 
 
@@ -231,7 +246,7 @@ def run_check(checker: SlowChecker, config: RunnableConfig, *, use_async: bool) 
 def test_both_paths_verify_at_most_max_concurrency_sentences_at_once(
     use_async: bool, config: RunnableConfig, limit: int
 ) -> None:
-    checker = SlowChecker()
+    checker = SlowChecker(wave=limit)
     texts = run_check(checker, config, use_async=use_async)
     assert texts == [f"Sentence number {i} is here." for i in range(10)]  # in order
     assert checker.peak == limit
