@@ -27,6 +27,7 @@ import tiktoken
 from chromadb.api.shared_system_client import SharedSystemClient
 from chromadb.config import System
 
+from langchain_references import _isolation
 from langchain_references.cli import factcheck as cli_factcheck
 from langchain_references.cli import main
 from langchain_references.demo.site import DemoSiteSearch, LocalOriginGuard, serve_demo_site
@@ -82,8 +83,23 @@ def temp_entries(folder: Path) -> list[str]:
     return sorted(entry.name for entry in folder.iterdir())
 
 
+def end_idle_workers() -> None:
+    """End the extraction worker processes kept idle for later calls.
+
+    The pool (:mod:`langchain_references._isolation`) keeps up to ``MAX_WORKERS`` workers,
+    two pipes each, for the life of the process, started by whichever test of the process
+    first extracts a page: the count of descriptors must not depend on the tests run before.
+    """
+    with _isolation._lock:
+        idle = list(_isolation._idle)
+        _isolation._idle.clear()
+    for worker in idle:
+        _isolation._end(worker)
+
+
 def open_fds() -> dict[str, str]:
-    """The open file descriptors of this process and what they point at."""
+    """The open file descriptors of this process and what they point at (no idle worker)."""
+    end_idle_workers()
     gc.collect()
     fds = {}
     for fd in os.listdir("/proc/self/fd"):
