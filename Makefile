@@ -49,12 +49,18 @@ lint: $(DEV_STAMP)
 typecheck: $(DEV_STAMP)
 	$(PY) -m mypy --strict langchain_references
 
+# The tests on two processes (pytest-xdist, TEST_WORKERS=2: the two cores of the CI machine).
+# Whichever process is free takes the next test, except the Ray tests: one process runs them one
+# after another, on one local Ray (tests/conftest.py). `pytest tests` runs them all in one process.
+TEST_WORKERS ?= 2
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
+
 unit: $(DEV_STAMP)
-	$(PY) -m pytest tests -q
+	$(PY) -m pytest tests -q $(PYTEST_PARALLEL)
 
 # The unit tests without the slow end-to-end ones (notebooks, CLI subprocesses).
 unit-fast: $(DEV_STAMP)
-	$(PY) -m pytest tests -q -m "not slow"
+	$(PY) -m pytest tests -q $(PYTEST_PARALLEL) -m "not slow"
 
 test: lint typecheck unit
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -16,6 +17,11 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from hypothesis import Phase, settings
 
+from tests.conftest import in_ray_group
+
+# The properties are about behaviour, not timing: no deadline. A test's time depends on the load
+# of the machine (`make unit` runs two test processes on it), so a deadline fails at random.
+settings.register_profile("default", deadline=None)
 # `make mutation` runs every test that reaches a mutated function, once per mutant: a failing
 # property is reported as found, without shrinking it or tracing an explanation.
 settings.register_profile(
@@ -250,6 +256,59 @@ def dead_local_url() -> str:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return f"http://127.0.0.1:{port}/gone"
+
+
+class _SharedRay:
+    """One local Ray (127.0.0.1, two CPUs) for consecutive tests: each start costs seconds."""
+
+    def __init__(self) -> None:
+        self._stack: contextlib.ExitStack | None = None
+
+    def start(self) -> None:
+        if self._stack is None:
+            from langchain_references.engine import RayOptions, ray_session
+
+            stack = contextlib.ExitStack()
+            stack.enter_context(ray_session(RayOptions(workers=2)))
+            self._stack = stack
+
+    def stop(self) -> None:
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            stack.close()
+
+
+_SHARED_RAY = _SharedRay()
+
+
+@pytest.fixture
+def local_ray(request: pytest.FixtureRequest) -> None:
+    """A local Ray that the test's engine calls and commands join (they start none of their own).
+
+    Started by the first test that asks for it, stopped after the last of the Ray tests
+    (``RAY_TESTS`` in ``tests/conftest.py``) that run in a row: those of a module, or (``make
+    unit``, where one process runs them one after another) all of them, share one Ray, and no
+    Ray outlives them.
+    """
+    if not in_ray_group(request.node.nodeid):
+        pytest.fail(f"{request.node.nodeid} runs on Ray: add it to RAY_TESTS in tests/conftest.py")
+    pytest.importorskip("ray")
+    _SHARED_RAY.start()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Stop the shared Ray when the next test is not one of the Ray tests (or there is none)."""
+    try:
+        return (yield)
+    finally:
+        if nextitem is None or not in_ray_group(nextitem.nodeid):
+            _SHARED_RAY.stop()
+
+
+def pytest_sessionfinish() -> None:
+    """No Ray outlives the session (an interrupted run included)."""
+    _SHARED_RAY.stop()
 
 
 @pytest.fixture(autouse=True)

@@ -128,6 +128,8 @@ def test_factuality_writes_its_table_and_jsonl_only(shared_data: Path, tmp_path:
 
 @pytest.mark.slow
 def test_factcheck_on_ray_json_is_results_only() -> None:
+    # Its own Ray, in the command's process: one of the Ray tests (tests/conftest.py), so that
+    # ``make unit`` does not run it beside another Ray.
     pytest.importorskip("ray")
     done = cli(
         "factcheck",

@@ -1,7 +1,8 @@
 """``--engine ray``: the same records as ``--engine local``, in order, failures per item, resume.
 
-One local Ray (127.0.0.1) for the module; the inputs are the offline ones of the commands'
-other tests (records scored by the lexical judge, answers, a recorded search of a local site).
+One local Ray (127.0.0.1, ``local_ray``: shared with the run's other Ray tests) that the commands
+join; the inputs are the offline ones of the commands' other tests (records scored by the lexical
+judge, answers, a recorded search of a local site).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import argparse
 import io
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,21 +18,12 @@ import pytest
 
 from langchain_references.cli import main
 from langchain_references.cli._runs import build_limiter
-from langchain_references.engine import RayOptions, ray_session
 from langchain_references.ratelimit import LocalLimiterBackend, RateLimit
 from langchain_references.runcache import RunCache
 from tests.unit_tests.cli.test_interrupts import record, run_main, write_jsonl
 from tests.unit_tests.conftest import LocalSite
 
 RAY = ("--engine", "ray", "--workers", "2", "--ray-batch-size", "1")
-
-
-@pytest.fixture(scope="module")
-def local_ray() -> Iterator[None]:
-    """One local Ray for the module (each start costs seconds); the commands reuse it."""
-    pytest.importorskip("ray")
-    with ray_session(RayOptions(workers=2)):
-        yield
 
 
 def without(data: Any, *keys: str) -> Any:

@@ -1,4 +1,7 @@
-"""The Ray engine: order, per-item failures, the Dataset API, shared rate limits (local Ray)."""
+"""The Ray engine: order, per-item failures, the Dataset API, shared rate limits.
+
+On one local Ray (127.0.0.1, ``local_ray``: shared with the run's other Ray tests).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,6 @@ import pickle
 import re
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,20 +26,12 @@ from langchain_references.engine import (
     WorkerSetupError,
     apply_runnable,
     map_runnable,
-    ray_session,
     to_json,
 )
 from langchain_references.ratelimit import RateLimit, RateLimiter
 from tests.unit_tests.factcheck.throttled_server import serve_throttled
 
 ray = pytest.importorskip("ray")
-
-
-@pytest.fixture(scope="module")
-def local_ray() -> Iterator[None]:
-    """One local Ray (127.0.0.1) for the module's tests: each start costs seconds."""
-    with ray_session(RayOptions(workers=2)):
-        yield
 
 
 # ------------------------------------------------------------------ without Ray

@@ -1,6 +1,7 @@
 """``index build --engine ray``: the same index as the local engine, into both kinds of Chroma.
 
-One local Ray (two CPUs, 127.0.0.1) and one ``chroma run`` (127.0.0.1) serve the whole module.
+One local Ray (two CPUs, 127.0.0.1; ``local_ray``, shared with the run's other Ray tests) and one
+``chroma run`` (127.0.0.1) serve the whole module.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 pytest.importorskip("ray", reason="the Ray engine needs the [ray] extra")
 
 from langchain_references.cli import main
-from langchain_references.engine import RayOptions, ray_session
+from langchain_references.engine import RayOptions
 from langchain_references.loading import load_records
 from langchain_references.server import bm25_store
 from langchain_references.server.index import (
@@ -35,18 +36,12 @@ from ._chroma_run import chroma_run
 from .conftest import CORPUS
 from .test_cli_index import _corpus_with_bad_lines
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("local_ray")]
 
 FAKE = "tests.unit_tests.server._build_fakes:WordHashEmbeddings"
 POISONED = "tests.unit_tests.server._build_fakes:poisoned"
 QUERIES = ("carbon dioxide warming", "honey bees", "sea level rise", "coral bleaching")
 TWO = RayOptions(workers=2)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _ray() -> Iterator[None]:
-    with ray_session(TWO):
-        yield
 
 
 @pytest.fixture(scope="module")
