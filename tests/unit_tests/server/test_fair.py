@@ -460,6 +460,14 @@ def _tracked(app: Any) -> dict[str, tuple[int, int]]:
     return tracked
 
 
+def test_the_native_endpoints_document_the_429(client: TestClient) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    for path in ("/v1/factcheck", "/v1/article", "/v1/answer"):
+        described = paths[path]["post"]["responses"]["429"]["description"]
+        assert "`max_client_requests`" in described
+        assert "`Retry-After`" in described
+
+
 def test_the_service_shares_its_worker_threads_by_client(services: Services) -> None:
     app = create_app(services.settings, services=services)
     with TestClient(app, base_url="http://localhost") as client:
