@@ -53,7 +53,23 @@ HOSTILE: list[tuple[str, bytes, int, str]] = [
 
 @pytest.fixture
 def live(services: Services) -> Iterator[str]:
-    settings = replace(services.settings, max_judged=100, max_sentences=200)
+    yield from _serve(services)
+
+
+@pytest.fixture
+def roomy(services: Services) -> Iterator[str]:
+    """The service with a time budget that a saturated machine's slow requests stay within.
+
+    The heavy clients' requests take seconds, and a minute or more on a machine loaded many
+    times over (other jobs): the default budget would turn them into 503s, and their waits
+    for a slot into 429s, which are not what the test is about.
+    """
+    yield from _serve(services, max_request_seconds=600)
+
+
+def _serve(services: Services, **changes: int) -> Iterator[str]:
+    """A real uvicorn on 127.0.0.1 serving the app (``max_judged`` 100, ``max_sentences`` 200)."""
+    settings = replace(services.settings, max_judged=100, max_sentences=200, **changes)
     app = create_app(settings, services=replace(services, settings=settings))
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
@@ -177,7 +193,7 @@ def _searches(base: str, tag: str, n: int = SEARCHES) -> list[float]:
 
 
 @pytest.mark.slow  # a real server under load for ~30 s: not a unit test (and not for mutation)
-def test_two_heavy_legal_clients_leave_normal_searches_their_share(live: str) -> None:
+def test_two_heavy_legal_clients_leave_normal_searches_their_share(roomy: str) -> None:
     """Normal searches beside two clients looping over expensive legal requests.
 
     The searches' p95 must stay within four times the idle p95 of the same run, plus 150 ms
@@ -187,14 +203,14 @@ def test_two_heavy_legal_clients_leave_normal_searches_their_share(live: str) ->
     its ``max_client_requests`` in flight: it waits its turn and is answered 200 like the
     others.
     """
-    _searches(live, "warm", 10)
-    idle = _searches(live, "idle")
+    _searches(roomy, "warm", 10)
+    idle = _searches(roomy, "idle")
     stop = threading.Event()
     answers: list[tuple[str, str, int, float]] = []
 
     def heavy(address: str, lane: int) -> None:
         transport = httpx.HTTPTransport(local_address=address)
-        with httpx.Client(base_url=live, timeout=120, transport=transport) as http:
+        with httpx.Client(base_url=roomy, timeout=600, transport=transport) as http:
             round_ = lane
             while not stop.is_set():
                 path, body = _heavy(round_)
@@ -212,11 +228,11 @@ def test_two_heavy_legal_clients_leave_normal_searches_their_share(live: str) ->
         thread.start()
     try:
         time.sleep(2)  # every heavy request under way
-        busy = _searches(live, "busy")
+        busy = _searches(roomy, "busy")
     finally:
         stop.set()
         for thread in threads:
-            thread.join(timeout=300)
+            thread.join(timeout=600)
     kinds: dict[str, list[float]] = {}
     for _, path, _, seconds in answers:
         kinds.setdefault(path, []).append(seconds)
