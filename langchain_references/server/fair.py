@@ -20,10 +20,12 @@ clients instead:
   application's middleware and inherited by the request's tasks); a free thread takes the
   next job of the client with the fewest jobs running (in turn among equals), and a client
   runs at most ``max_client_threads`` jobs at once (one by default). A client's hundred
-  queued jobs delay another client's one job by one running job at most, and no client
-  takes more than its share of the cores.
+  queued jobs no longer delay another client's job (when every thread is busy, that job
+  waits for one job of each client ahead of it in turn, not for the hundred), and no
+  client takes more than its share of the cores.
 
-With both, the third client's p95 stayed within 3x its idle p95 (figures in the load test).
+With both, the third client's p95 stays within 4x its idle p95 plus 150 ms (the load test;
+figures in the service docs, *A fair share between clients*).
 
 A client is its address as the ASGI server reports it (:func:`client_key`): the peer of the
 connection, or the address a trusted proxy forwarded (the ``serve`` command trusts
