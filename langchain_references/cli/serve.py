@@ -21,6 +21,12 @@ answered with 4xx JSON errors naming the limit; ``--api-key-env VAR`` requires
 ``Authorization: Bearer $VAR``; ``--cors-origin`` turns CORS on for the given origins. Log
 lines carry the request id (``X-Request-ID``).
 
+Each client gets a fair share (:mod:`~langchain_references.server.fair`): at most
+``--max-client-requests`` heavy requests in flight (the next ``--max-client-queue`` wait their
+turn, more are answered 429) and ``--max-client-threads`` of the worker threads at once. A
+client is the connection's peer address: ``X-Forwarded-For`` is read only from the
+``--trusted-proxy`` addresses (uvicorn's proxy headers are off without one).
+
 ``serve`` opens the generation the index's pointer names (see ``index build``) and follows it:
 a build that switches the index while it serves is picked up within 5 seconds, or at once by a
 search whose generation the build after it deleted (retried there,
@@ -229,7 +235,11 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         "access_log": False,  # the service logs each request itself, with its id
         # on SIGTERM, requests in flight are cancelled after this (their work stops with them)
         "timeout_graceful_shutdown": args.graceful_timeout,
+        # a client is its address (its fair share): X-Forwarded-For only from trusted proxies
+        "proxy_headers": bool(args.trusted_proxy),
     }
+    if args.trusted_proxy:
+        common["forwarded_allow_ips"] = list(args.trusted_proxy)
     if args.workers == 1:
         from langchain_references.server.app import build_services, create_app
 

@@ -12,7 +12,17 @@ middleware that
 * refuses a body larger than ``max_body_bytes`` (413, JSON naming the limit), by its
   ``Content-Length`` or while it streams in;
 * checks the bearer token when an API key is configured (401 JSON); ``/healthcheck``, the
-  docs and the web page stay public.
+  docs and the web page stay public;
+* gives each client a fair share (:mod:`~langchain_references.server.fair`): the request's
+  client (its address) is the :data:`~langchain_references.server.fair.current_client` of
+  its work, and a heavy request (any method but ``GET``, ``HEAD`` and ``OPTIONS``) waits for
+  one of its client's ``max_client_requests`` slots, or is answered 429 (``Retry-After``,
+  JSON naming the limit) when ``max_client_queue`` of them wait already or the wait takes
+  ``max_request_seconds``.
+
+As the service starts, the event loop's default executor becomes a
+:class:`~langchain_references.server.fair.FairExecutor`, which shares its threads (the
+embeddings, the index queries, the judge) between the clients whose requests submit jobs.
 
 CORS is added only when origins are configured. Limits a handler detects
 (:class:`~langchain_references.server.settings.LimitExceededError`) and index failures are
@@ -61,6 +71,13 @@ from fastapi.exceptions import RequestValidationError  # noqa: E402
 from fastapi.responses import JSONResponse, Response  # noqa: E402
 
 from langchain_references.server import cpu  # noqa: E402
+from langchain_references.server.fair import (  # noqa: E402
+    ClientBusyError,
+    ClientLimiter,
+    FairExecutor,
+    client_key,
+    current_client,
+)
 from langchain_references.server.guard import ClientDisconnectedError  # noqa: E402
 
 if TYPE_CHECKING:
@@ -72,6 +89,7 @@ if TYPE_CHECKING:
     from langchain_references.judges.base import JudgeInfo
 
 __all__ = [
+    "LIGHT_METHODS",
     "OPTIONAL_ROUTERS",
     "PUBLIC_PATHS",
     "EscapingFormatter",
@@ -82,6 +100,7 @@ __all__ = [
     "build_services",
     "create_app",
     "escape_log",
+    "executor_threads",
     "load_judge_model",
 ]
 
@@ -92,6 +111,9 @@ OPTIONAL_ROUTERS: Final = ("native", "page")
 #: Paths served without the bearer token.
 PUBLIC_PATHS: Final = frozenset({"/", "/healthcheck", "/docs", "/docs/oauth2-redirect", "/redoc"})
 _PUBLIC_PREFIXES: Final = ("/static/", "/openapi.json")
+#: Methods of the light requests (the health check, the page, the docs): never limited per
+#: client. Every other request is heavy (every ``POST`` route does the service's work).
+LIGHT_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 _REQUEST_ID: Final = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
@@ -206,7 +228,7 @@ def _json_body(status: int, payload: dict[str, object]) -> tuple[int, bytes]:
 
 
 class _RequestContext:
-    """Pure ASGI middleware: request ids, the body size limit and bearer authentication."""
+    """Pure ASGI middleware: request ids, body size, bearer auth, per-client request slots."""
 
     def __init__(
         self,
@@ -214,11 +236,13 @@ class _RequestContext:
         *,
         max_body_bytes: int,
         api_key: str | None,
+        limiter: ClientLimiter,
         allowed_hosts: Iterable[str] = ("*",),
     ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.allowed_hosts = tuple(h.lower() for h in allowed_hosts)
+        self.limiter = limiter
         self._api_key = api_key.encode() if api_key is not None else None
         self._pid = str(os.getpid()).encode()
 
@@ -240,13 +264,18 @@ class _RequestContext:
                 message["headers"] = [*message.get("headers", []), *extra]
             await send(message)
 
+        client = client_key(scope.get("client"))
+        client_token = current_client.set(client)
         try:
             refusal = self._refusal(scope, headers)
             if refusal is not None:
                 await self._send_json(send_with_headers, *refusal)
-            else:
+            elif scope["method"] in LIGHT_METHODS:
                 await self.app(scope, self._limited(receive), send_with_headers)
+            else:
+                await self._in_turn(client, scope, receive, send_with_headers)
         finally:
+            current_client.reset(client_token)
             logger.info(
                 "%s %s %s %d %.1fms",
                 request_id,
@@ -256,6 +285,23 @@ class _RequestContext:
                 (time.perf_counter() - started) * 1000,
             )
             _request_id.reset(token)
+
+    async def _in_turn(self, client: str, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve a heavy request in one of its client's slots, or answer 429."""
+        try:
+            await self.limiter.acquire(client)
+        except ClientBusyError as exc:
+            logger.info("Client %s refused: %s", escape_log(client), exc)
+            status, body = _json_body(
+                429, {"detail": str(exc), "limit": exc.limit, "maximum": exc.maximum}
+            )
+            retry = [(b"retry-after", str(exc.retry_after).encode())]
+            await self._send_json(send, status, body, retry)
+            return
+        try:
+            await self.app(scope, self._limited(receive), send)
+        finally:
+            self.limiter.release(client)
 
     def _refusal(self, scope: Scope, headers: dict[bytes, bytes]) -> tuple[int, bytes] | None:
         """A 400, 401 or 413 answer decided from the headers alone, or ``None``."""
@@ -311,8 +357,11 @@ class _RequestContext:
         return limited
 
     @staticmethod
-    async def _send_json(send: Send, status: int, body: bytes) -> None:
+    async def _send_json(
+        send: Send, status: int, body: bytes, extra: Iterable[tuple[bytes, bytes]] = ()
+    ) -> None:
         headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+        headers.extend(extra)
         if status == 401:
             headers.append((b"www-authenticate", b"Bearer"))
         await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -457,14 +506,27 @@ def _workers_started(task: asyncio.Task[None]) -> None:
         logger.warning("the CPU worker processes did not start ahead of requests: %r", error)
 
 
+def executor_threads() -> int:
+    """Threads of the service's :class:`FairExecutor`: as many as asyncio's default pool.
+
+    Returns:
+        ``min(32, CPUs + 4)``.
+    """
+    return min(32, (os.cpu_count() or 1) + 4)
+
+
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Start the CPU worker processes in the background as the service starts.
+    """Share the worker threads between clients; start the CPU worker processes.
 
-    The service answers at once (its health check first); a request that needs a CPU worker
-    before they are up waits for one. Starting them takes a few seconds (their imports), more
-    on a busy machine.
+    The event loop's default executor becomes a :class:`FairExecutor` (its previous one, if
+    the loop had made one already, is left to finish its jobs). The service answers at once
+    (its health check first); a request that needs a CPU worker before they are up waits for
+    one. Starting them takes a few seconds (their imports), more on a busy machine.
     """
+    settings: ServerSettings = app.state.services.settings
+    executor = FairExecutor(executor_threads(), per_client=settings.max_client_threads)
+    asyncio.get_running_loop().set_default_executor(executor)
     starting = asyncio.create_task(cpu.start(*CPU_BOUND_MODULES))
     starting.add_done_callback(_workers_started)
     try:
@@ -549,6 +611,11 @@ def create_app(settings: ServerSettings, *, services: Services | None = None) ->
         max_body_bytes=settings.max_body_bytes,
         api_key=settings.api_key,
         allowed_hosts=settings.allowed_hosts,
+        limiter=ClientLimiter(
+            per_client=settings.max_client_requests,
+            queue=settings.max_client_queue,
+            wait_seconds=settings.max_request_seconds,
+        ),
     )
     if settings.cors_origins:
         from fastapi.middleware.cors import CORSMiddleware

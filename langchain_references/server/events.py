@@ -83,7 +83,8 @@ def openapi_responses(
         more: Descriptions of more statuses.
 
     Returns:
-        The responses: 200 (JSON or ``text/event-stream``), 400 (``top_k``), 413, ``more``.
+        The responses: 200 (JSON or ``text/event-stream``), 400 (``top_k``), 413, 429 (the
+        client's fair share: :mod:`~langchain_references.server.fair`), ``more``.
     """
     return {
         200: {
@@ -92,6 +93,11 @@ def openapi_responses(
         },
         400: {"description": "`top_k` above `max_top_k` (JSON naming the limit)."},
         413: {"description": too_large},
+        429: {
+            "description": "The client has `max_client_requests` requests in flight and "
+            "`max_client_queue` waiting, or this one waited `max_request_seconds` for its turn "
+            "(JSON naming the limit; `Retry-After`)."
+        },
         **{status: {"description": text} for status, text in (more or {}).items()},
     }
 

@@ -50,6 +50,9 @@ _INT_LIMITS: Final = (
     "max_sentences",
     "max_judged",
     "max_request_seconds",
+    "max_client_requests",
+    "max_client_queue",
+    "max_client_threads",
 )
 
 
@@ -133,6 +136,17 @@ class ServerSettings:
             ``abstract`` endpoints judge every sentence of every abstract retrieved).
         max_request_seconds: Time budget of a request's work: past it the work is cancelled
             and the request answered 503 naming the limit.
+        max_client_requests: Heavy requests (any method but ``GET``, ``HEAD`` and
+            ``OPTIONS``) one client may have in flight at once, per worker process; the next
+            ones wait their turn (:mod:`~langchain_references.server.fair`). A client is its
+            address (an IPv6 one: its /64 network).
+        max_client_queue: Heavy requests of one client that may wait for a slot; past them,
+            and past a wait of ``max_request_seconds``, the client is answered 429 with
+            ``Retry-After``.
+        max_client_threads: Threads of the shared pool (the embeddings, the index queries,
+            the judge) one client's work may use at once; a free thread goes to the client
+            with the fewest running. One (the default) keeps two cores' worth of CPU-bound
+            work from one client from crowding out another's.
         api_key: Bearer token every request must carry, or ``None`` for no authentication.
         api_key_env: Name of the environment variable the key was read from (what
             :meth:`to_env` passes on, so the key itself is not copied).
@@ -169,6 +183,9 @@ class ServerSettings:
     max_sentences: int = 1_000
     max_judged: int = 1_000
     max_request_seconds: int = 60
+    max_client_requests: int = 4
+    max_client_queue: int = 16
+    max_client_threads: int = 1
     api_key: str | None = field(default=None, repr=False)
     api_key_env: str | None = None
     cors_origins: tuple[str, ...] = ()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import ipaddress
 from typing import Any, Final
 
 from langchain_references.cli._args import add_retrieval_option, non_blank, positive_int
@@ -22,6 +23,7 @@ __all__ = [
     "LIMITS",
     "REQUIRES",
     "configure_parser",
+    "proxy_address",
     "run",
 ]
 
@@ -50,6 +52,9 @@ LIMITS: Final = (
     ("max_sentences", "most sentences of an article"),
     ("max_judged", "most passages judged per verify request"),
     ("max_request_seconds", "time budget of a request, in seconds"),
+    ("max_client_requests", "heavy requests (POST) of one client in flight at once; more wait"),
+    ("max_client_queue", "heavy requests of one client waiting their turn (429 past them)"),
+    ("max_client_threads", "worker threads one client's work may use at once"),
 )
 #: The defaults of :class:`ServerSettings` (read from its fields: making one checks the judge
 #: spec, which imports the judges).
@@ -58,6 +63,28 @@ _DEFAULTS: Final[dict[str, Any]] = {
     for field in dataclasses.fields(ServerSettings)
     if field.default is not dataclasses.MISSING
 }
+
+
+def proxy_address(value: str) -> str:
+    """A ``--trusted-proxy`` value: an IP address, a network (``10.0.0.0/8``) or ``*``.
+
+    Args:
+        value: The option's value.
+
+    Returns:
+        The value, as written.
+
+    Raises:
+        argparse.ArgumentTypeError: If it is none of those.
+    """
+    if value != "*":
+        try:
+            ipaddress.ip_network(value, strict=False)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{value!r} is not an IP address, a network or '*'"
+            ) from None
+    return value
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -102,6 +129,16 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         metavar="HOST",
         help="answer requests for this Host name (repeatable; '*.domain', '*' for any); "
         "default: the loopback names and --host",
+    )
+    parser.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=[],
+        type=proxy_address,
+        metavar="ADDR",
+        help="a reverse proxy (address or network, '*' for any) whose X-Forwarded-For names "
+        "the client (repeatable); by default the header is ignored and a client is the "
+        "connection's peer",
     )
     parser.add_argument(
         "--graceful-timeout",

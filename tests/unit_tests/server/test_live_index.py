@@ -61,8 +61,8 @@ def _open(directory: Path, retrieval: Retrieval = "hybrid") -> EvidenceIndex:
     )
 
 
-def _client(directory: Path, index: EvidenceIndex | LiveIndex) -> TestClient:
-    settings = ServerSettings(index_name=NAME, persist_dir=directory)
+def _client(directory: Path, index: EvidenceIndex | LiveIndex, **limits: int) -> TestClient:
+    settings = ServerSettings(index_name=NAME, persist_dir=directory, **limits)
     services = Services(settings=settings, index=index, judge=ScriptedJudge())
     return TestClient(create_app(settings, services=services), base_url="http://localhost")
 
@@ -293,10 +293,12 @@ def test_concurrent_requests_while_two_rebuilds_switch(
     ``check_seconds=0`` reads the pointer on every request; 3600 never within the test, so
     that every request after the second build goes through the failure path. Four threads
     query before, during and after the two builds (200 filler records each, so that they
-    take a while).
+    take a while). They stand for four clients: one test client's work would otherwise run
+    one job at a time (``max_client_threads``).
     """
     _build(tmp_path, "alpha", filler=200)
-    client = _client(tmp_path, LiveIndex(_open(tmp_path), check_seconds=check_seconds))
+    live = LiveIndex(_open(tmp_path), check_seconds=check_seconds)
+    client = _client(tmp_path, live, max_client_threads=4)
     answers: list[tuple[int, Any]] = []
     lock = threading.Lock()
     building, built = threading.Event(), threading.Event()
