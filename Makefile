@@ -55,12 +55,15 @@ typecheck: $(DEV_STAMP)
 TEST_WORKERS ?= 2
 PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 
+# The load tests (marked `alone`) compare latencies measured in one run: they run last, in one
+# process, so that no other test loads the machine while they measure.
 unit: $(DEV_STAMP)
-	$(PY) -m pytest tests -q $(PYTEST_PARALLEL)
+	$(PY) -m pytest tests -q $(PYTEST_PARALLEL) -m "not alone"
+	$(PY) -m pytest tests/unit_tests/server -q -m alone
 
 # The unit tests without the slow end-to-end ones (notebooks, CLI subprocesses).
 unit-fast: $(DEV_STAMP)
-	$(PY) -m pytest tests -q $(PYTEST_PARALLEL) -m "not slow"
+	$(PY) -m pytest tests -q $(PYTEST_PARALLEL) -m "not slow and not alone"
 
 test: lint typecheck unit
 

@@ -103,6 +103,7 @@ def _p95(values: list[float]) -> float:
 
 
 @pytest.mark.slow  # a real server under load for ~40 s: not a unit test (and not for mutation)
+@pytest.mark.alone  # its idle and busy phases are compared: no other test may load the machine
 def test_hostile_requests_do_not_slow_normal_traffic(live: str) -> None:
     _normal(live)  # warm-up
     idle = _normal(live)
@@ -193,6 +194,7 @@ def _searches(base: str, tag: str, n: int = SEARCHES) -> list[float]:
 
 
 @pytest.mark.slow  # a real server under load for ~30 s: not a unit test (and not for mutation)
+@pytest.mark.alone  # its idle and busy phases are compared: no other test may load the machine
 def test_two_heavy_legal_clients_leave_normal_searches_their_share(roomy: str) -> None:
     """Normal searches beside two clients looping over expensive legal requests.
 
