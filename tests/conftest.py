@@ -47,3 +47,13 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return str(super()._split_scope(nodeid))
 
     return RayTestsTogether(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The Ray tests are slow (a local Ray, actors): ``make unit-fast`` and mutmut skip them.
+
+    ``make test`` and CI run them (``-m "not slow"`` is only the quick loop's filter).
+    """
+    for item in items:
+        if in_ray_group(item.nodeid):
+            item.add_marker(pytest.mark.slow)
