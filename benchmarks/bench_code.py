@@ -1,7 +1,7 @@
 """Scaling of the code-aware citation parser on hostile answers (time per character).
 
 Run: ``python benchmarks/bench_code.py``. Each answer is parsed by a
-:class:`~langchain_references._code.CodeAwareParser` (the one the rewriter and the citation
+:class:`~langchain_references.core._code.CodeAwareParser` (the one the rewriter and the citation
 check use), whole and as a stream of 4-character tokens. The answers are long runs of what
 makes the splitter work: a fence of short lines holding markers, code spans alternating with
 prose, and a code span that never closes holding markers. Prints the seconds and the time per
@@ -14,7 +14,7 @@ import argparse
 import time
 from collections.abc import Callable
 
-from langchain_references._code import CodeAwareParser
+from langchain_references.core._code import CodeAwareParser
 
 ANSWERS: dict[str, Callable[[int], str]] = {
     "fence of short lines": lambda n: "```\n" + "x [1](id=1)\n" * n,

@@ -1,8 +1,8 @@
 """Page extraction in worker processes against trafilatura in the calling process, in one run.
 
 Since trafilatura crashes now and then when threads of one process call it at once, every HTML
-page is parsed in a worker process (``langchain_references._isolation``). This measures what
-that costs, on the saved pages of ``../shared/data/html_fixtures`` repeated ``--pages`` times:
+page is parsed in a worker process (``langchain_references.services._isolation``). This measures
+what that costs, on the saved pages of ``../shared/data/html_fixtures`` repeated ``--pages`` times:
 
 * ``in process, one thread``: ``extract_page`` in a loop (the safe in-process alternative);
 * ``workers, cold``: the first ``extract_all`` of the process (its workers start and import
@@ -21,9 +21,9 @@ import statistics
 import time
 from pathlib import Path
 
-from langchain_references import _isolation
 from langchain_references.factcheck.extract import extract_all, extract_page
 from langchain_references.factcheck.types import FetchedPage
+from langchain_references.services import _isolation
 
 
 def _pages(folder: Path, count: int) -> list[FetchedPage]:

@@ -41,9 +41,9 @@ from bench_service import DATA, _table
 from climate_fever import load_climate_fever
 from langchain_core.embeddings import Embeddings
 
-from langchain_references.embeddings import MiniLMEmbeddings
-from langchain_references.engine import RayOptions, ray_session
 from langchain_references.server.index import EvidenceIndex, EvidenceRecord, parse_evidence_record
+from langchain_references.services.embeddings import MiniLMEmbeddings
+from langchain_references.services.engine import RayOptions, ray_session
 
 SENTENCES_PER_RECORD = 5
 API_LIKE = "bench_index_build:ApiLikeEmbeddings"

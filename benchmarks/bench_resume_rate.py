@@ -38,8 +38,8 @@ from langchain_references.factcheck.chain import ITEM_NAMESPACE, FactCheckChain
 from langchain_references.factcheck.fetch import PageFetcher
 from langchain_references.factcheck.types import SearchHit
 from langchain_references.judges import Judge, Judgement, Label
-from langchain_references.ratelimit import RateLimit, RateLimiter
-from langchain_references.runcache import RunCache
+from langchain_references.services.ratelimit import RateLimit, RateLimiter
+from langchain_references.services.runcache import RunCache
 
 
 class _Server(ThreadingHTTPServer):

@@ -54,17 +54,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_service import DATA, RandomEmbeddings, _table, evidence_records
 from climate_fever import ClaimRecord, load_climate_fever, split_claims
 
-from langchain_references.embedding_cache import embeds_queries_as_documents
-from langchain_references.embeddings import MiniLMEmbeddings
 from langchain_references.factcheck.stages import FactCheckState, JudgeStage, RelevanceStage
 from langchain_references.factcheck.types import Passage
 from langchain_references.judges import HeuristicJudge
-from langchain_references.retrieval import RETRIEVAL_MODES
 from langchain_references.server.index import (
     EvidenceIndex,
     EvidenceIndexError,
     parse_evidence_record,
 )
+from langchain_references.services.embedding_cache import embeds_queries_as_documents
+from langchain_references.services.embeddings import MiniLMEmbeddings
+from langchain_references.services.retrieval import RETRIEVAL_MODES
 
 K = 10
 GOLD = {

@@ -32,9 +32,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from langchain_references.embeddings import MiniLMEmbeddings
 from langchain_references.server.index import parse_evidence_record
 from langchain_references.server.index.records import entries_of
+from langchain_references.services.embeddings import MiniLMEmbeddings
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / ".." / "shared" / "data" / "climate-fever-dev.jsonl"
@@ -133,7 +133,7 @@ def ray_overhead() -> float:
     """Seconds a Ray run pays before and after its work: start, two actors, stop."""
     code = (
         "import time;from langchain_core.runnables import RunnableLambda;"
-        "from langchain_references.engine import RayOptions, map_runnable;"
+        "from langchain_references.services.engine import RayOptions, map_runnable;"
         "t=time.perf_counter();"
         "list(map_runnable(range(4), lambda: RunnableLambda(lambda x: x), RayOptions(workers=2)));"
         "print(time.perf_counter()-t)"
@@ -230,11 +230,11 @@ def judge_tokens() -> tuple[float, float, int]:
     import tiktoken
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
+    from langchain_references.core.prompting import delimit
     from langchain_references.factcheck.extract import extract_html
     from langchain_references.factcheck.passages import DEFAULT_ENCODING, PassageSplitter
     from langchain_references.factcheck.types import ExtractedPage
     from langchain_references.judges.llm import DEFAULT_JUDGE_PROMPT, JudgeReply
-    from langchain_references.prompting import delimit
 
     pages = []
     for number, path in enumerate(sorted(HTML.glob("*.html")) if HTML.is_dir() else []):

@@ -51,7 +51,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from climate_fever import ClaimRecord, load_climate_fever
 
-from langchain_references.embeddings import MiniLMEmbeddings
 from langchain_references.judges import offline_judge
 from langchain_references.server.compat import averify_claims
 from langchain_references.server.index import (
@@ -61,6 +60,7 @@ from langchain_references.server.index import (
 )
 from langchain_references.server.services import Services
 from langchain_references.server.settings import ServerSettings
+from langchain_references.services.embeddings import MiniLMEmbeddings
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "climate-fever-dev.jsonl"
 BIN = Path(sys.executable).parent

@@ -44,6 +44,7 @@ from pathlib import Path
 from unittest import mock
 
 import eval_citations as ev
+from _old_code import today_imports
 from climate_fever import ClaimRecord, load_climate_fever, split_claims
 
 import langchain_references.citations.evaluation as evaluation
@@ -89,6 +90,7 @@ def load_before(rev: str) -> Splitter | None:
         ).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
+    code = today_imports(code)  # modules that moved since: today's, at today's path
     module = types.ModuleType("_before_sentences")
     sys.modules[module.__name__] = module
     exec(compile(code, f"{rev[:7]}:sentences.py", "exec"), module.__dict__)

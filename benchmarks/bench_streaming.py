@@ -106,6 +106,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from _old_code import today_imports
 from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
     CallbackManagerForChainRun,
@@ -762,6 +763,7 @@ def load_before(rev: str) -> Callable[[Runnable[Any, Any]], Runnable[Any, Any]] 
                 f"from langchain_references.{dotted} import",
                 f"from _before_{done.replace('/', '_')} import",
             )
+        code = today_imports(code)  # modules that moved since: today's, at today's path
         module = types.ModuleType(f"_before_{short}")
         sys.modules[module.__name__] = module
         exec(compile(code, f"{rev[:7]}:{short}.py", "exec"), module.__dict__)

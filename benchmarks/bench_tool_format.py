@@ -4,7 +4,7 @@ Over a chat model, :class:`~langchain_references.ChatModelWithReferences` (and t
 ``ReferencesMiddleware``) shows the model the conversation with each tool result's documents
 numbered and delimited (:func:`~langchain_references.conversation.number_conversation`), on
 every model call of the agent: a turn of five tool calls formats the first result six times.
-Each document is neutralized first (:func:`~langchain_references.prompting.neutralize`: every
+Each document is neutralized first (:func:`~langchain_references.core.prompting.neutralize`: every
 look-alike of a ``<document>`` tag is escaped).
 
 For conversations of ``--results`` tool results of five documents each, at several document
@@ -25,7 +25,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langchain_references.conversation import number_conversation
-from langchain_references.prompting import FORMAT_REFERENCES
+from langchain_references.core.prompting import FORMAT_REFERENCES
 
 PROSE = "The Space Needle is in Seattle. It was built for the 1962 World's Fair. "
 HTML = "The <b>Space Needle</b> is in Seattle, built for the 1962 fair. "

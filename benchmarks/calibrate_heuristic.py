@@ -321,7 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     embeddings = None
     if args.embeddings == "minilm":
-        from langchain_references.embeddings import MiniLMEmbeddings
+        from langchain_references.services.embeddings import MiniLMEmbeddings
 
         embeddings = MiniLMEmbeddings()
     judge = HeuristicJudge(embeddings)

@@ -62,7 +62,7 @@ def make_embeddings(name: str):  # type: ignore[no-untyped-def]
     if name == "none":
         return None
     if name == "minilm":
-        from langchain_references.embeddings import MiniLMEmbeddings
+        from langchain_references.services.embeddings import MiniLMEmbeddings
 
         return MiniLMEmbeddings()
     raise SystemExit(f"unknown --embeddings {name!r}")

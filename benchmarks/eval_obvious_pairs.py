@@ -146,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for mode in [m.strip() for m in args.embeddings.split(",") if m.strip()]:
         embeddings = None
         if mode == "minilm":
-            from langchain_references.embeddings import MiniLMEmbeddings
+            from langchain_references.services.embeddings import MiniLMEmbeddings
 
             embeddings = MiniLMEmbeddings()
         elif mode != "none":

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from _old_code import today_imports
 from climate_fever import (
     EVIDENCE_TO_LABEL,
     PAIR_LABELS,
@@ -96,7 +97,7 @@ def load_heuristic(revision: str) -> types.ModuleType:
             if path == HEURISTIC:
                 raise SystemExit(f"git show {revision}:{path} failed: {done.stderr.strip()}")
             continue  # not there yet: the current one is used
-        source = done.stdout
+        source = today_imports(done.stdout)  # modules moved since: today's, at today's path
         for current, alias in renames.items():
             source = source.replace(current, alias)
         name = path.removesuffix(".py").replace("/", ".")
@@ -222,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for mode in modes:
         embeddings = None
         if mode == "minilm":
-            from langchain_references.embeddings import MiniLMEmbeddings
+            from langchain_references.services.embeddings import MiniLMEmbeddings
 
             embeddings = MiniLMEmbeddings()
         after = HeuristicJudge(embeddings)

@@ -24,11 +24,11 @@ import uvicorn
 from playwright.sync_api import sync_playwright
 
 from langchain_references.judges import offline_judge
-from langchain_references.loading import load_records
 from langchain_references.server.app import create_app
 from langchain_references.server.index import EvidenceIndex, parse_evidence_record
 from langchain_references.server.services import Services
 from langchain_references.server.settings import ServerSettings
+from langchain_references.services.loading import load_records
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "unit_tests" / "server" / "data" / "native_corpus.jsonl"

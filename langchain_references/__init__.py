@@ -26,24 +26,24 @@ from langchain_references._optional import lazy_exports
 if TYPE_CHECKING:
     from langchain_references._version import __version__
     from langchain_references.chat_model import ReferencedChatModel
-    from langchain_references.errors import LangchainReferencesError
-    from langchain_references.failures import Failure
-    from langchain_references.manager import (
-        REFERENCES_EVENT,
-        MissingDocumentsError,
-        ReferencedRunnable,
-        manage_references,
-    )
-    from langchain_references.middleware import ReferencesMiddleware
-    from langchain_references.prompting import FORMAT_REFERENCES, format_documents
-    from langchain_references.rewriter import UsedReference
-    from langchain_references.styles import (
+    from langchain_references.core.prompting import FORMAT_REFERENCES, format_documents
+    from langchain_references.core.rewriter import UsedReference
+    from langchain_references.core.styles import (
         EmptyReferenceStyle,
         HTMLReferenceStyle,
         MarkdownReferenceStyle,
         ReferenceStyle,
         TextReferenceStyle,
     )
+    from langchain_references.errors import LangchainReferencesError
+    from langchain_references.factory import manage_references
+    from langchain_references.failures import Failure
+    from langchain_references.manager import (
+        REFERENCES_EVENT,
+        MissingDocumentsError,
+        ReferencedRunnable,
+    )
+    from langchain_references.middleware import ReferencesMiddleware
 
 #: Public name -> the submodule that defines it (imported on first access: a worker process or
 #: the command line that needs one submodule does not load LangChain for the others).
@@ -54,16 +54,16 @@ _EXPORTS = {
     "REFERENCES_EVENT": "manager",
     "MissingDocumentsError": "manager",
     "ReferencedRunnable": "manager",
-    "manage_references": "manager",
+    "manage_references": "factory",
     "ReferencesMiddleware": "middleware",
-    "FORMAT_REFERENCES": "prompting",
-    "format_documents": "prompting",
-    "UsedReference": "rewriter",
-    "EmptyReferenceStyle": "styles",
-    "HTMLReferenceStyle": "styles",
-    "MarkdownReferenceStyle": "styles",
-    "ReferenceStyle": "styles",
-    "TextReferenceStyle": "styles",
+    "FORMAT_REFERENCES": "core.prompting",
+    "format_documents": "core.prompting",
+    "UsedReference": "core.rewriter",
+    "EmptyReferenceStyle": "core.styles",
+    "HTMLReferenceStyle": "core.styles",
+    "MarkdownReferenceStyle": "core.styles",
+    "ReferenceStyle": "core.styles",
+    "TextReferenceStyle": "core.styles",
     "__version__": "_version",  # importlib.metadata, read on first access
 }
 

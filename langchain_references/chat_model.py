@@ -45,13 +45,13 @@ from pydantic import ConfigDict, model_validator
 from typing_extensions import override
 
 from langchain_references.conversation import ConversationIds, number_conversation
+from langchain_references.core.prompting import FORMAT_REFERENCES
 from langchain_references.manager import (
     MODEL_INPUT_KEY,
     NOSTREAM_TAG,
     ReferencedRunnable,
     _Session,
 )
-from langchain_references.prompting import FORMAT_REFERENCES
 
 __all__ = ["ReferencedChatModel", "conversation_documents"]
 

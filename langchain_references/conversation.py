@@ -31,9 +31,9 @@ from typing import Any, Final, NamedTuple
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from langchain_references.core.numbering import ABSENT_DOCUMENT
+from langchain_references.core.prompting import format_documents
 from langchain_references.errors import LangchainReferencesError
-from langchain_references.numbering import ABSENT_DOCUMENT
-from langchain_references.prompting import format_documents
 
 __all__ = [
     "ConversationIds",

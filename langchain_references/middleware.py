@@ -37,17 +37,17 @@ from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableLambda
 from langgraph.types import Command
 
-from langchain_references._parser import DEFAULT_MARKERS
 from langchain_references.chat_model import ReferencedChatModel
 from langchain_references.citations.streaming import CitationChecker
 from langchain_references.conversation import ConversationIds, give_ids
+from langchain_references.core._parser import DEFAULT_MARKERS
+from langchain_references.core.styles import ReferenceStyle
 from langchain_references.manager import (
     REFERENCES_METADATA_KEY,
     OnUnsupported,
     ReferencedRunnable,
 )
 from langchain_references.native.registry import NativeOption
-from langchain_references.styles import ReferenceStyle
 
 __all__ = ["REFERENCE_IDS_KEY", "ReferencesMiddleware", "ReferencesState"]
 

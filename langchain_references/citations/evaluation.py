@@ -44,7 +44,7 @@ from langchain_references.citations.verifier import (
 )
 from langchain_references.errors import RecordError
 from langchain_references.judges.base import JudgeInfo, JudgeInputLike, Judgement
-from langchain_references.loading import LoadResult, load_records, validate_record
+from langchain_references.services.loading import LoadResult, load_records, validate_record
 
 __all__ = [
     "AnswerRecord",

@@ -4,7 +4,7 @@ r"""Incremental sentence splitting of a cited answer, citations attached to thei
 streams (``"Seattle is in Washington [1](id=2). It rains."``), get back each
 :class:`CitedSentence` as soon as it is complete, with its text stripped of the markers and
 the ids of the documents it cites. Markers are found by the core
-:class:`~langchain_references._code.CodeAwareParser` (a marker inside Markdown code is text,
+:class:`~langchain_references.core._code.CodeAwareParser` (a marker inside Markdown code is text,
 as the rewriter leaves it), so a marker split across fragments
 (``"[1](i"`` + ``"d=2)"``) is handled, and the tracker inherits the parser's guarantee:
 **the sentences are the same however the text is cut into fragments**.
@@ -60,8 +60,8 @@ from functools import cache
 from types import ModuleType
 from typing import Any, Final
 
-from langchain_references._code import CodeAwareParser
-from langchain_references._parser import DEFAULT_MARKERS, Citation, Event, check_markers
+from langchain_references.core._code import CodeAwareParser
+from langchain_references.core._parser import DEFAULT_MARKERS, Citation, Event, check_markers
 
 __all__ = [
     "SEGMENT_WINDOW",
@@ -257,8 +257,8 @@ class SentenceCitationTracker:
 
     Args:
         markers: The citation dialects of the answer read by :meth:`feed` (see
-            :data:`~langchain_references._parser.MARKER_DIALECTS`); by default
-            :data:`~langchain_references._parser.DEFAULT_MARKERS`.
+            :data:`~langchain_references.core._parser.MARKER_DIALECTS`); by default
+            :data:`~langchain_references.core._parser.DEFAULT_MARKERS`.
 
     Raises:
         ValueError: If ``markers`` names an unknown dialect, or none.
@@ -356,7 +356,7 @@ class SentenceCitationTracker:
         """Consume the next events of the answer, as a citation parser returns them.
 
         Args:
-            events: Text and :class:`~langchain_references._parser.Citation` events, in order.
+            events: Text and :class:`~langchain_references.core._parser.Citation` events, in order.
 
         Returns:
             The sentences completed by these events, in order.

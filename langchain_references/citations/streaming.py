@@ -19,13 +19,13 @@ from langchain_core.documents import Document
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 
-from langchain_references._concurrency import check_concurrency
-from langchain_references._parser import DEFAULT_MARKERS, Event
 from langchain_references.citations.evaluation import AnswerReport
 from langchain_references.citations.sentences import CitedSentence, SentenceCitationTracker
 from langchain_references.citations.verifier import SentenceVerdict
-from langchain_references.numbering import ABSENT_DOCUMENT
-from langchain_references.styles import UnsupportedClaim
+from langchain_references.core._parser import DEFAULT_MARKERS, Event
+from langchain_references.core.numbering import ABSENT_DOCUMENT
+from langchain_references.core.styles import UnsupportedClaim
+from langchain_references.services._concurrency import check_concurrency
 
 __all__ = [
     "CITATION_CHECK_KEY",

@@ -46,13 +46,13 @@ from typing import Any, Final
 from langchain_core.documents import Document
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from langchain_references._concurrency import check_concurrency, with_default_concurrency
 from langchain_references.citations.sentences import (
     CitedSentence,
     is_verification_worthy,
 )
 from langchain_references.judges import JudgeInfo, judge_info
 from langchain_references.judges.base import JudgeInputLike, Judgement, Label, raise_interrupts
+from langchain_references.services._concurrency import check_concurrency, with_default_concurrency
 
 __all__ = ["CitationVerdict", "CitationVerifier", "SentenceVerdict"]
 

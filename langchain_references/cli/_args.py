@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_references.retrieval import DEFAULT_RETRIEVAL, RETRIEVAL_MODES
+from langchain_references.services.retrieval import DEFAULT_RETRIEVAL, RETRIEVAL_MODES
 
 __all__ = ["DeprecatedAlias", "add_retrieval_option", "non_blank", "positive_float", "positive_int"]
 

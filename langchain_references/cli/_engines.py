@@ -1,10 +1,10 @@
 """Engines (:func:`add_engine_options`): this process, or Ray Data actor pools.
 
 ``--engine local`` (the default) runs a batch in this process; ``--engine ray`` runs it on Ray
-Data actor pools (:mod:`langchain_references.engine`), ``--workers N`` actors on a local Ray
-started on 127.0.0.1, or on the cluster of ``--ray-address``. :func:`ray_options` reads them,
+Data actor pools (:mod:`langchain_references.services.engine`), ``--workers N`` actors on a local
+Ray started on 127.0.0.1, or on the cluster of ``--ray-address``. :func:`ray_options` reads them,
 and :func:`~langchain_references.cli._runs.build_limiter` then shares the ``--rate`` limits
-between the actors (:class:`~langchain_references.engine.RayLimiterBackend` in
+between the actors (:class:`~langchain_references.services.engine.RayLimiterBackend` in
 ``args.limiter_backend``, set by :func:`run_on_ray` before the arguments travel to the
 actors).
 """
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 from langchain_references._optional import require
 from langchain_references.cli._args import positive_int
 from langchain_references.cli._errors import CLIError
-from langchain_references.engine import (
+from langchain_references.services.engine import (
     DEFAULT_ENGINE,
     ENGINES,
     RayLimiterBackend,
@@ -137,7 +137,7 @@ def run_on_ray(
 
     Each actor builds the Runnable once with ``build(args)`` (``build``: a module-level
     function of the command, so that it pickles by name). The arguments the actors get carry a
-    :class:`~langchain_references.engine.RayLimiterBackend` (``limiter_backend``): every
+    :class:`~langchain_references.services.engine.RayLimiterBackend` (``limiter_backend``): every
     :func:`build_limiter` of the run draws on the same ``--rate`` limits.
 
     Args:

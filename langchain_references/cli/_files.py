@@ -20,7 +20,7 @@ from langchain_references.cli._errors import CLIError
 from langchain_references.errors import RecordError
 
 if TYPE_CHECKING:
-    from langchain_references.loading import LoadResult
+    from langchain_references.services.loading import LoadResult
 
 __all__ = ["atomic_write", "check_output", "read_records", "reading", "writing"]
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, TextIO
 from langchain_references._optional import MissingDependencyError, require
 from langchain_references.cli._args import DeprecatedAlias, positive_int
 from langchain_references.cli._errors import CLIError
-from langchain_references.ratelimit import RateLimiter
+from langchain_references.services.ratelimit import RateLimiter
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel

@@ -36,13 +36,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from langchain_references._concurrency import run_sync
 from langchain_references.cli._engines import run_on_ray
+from langchain_references.services._concurrency import run_sync
 
 if TYPE_CHECKING:
     from langchain_core.runnables import Runnable
 
-    from langchain_references.engine import RayOptions
+    from langchain_references.services.engine import RayOptions
 
 __all__ = ["BatchJob", "BatchRun", "RayRun", "failure_text", "run_batch"]
 

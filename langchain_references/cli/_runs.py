@@ -1,11 +1,11 @@
 """Resuming and rate limits: the run cache, ``--resume`` and ``--rate``.
 
 Every run records the items it finishes in a run cache (``--cache FILE``, default
-:func:`~langchain_references.runcache.default_run_cache_path`; ``--no-cache`` turns it off);
-``--resume`` reads them back, so only what did not finish is run again
+:func:`~langchain_references.services.runcache.default_run_cache_path`; ``--no-cache`` turns it
+off); ``--resume`` reads them back, so only what did not finish is run again
 (:func:`open_run_cache`). ``--rate KIND=RPS[/N]`` sets the limits of ``search``, ``fetch``
 (per host) and ``judge`` (an LLM judge's requests), shared by every worker of the run
-(:func:`build_limiter`, defaults :data:`~langchain_references.ratelimit.DEFAULT_LIMITS`).
+(:func:`build_limiter`, defaults :data:`~langchain_references.services.ratelimit.DEFAULT_LIMITS`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 
 from langchain_references.cli._errors import CLIError
 from langchain_references.cli._progress import add_quiet_option
-from langchain_references.ratelimit import DEFAULT_LIMITS, RateLimit, RateLimiter
-from langchain_references.runcache import RunCache, RunCacheError, default_run_cache_path
+from langchain_references.services.ratelimit import DEFAULT_LIMITS, RateLimit, RateLimiter
+from langchain_references.services.runcache import RunCache, RunCacheError, default_run_cache_path
 
 __all__ = ["add_run_options", "build_limiter", "open_run_cache", "rate_option", "reuse_note"]
 
@@ -110,7 +110,9 @@ def open_run_cache(args: argparse.Namespace) -> RunCache | None:
 
 
 def build_limiter(args: argparse.Namespace) -> RateLimiter:
-    """The rate limiter of ``--rate`` (over :data:`~langchain_references.ratelimit.DEFAULT_LIMITS`).
+    """The rate limiter of ``--rate`` (over the default limits).
+
+    The defaults are :data:`~langchain_references.services.ratelimit.DEFAULT_LIMITS`.
 
     Args:
         args: Parsed arguments (:func:`add_run_options`); ``args.limiter_backend``, when the

@@ -74,7 +74,7 @@ from langchain_references.cli.parsers.citations import DESCRIPTION, HELP, config
 from langchain_references.judges.cached import JUDGEMENT_NAMESPACE, CachedJudge
 
 if TYPE_CHECKING:
-    from langchain_references.runcache import RunCache
+    from langchain_references.services.runcache import RunCache
 
 __all__ = [
     "DESCRIPTION",

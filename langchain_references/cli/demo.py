@@ -45,7 +45,7 @@ from langchain_references.cli.parsers.demo import (
 )
 from langchain_references.demo.answerer import ExtractiveAnswerer
 from langchain_references.demo.corpus import load_documents
-from langchain_references.embeddings import EmbeddingModelError, shared_minilm
+from langchain_references.services.embeddings import EmbeddingModelError, shared_minilm
 
 if TYPE_CHECKING:
     from langchain_chroma import Chroma

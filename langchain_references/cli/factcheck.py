@@ -99,7 +99,7 @@ from langchain_references.factcheck.result import (
 from langchain_references.factcheck.served import ServedCorpus
 from langchain_references.judges.base import judge_info
 from langchain_references.judges.spec import llm_of_spec
-from langchain_references.loading import read_text
+from langchain_references.services.loading import read_text
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -108,7 +108,7 @@ if TYPE_CHECKING:
     from langchain_references.factcheck.chain import FactCheckChain
     from langchain_references.factcheck.search import SearchProvider
     from langchain_references.judges import JudgeInfo, JudgeInputLike, Judgement
-    from langchain_references.runcache import RunCache
+    from langchain_references.services.runcache import RunCache
 
 __all__ = [
     "DESCRIPTION",
@@ -254,7 +254,7 @@ _WEB_SEARCH_NAMES: Final = {
 @functools.cache
 def _embeddings() -> Embeddings:
     """The offline MiniLM embeddings, loaded once per process."""
-    from langchain_references.embeddings import EmbeddingModelError, shared_minilm
+    from langchain_references.services.embeddings import EmbeddingModelError, shared_minilm
 
     try:
         embeddings = shared_minilm()

@@ -91,8 +91,8 @@ from langchain_references.factuality.retrieval import InputContexts
 from langchain_references.judges import judge_info
 from langchain_references.judges.cached import CachedJudge, judge_fingerprint
 from langchain_references.judges.spec import LLM_PREFIX, NLI_PREFIX
-from langchain_references.loading import LoadResult, load_records
-from langchain_references.runcache import RunCache, content_key
+from langchain_references.services.loading import LoadResult, load_records
+from langchain_references.services.runcache import RunCache, content_key
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel

@@ -59,8 +59,6 @@ from langchain_references.cli.parsers.index import (
     configure_add_parser,
     configure_build_parser,
 )
-from langchain_references.loading import LoadResult, load_records
-from langchain_references.retrieval import DEFAULT_RETRIEVAL
 from langchain_references.server.index import (
     EvidenceIndex,
     EvidenceIndexError,
@@ -70,11 +68,13 @@ from langchain_references.server.index import (
     parse_evidence_record,
 )
 from langchain_references.server.settings import default_persist_dir
+from langchain_references.services.loading import LoadResult, load_records
+from langchain_references.services.retrieval import DEFAULT_RETRIEVAL
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
-    from langchain_references.engine import Engine
+    from langchain_references.services.engine import Engine
 
 __all__ = [
     "BUILD_DESCRIPTION",

@@ -64,9 +64,9 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Huma
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import Field
 
-from langchain_references._vectors import cosines
 from langchain_references.citations.sentences import sentence_segmenter, sentence_spans
 from langchain_references.errors import LangchainReferencesError
+from langchain_references.services._vectors import cosines
 
 sentence_segmenter()  # without pysbd, importing the module fails here
 
@@ -455,8 +455,8 @@ class ExtractiveAnswerer(BaseChatModel):
     ignored.
 
     Scoring uses ``embeddings`` (cosine similarity between the question and each sentence, e.g.
-    with :class:`~langchain_references.embeddings.MiniLMEmbeddings`) when given, else an Okapi
-    BM25 lexical score (:func:`lexical_scores`). A sentence is kept if it passes the absolute
+    with :class:`~langchain_references.services.embeddings.MiniLMEmbeddings`) when given, else an
+    Okapi BM25 lexical score (:func:`lexical_scores`). A sentence is kept if it passes the absolute
     threshold (``min_similarity`` for embeddings, at least one shared content word for BM25)
     and scores at least ``relative_threshold`` times the best sentence. Exact duplicate
     sentences are kept once. When nothing passes, the answer is :data:`NOT_FOUND_ANSWER`.

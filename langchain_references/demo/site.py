@@ -38,7 +38,7 @@ from langchain_references.factcheck.netguard import NetGuard, ResolvedURL, Resol
 from langchain_references.factcheck.search.base import BaseSearchProvider
 from langchain_references.factcheck.search.local import bm25_ranking, tokenize
 from langchain_references.factcheck.types import SearchHit
-from langchain_references.retrieval import BM25Index
+from langchain_references.services.retrieval import BM25Index
 
 __all__ = [
     "DemoSiteSearch",
@@ -262,7 +262,7 @@ class DemoSiteSearch(BaseSearchProvider):
     """BM25 search over the demo articles, with hits linking to a local server.
 
     Each article is indexed by its title and text (the package's one BM25,
-    :class:`~langchain_references.retrieval.BM25Index`);
+    :class:`~langchain_references.services.retrieval.BM25Index`);
     articles that share no word with the query are not returned. The snippet is the article
     paragraph sharing the most words with the query.
 

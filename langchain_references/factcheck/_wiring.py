@@ -41,9 +41,9 @@ from langchain_references.factcheck.stages import (
 from langchain_references.factcheck.verdict import Aggregator, WeightedVoteAggregator
 from langchain_references.judges.base import JudgeInputLike, Judgement
 from langchain_references.judges.cached import CachedJudge, judge_fingerprint
-from langchain_references.ratelimit import RateLimiter
-from langchain_references.retrieval import Retrieval
-from langchain_references.runcache import RunCache, object_settings
+from langchain_references.services.ratelimit import RateLimiter
+from langchain_references.services.retrieval import Retrieval
+from langchain_references.services.runcache import RunCache, object_settings
 
 if TYPE_CHECKING:
     from langchain_chroma import Chroma
@@ -179,7 +179,7 @@ class Wiring:
 def default_embeddings(options: ChainOptions) -> Embeddings | None:
     """The given embeddings; the shared MiniLM when the web stages need some and none is given."""
     if options.search is not None and options.embeddings is None and options.vector_store is None:
-        from langchain_references.embeddings import shared_minilm
+        from langchain_references.services.embeddings import shared_minilm
 
         return shared_minilm()
     return options.embeddings

@@ -9,8 +9,8 @@ The default directory is ``$XDG_CACHE_HOME/langchain-references/pages`` (``~/.ca
 ``XDG_CACHE_HOME`` is unset). Entries older than ``ttl_s`` seconds are ignored.
 
 ``PageCache(store=run_cache)`` keeps the entries in a
-:class:`~langchain_references.runcache.RunCache` instead (namespace ``"page"``, one JSON value
-per entry, written in one transaction): the pages of a resumable run live in its cache file,
+:class:`~langchain_references.services.runcache.RunCache` instead (namespace ``"page"``, one JSON
+value per entry, written in one transaction): the pages of a resumable run live in its cache file,
 and are read back only when the run cache reuses (``--resume``).
 
 ``PageCache(corpus=...)`` keys the pages of a corpus served on a local port by their stable
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_references.factcheck.served import ServedCorpus
-from langchain_references.runcache import RunCache, content_key
+from langchain_references.services.runcache import RunCache, content_key
 
 __all__ = ["CachedPage", "PageCache", "default_cache_dir"]
 

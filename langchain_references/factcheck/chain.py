@@ -62,7 +62,7 @@ yield only the result, so the chain pipes into other runnables like any other. C
 of the ``fact_check`` run.
 
 Examples:
-    >>> from langchain_references.embeddings import MiniLMEmbeddings  # doctest: +SKIP
+    >>> from langchain_references.services.embeddings import MiniLMEmbeddings  # doctest: +SKIP
     >>> from langchain_references.factcheck import DuckDuckGoSearch  # doctest: +SKIP
     >>> from langchain_references.factcheck import HeuristicJudge  # doctest: +SKIP
     >>> chain = create_fact_check_chain(  # doctest: +SKIP
@@ -96,9 +96,9 @@ from langchain_references.factcheck.served import ServedCorpus
 from langchain_references.factcheck.stages import FactCheckStage, FactCheckState, to_result
 from langchain_references.factcheck.verdict import Aggregator
 from langchain_references.judges.base import JudgeInputLike, Judgement
-from langchain_references.ratelimit import RateLimiter
-from langchain_references.retrieval import DEFAULT_RETRIEVAL, Retrieval
-from langchain_references.runcache import RunCache, content_key
+from langchain_references.services.ratelimit import RateLimiter
+from langchain_references.services.retrieval import DEFAULT_RETRIEVAL, Retrieval
+from langchain_references.services.runcache import RunCache, content_key
 
 if TYPE_CHECKING:
     from langchain_chroma import Chroma
@@ -219,8 +219,8 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
         judge: Runnable ``{"statement", "passage"} -> Judgement``, e.g. an
             :class:`~langchain_references.judges.LLMJudge`.
         embeddings: Embeddings of the relevance stage (statement and passages). Defaults
-            to the offline :class:`~langchain_references.embeddings.MiniLMEmbeddings` unless
-            ``vector_store`` is given.
+            to the offline :class:`~langchain_references.services.embeddings.MiniLMEmbeddings`
+            unless ``vector_store`` is given.
         fetcher: Page fetcher; defaults to ``PageFetcher()`` (public addresses only, 10 s and
             2 MB per page). Pass ``PageFetcher(allow_private=True)`` for a local server.
         splitter: Passage splitter; defaults to ``PassageSplitter()`` (256-token passages).
@@ -343,7 +343,7 @@ class FactCheckChain(Runnable[FactCheckInput, FactCheckResult]):
             input: A statement, or ``{"statement": ..., "query": ...}``.
 
         Returns:
-            The key (:func:`~langchain_references.runcache.content_key`).
+            The key (:func:`~langchain_references.services.runcache.content_key`).
 
         Raises:
             TypeError: If the input has the wrong type.

@@ -31,12 +31,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Final, TypedDict, Unpack
 
-from langchain_references._isolation import (
-    WorkerDiedError,
-    WorkerStoppedError,
-    WorkerTimeoutError,
-    call_isolated,
-)
 from langchain_references._optional import importing
 from langchain_references.factcheck.types import (
     ExtractedPage,
@@ -44,6 +38,12 @@ from langchain_references.factcheck.types import (
     FetchedPage,
 )
 from langchain_references.failures import Failure
+from langchain_references.services._isolation import (
+    WorkerDiedError,
+    WorkerStoppedError,
+    WorkerTimeoutError,
+    call_isolated,
+)
 
 with importing("trafilatura", "factcheck", feature="Text extraction"):
     import trafilatura

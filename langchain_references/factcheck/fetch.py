@@ -45,7 +45,6 @@ with importing("httpx", "factcheck", feature="Page fetching"):
     import charset_normalizer
     import httpx
 
-from langchain_references._concurrency import check_concurrency, run_sync
 from langchain_references.errors import LangchainReferencesError
 from langchain_references.factcheck.cache import CachedPage, PageCache
 from langchain_references.factcheck.netguard import (
@@ -62,7 +61,8 @@ from langchain_references.factcheck.types import (
     SearchHit,
 )
 from langchain_references.failures import Failure
-from langchain_references.ratelimit import RETRY_STATUSES, RateLimiter
+from langchain_references.services._concurrency import check_concurrency, run_sync
+from langchain_references.services.ratelimit import RETRY_STATUSES, RateLimiter
 
 __all__ = [
     "ACCEPTED_CONTENT_TYPES",

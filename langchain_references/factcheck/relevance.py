@@ -1,20 +1,20 @@
 """Select the passages most relevant to a statement: dense (cosine), BM25, or both fused.
 
-The :data:`~langchain_references.retrieval.Retrieval` mode decides the ranking: ``"dense"``
+The :data:`~langchain_references.services.retrieval.Retrieval` mode decides the ranking: ``"dense"``
 ranks by the cosine of the embeddings (below), ``"bm25"`` by Okapi BM25 over the passages
-(:class:`~langchain_references.retrieval.BM25Index`), and ``"hybrid"`` (the default) fuses the
-two full rankings with :func:`~langchain_references.retrieval.reciprocal_rank_fusion`, the same
-function as the evidence index's. Whatever the mode, each selected passage comes with its
+(:class:`~langchain_references.services.retrieval.BM25Index`), and ``"hybrid"`` (the default) fuses
+the two full rankings with :func:`~langchain_references.services.retrieval.reciprocal_rank_fusion`,
+the same function as the evidence index's. Whatever the mode, each selected passage comes with its
 cosine similarity to the statement.
 
-The embeddings go through :func:`~langchain_references.embedding_cache.shared_cache`: a judge
-that holds the same embeddings object (the offline
+The embeddings go through :func:`~langchain_references.services.embedding_cache.shared_cache`: a
+judge that holds the same embeddings object (the offline
 :class:`~langchain_references.judges.HeuristicJudge`) reuses the passages' vectors instead of
 embedding them again.
 
 For the dense ranking, by default the passages and the statement are embedded (through the
 shared cache) and ranked here by their exact cosine
-(:func:`~langchain_references._vectors.top_cosines`): most similar first, equal cosines in
+(:func:`~langchain_references.services._vectors.top_cosines`): most similar first, equal cosines in
 passage order; no collection is made.
 
 An existing :class:`langchain_chroma.Chroma` store can be used instead (e.g. a persistent or
@@ -37,12 +37,12 @@ from typing import Any, Final, TypedDict, Unpack
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 
-from langchain_references._chroma import SHARED_EPHEMERAL, ephemeral_client
 from langchain_references._optional import importing
-from langchain_references._vectors import cosine, top_cosines
-from langchain_references.embedding_cache import shared_cache
 from langchain_references.factcheck.types import Passage
-from langchain_references.retrieval import (
+from langchain_references.services._chroma import SHARED_EPHEMERAL, ephemeral_client
+from langchain_references.services._vectors import cosine, top_cosines
+from langchain_references.services.embedding_cache import shared_cache
+from langchain_references.services.retrieval import (
     DEFAULT_RETRIEVAL,
     BM25Index,
     Retrieval,

@@ -7,7 +7,7 @@ a line about the neutral passages, the sources that failed, and the reference li
 
 Citations go through the package's reference styles: every snippet becomes a
 :class:`~langchain_core.documents.Document` (metadata ``source`` = URL, ``title`` = page title)
-and is cited through a :class:`~langchain_references.numbering.SourceNumbering` (the numbering
+and is cited through a :class:`~langchain_references.core.numbering.SourceNumbering` (the numbering
 the answer rewriter uses), so snippets from the same URL share one reference number and the
 style decides how citations and the reference list look. Snippets are cited by position, never
 parsed for markers, and their text is escaped separately, so a page cannot forge a citation.
@@ -28,18 +28,18 @@ from typing import Final, Literal, TypeAlias, TypedDict, Unpack
 
 from langchain_core.documents import Document
 
-from langchain_references.deeplinks import choose_quote
-from langchain_references.factcheck.result import Evidence, FactCheckResult
-from langchain_references.factcheck.verdict import Verdict
-from langchain_references.failures import Failure
-from langchain_references.numbering import SourceNumbering
-from langchain_references.styles import (
+from langchain_references.core.deeplinks import choose_quote
+from langchain_references.core.numbering import SourceNumbering
+from langchain_references.core.styles import (
     HTMLReferenceStyle,
     MarkdownReferenceStyle,
     ReferenceStyle,
     TextReferenceStyle,
     clean_text,
 )
+from langchain_references.factcheck.result import Evidence, FactCheckResult
+from langchain_references.factcheck.verdict import Verdict
+from langchain_references.failures import Failure
 
 __all__ = [
     "DEFAULT_MAX_SNIPPET_CHARS",
@@ -362,8 +362,8 @@ def render_report(
         style: Reference style of the citations and the reference list; defaults to the
             style of ``fmt`` (Markdown if neither is given), with deep links to each snippet.
         fmt: Layout: ``"markdown"``, ``"text"`` or ``"html"``. Defaults to the format of
-            ``style`` (HTML for :class:`~langchain_references.styles.HTMLReferenceStyle`,
-            Markdown for :class:`~langchain_references.styles.MarkdownReferenceStyle`, text
+            ``style`` (HTML for :class:`~langchain_references.core.styles.HTMLReferenceStyle`,
+            Markdown for :class:`~langchain_references.core.styles.MarkdownReferenceStyle`, text
             otherwise).
         max_snippet_chars: Shorten longer snippets to this many characters (``None`` = full
             passages).

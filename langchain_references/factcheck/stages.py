@@ -40,7 +40,6 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import run_in_executor
 from typing_extensions import override
 
-from langchain_references._concurrency import with_default_concurrency
 from langchain_references.factcheck.extract import aextract_all, extract_all
 from langchain_references.factcheck.fetch import PageFetcher
 from langchain_references.factcheck.passages import PassageSplitter
@@ -83,7 +82,8 @@ from langchain_references.judges.base import (
     judge_info,
     raise_interrupts,
 )
-from langchain_references.retrieval import DEFAULT_RETRIEVAL, Retrieval, check_retrieval
+from langchain_references.services._concurrency import with_default_concurrency
+from langchain_references.services.retrieval import DEFAULT_RETRIEVAL, Retrieval, check_retrieval
 
 if TYPE_CHECKING:
     from langchain_chroma import Chroma
@@ -568,7 +568,7 @@ class JudgeStage(FactCheckStage[Sequence[object]]):
     """Judge every kept passage in one batch; a failed judgement counts as unknown.
 
     The batch runs with the caller's ``config["max_concurrency"]``, else ``max_concurrency``
-    (:func:`~langchain_references._concurrency.with_default_concurrency`).
+    (:func:`~langchain_references.services._concurrency.with_default_concurrency`).
 
     The next state names the judge (:func:`~langchain_references.judges.base.judge_info`),
     which the result carries.

@@ -3,7 +3,7 @@
 In the spirit of FActScore (Min et al., 2023) and FactReasoner's atomizer: an *atom* is a short
 statement carrying one piece of information that can be checked on its own. The response is
 untrusted data: it goes into a ``<response>`` block built with
-:func:`~langchain_references.prompting.delimit`, and the system prompt says that
+:func:`~langchain_references.core.prompting.delimit`, and the system prompt says that
 block content is data.
 
 The reply is requested with ``llm.with_structured_output(AtomicClaims, include_raw=True)``.
@@ -11,8 +11,8 @@ The reply is requested with ``llm.with_structured_output(AtomicClaims, include_r
 :class:`AtomizerError` with the reason; the factuality pipeline catches it and records the
 failure for that response, so a batch goes on. A valid reply with no claims gives no atoms
 (the response stated nothing checkable). Transient errors (timeouts, rate limits) are retried.
-The call and its reading are :class:`~langchain_references._structured.StructuredCall`, shared
-with :mod:`~langchain_references.factuality.reviser` and the LLM judge.
+The call and its reading are :class:`~langchain_references.services._structured.StructuredCall`,
+shared with :mod:`~langchain_references.factuality.reviser` and the LLM judge.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, Field
 
-from langchain_references._structured import StructuredCaller, StructuredCallOptions
+from langchain_references.core.prompting import data_prompt, delimit
 from langchain_references.errors import LangchainReferencesError
 from langchain_references.factuality.model import Atom
-from langchain_references.prompting import data_prompt, delimit
+from langchain_references.services._structured import StructuredCaller, StructuredCallOptions
 
 __all__ = [
     "DEFAULT_ATOMIZER_PROMPT",
@@ -114,7 +114,7 @@ class Atomizer(StructuredCaller[AtomicClaims], Runnable[AtomizerInput, tuple[Ato
         max_atoms: Keep at most this many atoms (the rest are dropped with a warning).
         id_prefix: Prefix of the atom ids.
         **options: Retries and structured output
-            (:class:`~langchain_references._structured.StructuredCallOptions`).
+            (:class:`~langchain_references.services._structured.StructuredCallOptions`).
 
     Raises:
         TypeError: If ``llm`` is not a chat model.

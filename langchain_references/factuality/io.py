@@ -55,7 +55,7 @@ from langchain_references.factuality.metrics import (
     f1_at_k,
 )
 from langchain_references.factuality.model import Atom, Context
-from langchain_references.loading import LoadResult, load_records, validate_record
+from langchain_references.services.loading import LoadResult, load_records, validate_record
 
 _INPUT_KEYS = frozenset({"input", "output", "topic", "atoms", "contexts"})
 _LABEL_PAIR = re.compile(r"(\S+):\s*(NS|S|None)(?=\s|$)")
@@ -230,7 +230,7 @@ def load_inputs(
     Args:
         path: The file.
         strict: Raise on the first bad record; otherwise collect it in
-            :attr:`~langchain_references.loading.LoadResult.errors` (and log it) and keep
+            :attr:`~langchain_references.services.loading.LoadResult.errors` (and log it) and keep
             reading.
 
     Returns:

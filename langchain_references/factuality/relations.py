@@ -35,7 +35,6 @@ from typing import Final
 
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from langchain_references._concurrency import check_concurrency, with_default_concurrency
 from langchain_references.citations.verifier import runnable_judge
 from langchain_references.factuality.model import (
     Atom,
@@ -46,6 +45,7 @@ from langchain_references.factuality.model import (
     candidate_pairs,
 )
 from langchain_references.judges.base import JudgeInputLike, Judgement, Label, paired_outputs
+from langchain_references.services._concurrency import check_concurrency, with_default_concurrency
 
 __all__ = [
     "MIN_EVIDENCE",

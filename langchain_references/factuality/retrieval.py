@@ -37,12 +37,16 @@ from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import VectorStore
 from typing_extensions import override
 
-from langchain_references._concurrency import check_concurrency, run_sync, with_default_concurrency
 from langchain_references.factcheck.search.base import SearchProvider, asearch_report
 from langchain_references.factcheck.types import Passage, SearchHit
 from langchain_references.factuality.model import Atom, Context
 from langchain_references.failures import Failure
 from langchain_references.judges.base import paired_outputs
+from langchain_references.services._concurrency import (
+    check_concurrency,
+    run_sync,
+    with_default_concurrency,
+)
 
 if TYPE_CHECKING:
     from langchain_references.factcheck.fetch import PageFetcher

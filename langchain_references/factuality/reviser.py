@@ -28,11 +28,11 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from pydantic import BaseModel, Field
 
-from langchain_references._concurrency import check_concurrency, with_default_concurrency
-from langchain_references._structured import StructuredCaller, StructuredCallOptions
+from langchain_references.core.prompting import data_prompt, delimit
 from langchain_references.factuality.model import Atom
 from langchain_references.judges.base import paired_outputs
-from langchain_references.prompting import data_prompt, delimit
+from langchain_references.services._concurrency import check_concurrency, with_default_concurrency
+from langchain_references.services._structured import StructuredCaller, StructuredCallOptions
 
 __all__ = [
     "DEFAULT_REVISER_PROMPT",
@@ -133,7 +133,7 @@ class Reviser(StructuredCaller[RevisedAtoms], Runnable[ReviserInput, RevisionRes
         max_concurrency: Parallel calls when there are several chunks (unless the config
             sets ``max_concurrency``).
         **options: Retries and structured output
-            (:class:`~langchain_references._structured.StructuredCallOptions`).
+            (:class:`~langchain_references.services._structured.StructuredCallOptions`).
 
     Raises:
         TypeError: If ``llm`` is not a chat model.

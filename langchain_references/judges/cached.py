@@ -1,7 +1,7 @@
 """A judge whose judgements are kept in a run cache, keyed by the judge's identity.
 
 :class:`CachedJudge` wraps any judge runnable. Each ``(statement, passage)`` pair's judgement
-is stored in a :class:`~langchain_references.runcache.RunCache` (namespace ``"judgement"``)
+is stored in a :class:`~langchain_references.services.runcache.RunCache` (namespace ``"judgement"``)
 under a key made of :func:`judge_fingerprint` (the judge's
 :class:`~langchain_references.judges.base.JudgeInfo`, class and settings), the statement and
 the passage. A resumed run (the cache reusing) judges only the pairs it has no judgement for;
@@ -28,7 +28,7 @@ from langchain_references.judges.base import (
     coerce_judge_input,
     judge_info,
 )
-from langchain_references.runcache import RunCache, content_key, object_settings
+from langchain_references.services.runcache import RunCache, content_key, object_settings
 
 __all__ = ["JUDGEMENT_NAMESPACE", "CachedJudge", "judge_fingerprint"]
 
@@ -48,7 +48,8 @@ def _innermost(judge: object) -> object:
 def judge_fingerprint(judge: object) -> dict[str, Any]:
     """What identifies a judge in cache keys: its info, class and settings.
 
-    The settings are those of :func:`~langchain_references.runcache.object_settings` (public
+    The settings are those of :func:`~langchain_references.services.runcache.object_settings`
+    (public
     attributes: simple values by value, other objects by class name, e.g. the embeddings of a
     heuristic judge). Two judges with the same fingerprint are taken to judge alike.
 

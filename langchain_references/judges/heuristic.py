@@ -6,8 +6,8 @@ estimates its confidence:
 1. *Relevance*: the share of the statement's content words found in the passage (crude suffix
    stripping, no real stemmer), averaged with the cosine similarity of the two texts when an
    :class:`~langchain_core.embeddings.Embeddings` is given (e.g.
-   :class:`~langchain_references.embeddings.MiniLMEmbeddings`, which runs offline). Below the
-   relevance threshold the answer is *unknown*.
+   :class:`~langchain_references.services.embeddings.MiniLMEmbeddings`, which runs offline). Below
+   the relevance threshold the answer is *unknown*.
 2. *Polarity* on a relevant passage (``langchain_references/judges/_polarity.py``): does the
    statement reverse the passage? Cues: *antonym*, a direction word meets its opposite about
    the same words (``grown`` / ``declined``, ``more`` / ``less``, ``warming`` / ``cooling``,
@@ -72,11 +72,11 @@ from typing import ClassVar, Final
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableConfig
 
-from langchain_references._vectors import cosine
-from langchain_references.embedding_cache import shared_cache
 from langchain_references.judges._polarity import analyze, compare, is_polarity_word
 from langchain_references.judges._words import STOPWORDS, is_negation, stem
 from langchain_references.judges.base import Judge, JudgeInput, Judgement, Label
+from langchain_references.services._vectors import cosine
+from langchain_references.services.embedding_cache import shared_cache
 
 __all__ = [
     "CONFIDENCE_CAP",
@@ -559,7 +559,7 @@ class HeuristicJudge(Judge):
         """Embedding cosine similarity of each (statement, passage) pair.
 
         Texts are embedded once each, in one ``embed_documents`` call, through the embeddings'
-        :func:`~langchain_references.embedding_cache.shared_cache`: texts that another
+        :func:`~langchain_references.services.embedding_cache.shared_cache`: texts that another
         component embedded with the same embeddings object (the fact-check relevance stage)
         are not embedded again.
 

@@ -1,13 +1,13 @@
 """A judge backed by any LangChain chat model, with structured output and retries.
 
 The passage and the statement are untrusted: both go into delimited blocks
-(:func:`~langchain_references.prompting.delimit`) and the system prompt tells the model
+(:func:`~langchain_references.core.prompting.delimit`) and the system prompt tells the model
 that block content is data. The reply is requested with ``llm.with_structured_output`` (a
 :class:`JudgeReply` tool call); a reply that does not validate (unknown label, confidence out of
 ``[0, 1]``, missing field, no tool call) becomes a failed :class:`Judgement`, never an exception,
 and is not retried; transient errors (timeouts, connection errors, rate limits) are retried. The
-call and its reading are :class:`~langchain_references._structured.StructuredCall`, shared with
-the factuality atomizer and reviser.
+call and its reading are :class:`~langchain_references.services._structured.StructuredCall`, shared
+with the factuality atomizer and reviser.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field, field_validator
 
-from langchain_references._endpoint import chat_model_name
-from langchain_references._structured import (
+from langchain_references.core.prompting import data_prompt, delimit
+from langchain_references.judges.base import Judge, JudgeInfo, Judgement, Label
+from langchain_references.services._endpoint import chat_model_name
+from langchain_references.services._structured import (
     StructuredCaller,
     StructuredCallOptions,
     default_transient_errors,
 )
-from langchain_references.judges.base import Judge, JudgeInfo, Judgement, Label
-from langchain_references.prompting import data_prompt, delimit
 
 __all__ = [
     "DEFAULT_JUDGE_PROMPT",
@@ -83,7 +83,7 @@ class LLMJudge(StructuredCaller[JudgeReply], Judge):
             delimited block); defaults to :data:`DEFAULT_JUDGE_PROMPT`.
         raise_errors: Re-raise errors instead of recording them in ``Judgement.error``.
         **options: Retries and structured output
-            (:class:`~langchain_references._structured.StructuredCallOptions`).
+            (:class:`~langchain_references.services._structured.StructuredCallOptions`).
 
     Examples:
         >>> from langchain_openai import ChatOpenAI  # doctest: +SKIP

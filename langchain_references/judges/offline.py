@@ -21,8 +21,8 @@ def offline_judge(*, use_embeddings: bool = True) -> HeuristicJudge:
 
     Args:
         use_embeddings: Try the offline all-MiniLM-L6-v2 embeddings (the process's one
-            instance, :func:`~langchain_references.embeddings.shared_minilm`); falls back to
-            the lexical-only heuristic (with a warning) when they cannot be loaded.
+            instance, :func:`~langchain_references.services.embeddings.shared_minilm`); falls back
+            to the lexical-only heuristic (with a warning) when they cannot be loaded.
 
     Returns:
         The judge.
@@ -30,7 +30,7 @@ def offline_judge(*, use_embeddings: bool = True) -> HeuristicJudge:
     embeddings: Embeddings | None = None
     if use_embeddings:
         try:
-            from langchain_references.embeddings import shared_minilm
+            from langchain_references.services.embeddings import shared_minilm
 
             candidate = shared_minilm()  # the process's one model, not a second copy
             candidate.embed_query("probe")  # load (and verify) the model now

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from langchain_core.messages import BaseMessage
 
-from langchain_references._parser import coalesce
+from langchain_references.core._parser import coalesce
 from langchain_references.native.base import (
     NativeCitation,
     Piece,

@@ -25,8 +25,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 
+from langchain_references.core.numbering import ABSENT_DOCUMENT
 from langchain_references.errors import LangchainReferencesError
-from langchain_references.numbering import ABSENT_DOCUMENT
 
 __all__ = [
     "BaseNativeAdapter",

@@ -24,13 +24,13 @@ from langchain_core.messages import BaseMessage
 from typing_extensions import override
 
 from langchain_references.native._markers import Cut, apply_cuts
+from langchain_references.native._spans import SpanLocator, field_of
 from langchain_references.native.base import (
     BaseNativeAdapter,
     NativeCitation,
     Piece,
     normalize_url,
 )
-from langchain_references.native.v1 import SpanLocator, field_of
 
 __all__ = ["GeminiAdapter", "grounding_cuts"]
 

@@ -27,13 +27,13 @@ from langchain_core.messages import BaseMessage
 from typing_extensions import override
 
 from langchain_references.native._markers import coalesce
+from langchain_references.native._spans import field_of
 from langchain_references.native.base import (
     BaseNativeAdapter,
     NativeCitation,
     Piece,
     normalize_url,
 )
-from langchain_references.native.v1 import field_of
 
 __all__ = ["PerplexityAdapter"]
 

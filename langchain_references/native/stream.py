@@ -15,9 +15,9 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 
+from langchain_references.core.rewriter import ReferenceRewriter
 from langchain_references.native.base import NativeAdapter, NativeCitation, Piece
 from langchain_references.native.registry import select_adapter
-from langchain_references.rewriter import ReferenceRewriter
 
 __all__ = ["NativeRun"]
 

@@ -1,11 +1,11 @@
 """``POST /v1/answer``: a cited answer over the evidence index, through ``manage_references``.
 
 The question retrieves the ``top_k`` index entries closest to it (abstracts by default); they
-are the prompt's documents (:func:`~langchain_references.prompting.format_documents`), and
+are the prompt's documents (:func:`~langchain_references.core.prompting.format_documents`), and
 the answer model (:func:`get_answer_model`: the offline
 :class:`~langchain_references.demo.answerer.ExtractiveAnswerer` unless the application
 overrides the dependency) writes ``[n](id=k)`` citations that
-:func:`~langchain_references.manager.manage_references` rewrites in the requested style while
+:func:`~langchain_references.manage_references` rewrites in the requested style while
 the answer streams. With ``check_citations`` the streaming citation check
 (:class:`~langchain_references.citations.verifier.CitationVerifier` with the service's judge)
 verifies each sentence's citations as it completes.
@@ -34,9 +34,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from langchain_references.citations.streaming import CITATION_CHECK_KEY
 from langchain_references.citations.verifier import CitationVerifier
+from langchain_references.core.prompting import FORMAT_REFERENCES, format_documents
+from langchain_references.core.styles import clean_text
 from langchain_references.demo.answerer import ExtractiveAnswerer
-from langchain_references.manager import REFERENCES_EVENT, manage_references
-from langchain_references.prompting import FORMAT_REFERENCES, format_documents
+from langchain_references.factory import manage_references
+from langchain_references.manager import REFERENCES_EVENT
 from langchain_references.server.article import STYLES, StyleName
 from langchain_references.server.events import RESULT_EVENT, Event, openapi_responses, respond
 from langchain_references.server.factcheck_api import evidence_link
@@ -45,7 +47,6 @@ from langchain_references.server.links import link, safe_reference
 from langchain_references.server.links import title as title_field
 from langchain_references.server.services import ServicesDep
 from langchain_references.server.settings import Text
-from langchain_references.styles import clean_text
 
 __all__ = [
     "DOCUMENTS_EVENT",

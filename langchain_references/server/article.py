@@ -14,7 +14,7 @@ time. A claim whose check fails (a dead source, a failing judge, an error in the
 gets the ``error`` verdict with the reason; the other claims go on.
 
 Each claim's passages (supporting first, then contradicting) are numbered by source with the
-package's numbering registry (:class:`~langchain_references.numbering.SourceNumbering`, the
+package's numbering registry (:class:`~langchain_references.core.numbering.SourceNumbering`, the
 one the answer rewriter uses), so two passages of one page share a number, and the reference
 list is written in the requested style (:func:`cite_evidence`).
 
@@ -50,12 +50,19 @@ from langchain_references.citations.sentences import (
     iter_sentence_spans,
     sentence_segmenter,
 )
+from langchain_references.core.numbering import SourceNumbering
+from langchain_references.core.styles import (
+    EmptyReferenceStyle,
+    HTMLReferenceStyle,
+    MarkdownReferenceStyle,
+    ReferenceStyle,
+    TextReferenceStyle,
+)
 from langchain_references.factcheck.chain import FactCheckInput
 from langchain_references.factcheck.extract import aextract_all
 from langchain_references.factcheck.fetch import PageFetcher
 from langchain_references.factcheck.result import FactCheckProgress, FactCheckResult
 from langchain_references.judges.base import JudgeInfo
-from langchain_references.numbering import SourceNumbering
 from langchain_references.server.cpu import run_cpu_bound
 from langchain_references.server.events import (
     PROGRESS_EVENT,
@@ -77,13 +84,6 @@ from langchain_references.server.links import link, safe_reference, safe_result
 from langchain_references.server.links import title as title_field
 from langchain_references.server.services import ServicesDep
 from langchain_references.server.settings import LimitExceededError, Text
-from langchain_references.styles import (
-    EmptyReferenceStyle,
-    HTMLReferenceStyle,
-    MarkdownReferenceStyle,
-    ReferenceStyle,
-    TextReferenceStyle,
-)
 
 sentence_segmenter()  # without pysbd, importing the module fails here
 
@@ -211,7 +211,7 @@ def cite_evidence(
     """Number a check's passages by source and write their reference list in a style.
 
     The passages (supporting first, then contradicting) are cited in order, by position,
-    through a :class:`~langchain_references.numbering.SourceNumbering`: one number per source
+    through a :class:`~langchain_references.core.numbering.SourceNumbering`: one number per source
     (URL), by first citation; passages without a URL are sources of their own.
 
     Args:

@@ -1,8 +1,8 @@
 """Where an embedded evidence index keeps its BM25 indexes: one directory per generation.
 
 An index in ``persist_dir`` keeps, next to Chroma's files, ``lr_bm25/{generation}/{granularity}/``
-(a :class:`~langchain_references.retrieval.BM25Index` each), and in each granularity's folder
-a snapshot of its entries in the BM25 index's order: ``vectors.npy`` (their stored vectors,
+(a :class:`~langchain_references.services.retrieval.BM25Index` each), and in each granularity's
+folder a snapshot of its entries in the BM25 index's order: ``vectors.npy`` (their stored vectors,
 float32) and ``entries.jsonl`` (``[document, metadata]`` per line, with the byte offsets of
 the lines in ``entries.offsets.npy``). From them a BM25 or hybrid search takes the cosine of
 the hits that BM25 alone found and the documents and metadata of its hits, without reading
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from langchain_references._optional import require
-from langchain_references.retrieval import BM25Index, LexicalIndexError
+from langchain_references.services.retrieval import BM25Index, LexicalIndexError
 
 if TYPE_CHECKING:
     import numpy as np

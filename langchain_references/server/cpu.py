@@ -6,19 +6,19 @@ makes the event loop wait for the GIL each time it wakes up (up to the 5 ms swit
 several times per request, longer with two such threads): with two clients sending 15 KB of
 ``"a. "`` to ``/v1/article`` in a loop, the health checks' p95 went from 6 to 36 ms
 (``tests/unit_tests/server/test_load.py``). :func:`run_cpu_bound` runs such work in the
-package's worker processes instead (``langchain_references._isolation``: reused between calls,
-at a lower priority, ended with their parent), where it costs the service's process nothing
+package's worker processes instead (``langchain_references.services._isolation``: reused between
+calls, at a lower priority, ended with their parent), where it costs the service's process nothing
 but the pickling of the text and of the result.
 
 :func:`start` (run in the background as the service starts: it answers meanwhile, and a
 request that needs a worker waits for one) starts the workers, which import the modules of
 the functions they will run as they start (at the service's priority: see
-:func:`~langchain_references._isolation.preload`), a few seconds. A function given to
+:func:`~langchain_references.services._isolation.preload`), a few seconds. A function given to
 :func:`run_cpu_bound` must be a module-level function, and its arguments, result and
 exceptions picklable; what it raises is raised by :func:`run_cpu_bound`. A worker that dies
 (killed, out of memory) fails the call it was running with
-:class:`~langchain_references._isolation.WorkerDiedError`; the next call takes another worker.
-A cancelled call (the client went away) has its worker killed.
+:class:`~langchain_references.services._isolation.WorkerDiedError`; the next call takes another
+worker. A cancelled call (the client went away) has its worker killed.
 """
 
 from __future__ import annotations
@@ -29,7 +29,12 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from langchain_references._isolation import MAX_WORKERS, WORKER_NICENESS, call_isolated, preload
+from langchain_references.services._isolation import (
+    MAX_WORKERS,
+    WORKER_NICENESS,
+    call_isolated,
+    preload,
+)
 
 __all__ = ["WORKER_NICENESS", "run_cpu_bound", "start"]
 

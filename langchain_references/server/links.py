@@ -2,13 +2,13 @@
 
 A record's URL is untrusted (the index is built from files, the web back-end returns what it
 finds); a client may put a response's URL in a link. :func:`link` is
-:func:`~langchain_references.styles.safe_url` for JSON fields (``None`` when the URL must not
+:func:`~langchain_references.core.styles.safe_url` for JSON fields (``None`` when the URL must not
 be linked), and the helpers below apply it to the structured parts of the native responses:
 references (``source``), fact-check evidence and failures (``url``, ``""`` when unsafe, as the
 result model types it). Titles are as untrusted (a page's ``<title>``, a record's field):
-:func:`title` is :func:`~langchain_references.styles.clean_title` for JSON fields (control
+:func:`title` is :func:`~langchain_references.core.styles.clean_title` for JSON fields (control
 and bidi characters removed, one line, at most
-:data:`~langchain_references.styles.MAX_TITLE_CHARS` characters).
+:data:`~langchain_references.core.styles.MAX_TITLE_CHARS` characters).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from langchain_references.core.styles import clean_title, safe_url
 from langchain_references.factcheck.result import Evidence, FactCheckResult
 from langchain_references.failures import Failure
-from langchain_references.styles import clean_title, safe_url
 
 __all__ = ["link", "safe_reference", "safe_result", "title"]
 
@@ -30,7 +30,7 @@ def link(url: object) -> str | None:
         url: The untrusted URL (anything that is not a non-empty string is no link).
 
     Returns:
-        :func:`~langchain_references.styles.safe_url` of it, or ``None``.
+        :func:`~langchain_references.core.styles.safe_url` of it, or ``None``.
     """
     return safe_url(url) if isinstance(url, str) and url else None
 
@@ -39,7 +39,7 @@ def safe_reference(reference: Mapping[str, Any]) -> dict[str, Any]:
     """A reference's JSON form (``number``, ``source``, ``title``...), its fields made safe.
 
     Args:
-        reference: A :meth:`~langchain_references.numbering.UsedReference.to_dict` result.
+        reference: A :meth:`~langchain_references.core.numbering.UsedReference.to_dict` result.
 
     Returns:
         A copy whose ``source`` is :func:`link` of the original and whose ``title`` is
@@ -59,7 +59,7 @@ def title(text: object) -> str | None:
         text: The untrusted title (anything but a string is no title).
 
     Returns:
-        :func:`~langchain_references.styles.clean_title` of it (control and bidi characters
+        :func:`~langchain_references.core.styles.clean_title` of it (control and bidi characters
         removed, one line, capped), or ``None``.
     """
     return (clean_title(text) or None) if isinstance(text, str) else None

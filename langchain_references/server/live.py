@@ -54,7 +54,7 @@ from langchain_references.server.index import (
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
-    from langchain_references.retrieval import Retrieval
+    from langchain_references.services.retrieval import Retrieval
 
 __all__ = ["CHECK_SECONDS", "LiveIndex"]
 

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Final, TypeAlias
 from pydantic import AfterValidator
 
 from langchain_references.errors import LangchainReferencesError
-from langchain_references.retrieval import DEFAULT_RETRIEVAL, Retrieval, check_retrieval
+from langchain_references.services.retrieval import DEFAULT_RETRIEVAL, Retrieval, check_retrieval
 
 __all__ = [
     "ENV_PREFIX",

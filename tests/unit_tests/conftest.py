@@ -266,7 +266,7 @@ class _SharedRay:
 
     def start(self) -> None:
         if self._stack is None:
-            from langchain_references.engine import RayOptions, ray_session
+            from langchain_references.services.engine import RayOptions, ray_session
 
             stack = contextlib.ExitStack()
             stack.enter_context(ray_session(RayOptions(workers=2)))
@@ -318,7 +318,7 @@ def _no_memo_from_other_tests() -> None:
     A test then computes what it checks instead of reading a value another test left (a
     mutation run forks each mutant from a process that ran every test once).
     """
-    from langchain_references import _parser, styles
+    from langchain_references.core import _parser, styles
 
     styles.safe_url.cache_clear()
     _parser._HELD.clear()

@@ -50,9 +50,10 @@ def _references() -> list[tuple[str, str]]:
 def test_the_scan_finds_the_references() -> None:
     references = _references()
     assert len(references) > 200
-    assert ("langchain_references/server/links.py", "langchain_references.styles.safe_url") in (
-        references
-    )
+    assert (
+        "langchain_references/server/links.py",
+        "langchain_references.core.styles.safe_url",
+    ) in (references)
 
 
 def test_every_reference_names_something_that_exists() -> None:
@@ -61,6 +62,6 @@ def test_every_reference_names_something_that_exists() -> None:
 
 
 def test_a_broken_reference_is_found() -> None:
-    assert not _resolve("langchain_references.numbering.Reference.to_dict")
-    assert _resolve("langchain_references.numbering.UsedReference.to_dict")
-    assert _resolve("langchain_references.loading.LoadResult.errors")  # a dataclass field
+    assert not _resolve("langchain_references.core.numbering.Reference.to_dict")
+    assert _resolve("langchain_references.core.numbering.UsedReference.to_dict")
+    assert _resolve("langchain_references.services.loading.LoadResult.errors")  # a dataclass field

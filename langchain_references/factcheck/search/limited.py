@@ -1,8 +1,8 @@
 """A search provider under a rate limit: requests per second, concurrency, 429 retries.
 
 :class:`RateLimitedSearch` sends every search of the wrapped provider through a
-:class:`~langchain_references.ratelimit.RateLimiter` key (``"search"`` by default), shared by
-every worker holding the limiter; a search that fails with "too many requests" (HTTP 429/503,
+:class:`~langchain_references.services.ratelimit.RateLimiter` key (``"search"`` by default), shared
+by every worker holding the limiter; a search that fails with "too many requests" (HTTP 429/503,
 ddgs' ``RatelimitException``) is retried after the provider's ``Retry-After`` or a backoff.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from langchain_references.factcheck.search.base import DEFAULT_K, SearchProvider
 from langchain_references.factcheck.search.cached import provider_name
 from langchain_references.factcheck.types import SearchHit
-from langchain_references.ratelimit import RateLimiter
+from langchain_references.services.ratelimit import RateLimiter
 
 __all__ = ["RateLimitedSearch"]
 

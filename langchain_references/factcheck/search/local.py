@@ -2,8 +2,8 @@
 
 :class:`LocalCorpusSearch` indexes the main text of every ``.html``/``.htm``/``.txt`` file
 under a folder (HTML through trafilatura) and ranks files by BM25 (the package's one BM25,
-:class:`~langchain_references.retrieval.BM25Index`); files sharing no word with the query are
-not returned. A hit's link
+:class:`~langchain_references.services.retrieval.BM25Index`); files sharing no word with the query
+are not returned. A hit's link
 is ``base_url`` + the file's relative path when ``base_url`` is given (serve the folder with
 any HTTP server and fetch the hits like web pages), else the file's ``file://`` URI.
 
@@ -29,7 +29,7 @@ from langchain_core.vectorstores import VectorStore
 from langchain_references.factcheck.fetch import decode_body
 from langchain_references.factcheck.search.base import BaseSearchProvider
 from langchain_references.factcheck.types import SearchHit
-from langchain_references.retrieval import BM25Index
+from langchain_references.services.retrieval import BM25Index
 
 __all__ = ["LocalCorpusSearch", "VectorStoreSearch", "bm25_ranking", "tokenize"]
 

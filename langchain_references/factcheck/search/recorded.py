@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from langchain_references.errors import RecordError
 from langchain_references.factcheck.search.base import BaseSearchProvider, hits_from_records
 from langchain_references.factcheck.types import SearchHit
-from langchain_references.loading import iter_json_objects, read_text
+from langchain_references.services.loading import iter_json_objects, read_text
 
 __all__ = ["RecordedSearch", "normalize_query"]
 

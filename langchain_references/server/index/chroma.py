@@ -1,7 +1,7 @@
 """The index's Chroma: its clients (from the package's one factory), collections and batch limit.
 
 One Chroma client per index, created under a process-wide lock
-(:mod:`langchain_references._chroma`); Chroma's clients are thread-safe, so searches run
+(:mod:`langchain_references.services._chroma`); Chroma's clients are thread-safe, so searches run
 concurrently. Several worker processes may open the same embedded directory to read it, or
 share a Chroma server (``chroma run``).
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from langchain_references._chroma import http_client, persistent_client
 from langchain_references._optional import MissingDependencyError
 from langchain_references.server.index.errors import EvidenceIndexError
+from langchain_references.services._chroma import http_client, persistent_client
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -26,7 +26,7 @@ COSINE: Final[dict[str, Any]] = {"hnsw": {"space": "cosine"}}
 
 
 def client(persist_dir: Path | None, chroma_url: str | None, *, fresh: bool = False) -> ClientAPI:
-    """A client of the package's one factory (:mod:`langchain_references._chroma`).
+    """A client of the package's one factory (:mod:`langchain_references.services._chroma`).
 
     Args:
         persist_dir: Directory of an embedded Chroma.

@@ -16,7 +16,7 @@ def load_embeddings(spec: str | None = None) -> Embeddings:
 
     Args:
         spec: ``None`` or ``"minilm"`` for the offline all-MiniLM-L6-v2 (the process's one
-            instance, :func:`~langchain_references.embeddings.shared_minilm`), or
+            instance, :func:`~langchain_references.services.embeddings.shared_minilm`), or
             ``"package.module:factory"``: a LangChain ``Embeddings`` class or function called
             without arguments (configure it with its environment variables).
 
@@ -30,7 +30,7 @@ def load_embeddings(spec: str | None = None) -> Embeddings:
     from langchain_core.embeddings import Embeddings
 
     if spec is None or spec == "minilm":
-        from langchain_references.embeddings import shared_minilm
+        from langchain_references.services.embeddings import shared_minilm
 
         return shared_minilm()
     module_name, _, attribute = spec.partition(":")

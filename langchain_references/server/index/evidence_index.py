@@ -20,14 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from langchain_references.engine import DEFAULT_ENGINE, ENGINES, Engine, RayOptions
-from langchain_references.retrieval import (
-    DEFAULT_RETRIEVAL,
-    BM25Index,
-    LexicalIndexError,
-    Retrieval,
-    check_retrieval,
-)
 from langchain_references.server import bm25_store
 from langchain_references.server.index import generations, search, snapshot, writing
 from langchain_references.server.index.chroma import max_batch
@@ -40,6 +32,14 @@ from langchain_references.server.index.records import (
     EvidenceRecord,
     Granularity,
     last_of_each_id,
+)
+from langchain_references.services.engine import DEFAULT_ENGINE, ENGINES, Engine, RayOptions
+from langchain_references.services.retrieval import (
+    DEFAULT_RETRIEVAL,
+    BM25Index,
+    LexicalIndexError,
+    Retrieval,
+    check_retrieval,
 )
 
 if TYPE_CHECKING:

@@ -3,8 +3,8 @@
 ``EvidenceIndex.build(..., engine="ray")``
 (:meth:`~langchain_references.server.index.EvidenceIndex.build`) hands its batches of entries
 (the same batches as the local engine) to
-:func:`~langchain_references.engine.map_runnable`: a pool of actors, each of which loads the
-embeddings once, embeds a batch with the one function the local engine uses
+:func:`~langchain_references.services.engine.map_runnable`: a pool of actors, each of which loads
+the embeddings once, embeds a batch with the one function the local engine uses
 (:func:`~langchain_references.server.index.writing.embed_and_write`: a text repeated in a slice
 embedded once) and
 
@@ -28,12 +28,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from langchain_references._optional import require
-from langchain_references.engine import RayOptions, map_runnable
 from langchain_references.server.index.chroma import client
 from langchain_references.server.index.embeddings_spec import load_embeddings
 from langchain_references.server.index.errors import EvidenceIndexError
 from langchain_references.server.index.records import Entry
 from langchain_references.server.index.writing import embed_and_write, upsert
+from langchain_references.services.engine import RayOptions, map_runnable
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings

@@ -152,7 +152,9 @@ def _extra(obj: Mapping[str, Any], location: str | None) -> dict[str, Scalar]:
 def parse_evidence_record(
     obj: Any, *, location: str | None = None, max_chars: int = MAX_RECORD_CHARS
 ) -> EvidenceRecord:
-    """Validate one corpus record (a :func:`~langchain_references.loading.load_records` parser).
+    """Validate one corpus record (a parser of records for ``load_records``).
+
+    See :func:`~langchain_references.services.loading.load_records`.
 
     Args:
         obj: The decoded JSON value.

@@ -1,10 +1,11 @@
 """Ranking: the entries of one granularity that best match each query, in a retrieval mode.
 
 A search ranks the entries of one granularity in the index's
-:data:`~langchain_references.retrieval.Retrieval` mode: ``dense`` (the cosine), ``bm25``
-(:class:`~langchain_references.retrieval.BM25Index`, one per granularity) or ``hybrid`` (the
+:data:`~langchain_references.services.retrieval.Retrieval` mode: ``dense`` (the cosine), ``bm25``
+(:class:`~langchain_references.services.retrieval.BM25Index`, one per granularity) or ``hybrid``
+(the
 default: the first :data:`FUSION_DEPTH` of each, fused by
-:func:`~langchain_references.retrieval.reciprocal_rank_fusion`); :func:`depth` decides how
+:func:`~langchain_references.services.retrieval.reciprocal_rank_fusion`); :func:`depth` decides how
 deep each ranking goes, once. The dense ranking (:func:`nearest`) asks Chroma for the nearest
 entries of *both* granularities, as many as needed to hold the ``k`` nearest of the wanted one
 (from the share of each granularity), rather than a query filtered on the granularity:
@@ -18,8 +19,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
-from langchain_references.retrieval import Retrieval, reciprocal_rank_fusion
 from langchain_references.server.index.records import GRANULARITIES, Granularity, granularity_of
+from langchain_references.services.retrieval import Retrieval, reciprocal_rank_fusion
 
 __all__ = ["FUSION_DEPTH", "Nearest", "check_query", "depth", "fuse", "nearest"]
 

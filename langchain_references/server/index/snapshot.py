@@ -1,7 +1,7 @@
 """The BM25 indexes of a generation, and the snapshot of their entries saved beside them.
 
 A search in ``bm25`` or ``hybrid`` mode ranks with a
-:class:`~langchain_references.retrieval.BM25Index` per granularity. An embedded index keeps
+:class:`~langchain_references.services.retrieval.BM25Index` per granularity. An embedded index keeps
 them per generation, written before the switch (:mod:`~langchain_references.server.bm25_store`),
 with a snapshot of their entries in BM25 order: the stored vectors (a memory-mapped
 ``vectors.npy`` per granularity) and the documents and metadata. From it the cosine of a hit
@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from langchain_references._optional import require
-from langchain_references.retrieval import BM25Index, LexicalIndexError
 from langchain_references.server import bm25_store
 from langchain_references.server.index.errors import EvidenceIndexError
 from langchain_references.server.index.records import (
@@ -30,6 +29,7 @@ from langchain_references.server.index.records import (
     Granularity,
     entries_of,
 )
+from langchain_references.services.retrieval import BM25Index, LexicalIndexError
 
 if TYPE_CHECKING:
     import numpy as np

@@ -22,8 +22,8 @@ from langchain_references.conversation import (
     give_ids,
     number_conversation,
 )
-from langchain_references.numbering import ABSENT_DOCUMENT
-from langchain_references.prompting import FORMAT_REFERENCES
+from langchain_references.core.numbering import ABSENT_DOCUMENT
+from langchain_references.core.prompting import FORMAT_REFERENCES
 
 PARIS = Document("Paris is in France.", metadata={"source": "https://paris.example"}, id="p")
 

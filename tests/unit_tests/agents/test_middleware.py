@@ -165,7 +165,7 @@ def test_ids_stay_stable_when_old_messages_are_summarized_away(
     agent = summarizing_agent(model, references=True)
     config = {"configurable": {"thread_id": "t"}}
     answers = []
-    with caplog.at_level(logging.WARNING, logger="langchain_references.rewriter"):
+    with caplog.at_level(logging.WARNING, logger="langchain_references.core.rewriter"):
         for question in ("a", "b", "c"):
             state = agent.invoke({"messages": [HumanMessage(question)]}, config)
             answers.append(state["messages"][-1].content)

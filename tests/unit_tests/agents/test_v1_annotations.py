@@ -13,8 +13,8 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableGenerator, RunnableLambda
 
 from langchain_references import MarkdownReferenceStyle, TextReferenceStyle, manage_references
-from langchain_references._parser import CITATION_RE
-from langchain_references.rewriter import CitedSpan, ReferenceRewriter
+from langchain_references.core._parser import CITATION_RE
+from langchain_references.core.rewriter import CitedSpan, ReferenceRewriter
 from tests.unit_tests.fakes import (
     AgentChatModel,
     ScriptedChatModel,

@@ -6,13 +6,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langchain_references._parser import CITATION_RE
 from langchain_references.citations.sentences import (
     CitedSentence,
     SentenceCitationTracker,
     is_verification_worthy,
     split_cited_sentences,
 )
+from langchain_references.core._parser import CITATION_RE
 
 
 def texts(answer: str) -> list[tuple[str, tuple[int, ...]]]:

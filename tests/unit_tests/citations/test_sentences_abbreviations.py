@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langchain_references._parser import CITATION_RE
 from langchain_references.citations.sentences import (
     CitedSentence,
     SentenceCitationTracker,
     split_cited_sentences,
 )
+from langchain_references.core._parser import CITATION_RE
 
 
 def split(answer: str) -> list[str]:

@@ -18,7 +18,7 @@ import langchain_references.cli.demo as demo_main
 from langchain_references.cli import main
 from langchain_references.demo import NOT_FOUND_ANSWER, ExtractiveAnswerer
 from langchain_references.demo.corpus import BASE_URL, SAMPLE_QUESTION, load_documents
-from langchain_references.embeddings import MiniLMEmbeddings
+from langchain_references.services.embeddings import MiniLMEmbeddings
 
 RETRIEVED = "Retrieved documents:"
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from langchain_references.cli._errors import CLIError
 from langchain_references.cli._files import atomic_write, check_output, read_records, writing
 from langchain_references.errors import RecordError
-from langchain_references.loading import LoadResult
+from langchain_references.services.loading import LoadResult
 
 
 class BoomError(Exception):

@@ -26,10 +26,10 @@ from langchain_references.cli import _runner
 from langchain_references.cli import citations as citations_cli
 from langchain_references.cli import factcheck as factcheck_cli
 from langchain_references.cli import factuality as factuality_cli
-from langchain_references.engine import RayOptions
 from langchain_references.factcheck.result import FactCheckResult
 from langchain_references.factcheck.verdict import Verdict
 from langchain_references.factuality.pipeline import create_factuality_evaluator
+from langchain_references.services.engine import RayOptions
 from tests.unit_tests.cli.test_interrupts import record, run_main, write_jsonl
 
 ENGINES = {"local": [], "ray": ["--engine", "ray", "--workers", "1"]}

@@ -36,7 +36,7 @@ SMALL_COMMANDS = [
 #: Module prefixes none of them may import (``import langchain_core`` imports no tracer).
 HEAVY = (
     "langchain_references.judges",
-    "langchain_references.embeddings",
+    "langchain_references.services.embeddings",
     "langchain_references.factcheck.chain",
     "langchain_core.tracers",
     "chromadb",

@@ -159,7 +159,7 @@ def test_factcheck_on_ray_json_is_results_only() -> None:
 
 def test_bm25s_logger_follows_the_application_whoever_imports_it_first() -> None:
     bm25s = pytest.importorskip("bm25s")
-    from langchain_references.retrieval import BM25Index
+    from langchain_references.services.retrieval import BM25Index
 
     logger = logging.getLogger("bm25s")
     logger.setLevel(logging.DEBUG)  # as ``import bm25s`` leaves it

@@ -18,8 +18,8 @@ import pytest
 
 from langchain_references.cli import main
 from langchain_references.cli._runs import build_limiter
-from langchain_references.ratelimit import LocalLimiterBackend, RateLimit
-from langchain_references.runcache import RunCache
+from langchain_references.services.ratelimit import LocalLimiterBackend, RateLimit
+from langchain_references.services.runcache import RunCache
 from tests.unit_tests.cli.test_interrupts import record, run_main, write_jsonl
 from tests.unit_tests.conftest import LocalSite
 

@@ -11,7 +11,7 @@ import pytest
 from langchain_references.cli import citations as citations_cli
 from langchain_references.cli import factuality as factuality_cli
 from langchain_references.factuality.pipeline import create_factuality_evaluator
-from langchain_references.runcache import RunCache
+from langchain_references.services.runcache import RunCache
 from tests.unit_tests.cli.test_interrupts import (
     InterruptAt,
     interrupt_factuality_at,
@@ -164,7 +164,7 @@ def test_a_damaged_cache_is_one_line_and_every_answer_is_reported(
     assert run_main("citations", *argv, "--cache", str(cache))[0] == 0
     _damage(cache)
 
-    with caplog.at_level("WARNING", logger="langchain_references.runcache"):
+    with caplog.at_level("WARNING", logger="langchain_references.services.runcache"):
         code, out, err = run_main("citations", *argv, "--cache", str(cache), "--resume")
 
     assert code == 0

@@ -12,8 +12,8 @@ import pytest
 
 from langchain_references.cli import _runner
 from langchain_references.cli._runner import BatchJob, BatchRun, RayRun, failure_text, run_batch
-from langchain_references.engine import RayOptions
 from langchain_references.errors import RecordError
+from langchain_references.services.engine import RayOptions
 
 
 class Job(BatchJob[str, str]):

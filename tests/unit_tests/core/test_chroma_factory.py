@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from langchain_references import _chroma
 from langchain_references.factcheck import relevance
 from langchain_references.server.index import EvidenceIndexError
 from langchain_references.server.index import chroma as index_chroma
+from langchain_references.services import _chroma
 
 
 def test_http_client_refuses_what_is_not_an_http_url() -> None:

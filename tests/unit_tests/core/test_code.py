@@ -14,10 +14,10 @@ from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableLambda
 
 from langchain_references import TextReferenceStyle, manage_references
-from langchain_references._code import MAX_HELD_CODE, CodeAwareParser, MarkdownCode, Segment
-from langchain_references._parser import MARKER_DIALECTS, Citation, CitationParser, Event
 from langchain_references.citations.sentences import split_cited_sentences
-from langchain_references.rewriter import ReferenceRewriter
+from langchain_references.core._code import MAX_HELD_CODE, CodeAwareParser, MarkdownCode, Segment
+from langchain_references.core._parser import MARKER_DIALECTS, Citation, CitationParser, Event
+from langchain_references.core.rewriter import ReferenceRewriter
 from tests.unit_tests.core.test_parser import normalize, raw, split_texts
 
 DIALECT_SETS = [

@@ -12,15 +12,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 
-from langchain_references import deeplinks
-from langchain_references.deeplinks import (
+from langchain_references.core import deeplinks
+from langchain_references.core.deeplinks import (
     MAX_EXACT_WORDS,
     choose_quote,
     deep_link,
     page_number,
     text_fragment,
 )
-from langchain_references.styles import (
+from langchain_references.core.styles import (
     QUOTE_KEY,
     HTMLReferenceStyle,
     MarkdownReferenceStyle,

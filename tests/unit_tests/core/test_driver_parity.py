@@ -54,8 +54,8 @@ from langchain_references import (
 from langchain_references.citations.sentences import split_cited_sentences
 from langchain_references.citations.streaming import citation_report
 from langchain_references.citations.verifier import CitationVerifier
+from langchain_references.core.styles import UnsupportedClaim
 from langchain_references.judges import Judge, Judgement, Label
-from langchain_references.styles import UnsupportedClaim
 from tests.unit_tests.fakes import AgentChatModel, StreamingChatModel, text_chunks
 
 # -- the answer ------------------------------------------------------------------------------

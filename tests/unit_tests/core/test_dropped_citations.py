@@ -28,9 +28,9 @@ from langchain_references import (
     TextReferenceStyle,
     manage_references,
 )
-from langchain_references.numbering import ABSENT_DOCUMENT, SourceNumbering
-from langchain_references.rewriter import MAX_HELD_BLANKS, NO_DOCUMENTS_FIX, ReferenceRewriter
-from langchain_references.styles import ReferenceStyle
+from langchain_references.core.numbering import ABSENT_DOCUMENT, SourceNumbering
+from langchain_references.core.rewriter import MAX_HELD_BLANKS, NO_DOCUMENTS_FIX, ReferenceRewriter
+from langchain_references.core.styles import ReferenceStyle
 from tests.unit_tests.fakes import StreamingChatModel, text_chunks
 
 DOCS = [

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from langchain_core.runnables import Runnable, RunnableLambda
 
-from langchain_references.engine import (
+from langchain_references.services.engine import (
     RayLimiterBackend,
     RayOptions,
     RunnableWorker,
@@ -28,7 +28,7 @@ from langchain_references.engine import (
     map_runnable,
     to_json,
 )
-from langchain_references.ratelimit import RateLimit, RateLimiter
+from langchain_references.services.ratelimit import RateLimit, RateLimiter
 from tests.unit_tests.factcheck.throttled_server import serve_throttled
 
 ray = pytest.importorskip("ray")
@@ -124,7 +124,7 @@ def make_claims() -> Runnable[str, dict[str, Any]]:
 
 
 def test_unpicklable_exceptions_are_named_in_a_runtime_error() -> None:
-    from langchain_references.engine import _picklable
+    from langchain_references.services.engine import _picklable
 
     with pytest.raises(TypeError):
         pickle.dumps(UnpicklableError())
@@ -308,7 +308,7 @@ def test_rays_messages_to_the_driver_go_to_stderr(capfd: pytest.CaptureFixture[s
     pytest.importorskip("ray")
     from ray._private import worker
 
-    from langchain_references.engine import _ray_messages_to_stderr
+    from langchain_references.services.engine import _ray_messages_to_stderr
 
     original = worker.print_to_stdstream  # patched already if a Ray session ran here
     try:

@@ -9,7 +9,7 @@ from langchain_core.documents import Document
 
 import langchain_references
 from langchain_references import FORMAT_REFERENCES, format_documents
-from langchain_references.prompting import neutralize
+from langchain_references.core.prompting import neutralize
 
 
 def test_format_references_text_is_exact() -> None:

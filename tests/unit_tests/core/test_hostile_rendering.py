@@ -20,13 +20,8 @@ from langchain_core.documents import Document
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from langchain_references.factcheck.report import render_report
-from langchain_references.factcheck.result import Evidence, FactCheckCounts, FactCheckResult
-from langchain_references.factcheck.verdict import Verdict
-from langchain_references.failures import Failure
-from langchain_references.judges import Label
-from langchain_references.rewriter import ReferenceRewriter
-from langchain_references.styles import (
+from langchain_references.core.rewriter import ReferenceRewriter
+from langchain_references.core.styles import (
     HTMLReferenceStyle,
     MarkdownReferenceStyle,
     ReferenceStyle,
@@ -34,6 +29,11 @@ from langchain_references.styles import (
     UnsupportedClaim,
     safe_url,
 )
+from langchain_references.factcheck.report import render_report
+from langchain_references.factcheck.result import Evidence, FactCheckCounts, FactCheckResult
+from langchain_references.factcheck.verdict import Verdict
+from langchain_references.failures import Failure
+from langchain_references.judges import Label
 
 SAFE_SCHEMES = {"http", "https", "mailto", "ftp"}
 #: Scheme variants that must be linked, and disguised dangerous ones that must never be.

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from langchain_references._isolation import (
+from langchain_references.services._isolation import (
     WORKER_NICENESS,
     WorkerStoppedError,
     WorkerTimeoutError,
@@ -85,7 +85,7 @@ def test_a_script_without_a_main_guard_is_not_run_again_by_the_workers(tmp_path:
     script.write_text(
         textwrap.dedent(
             """
-            from langchain_references._isolation import call_isolated
+            from langchain_references.services._isolation import call_isolated
             from tests.unit_tests.core import _isolated_functions as functions
 
             print("top level ran")
@@ -103,7 +103,7 @@ def test_a_process_with_over_a_thousand_open_files_still_reads_its_workers() -> 
     script = textwrap.dedent(
         """
         import os
-        from langchain_references._isolation import call_isolated
+        from langchain_references.services._isolation import call_isolated
         from tests.unit_tests.core import _isolated_functions as functions
 
         held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
@@ -136,7 +136,7 @@ def test_an_idle_worker_killed_from_outside_is_replaced() -> None:
 def test_a_preloaded_module_is_imported_as_a_new_worker_starts_before_its_priority_drops(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from langchain_references import _isolation
+    from langchain_references.services import _isolation
 
     monkeypatch.setattr(_isolation, "_preloaded", [])  # the probe is not left to later workers
     probe = "tests.unit_tests.core._preload_probe"

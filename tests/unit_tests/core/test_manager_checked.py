@@ -20,8 +20,8 @@ from langchain_core.runnables import RunnableConfig, RunnableGenerator, Runnable
 from langchain_references import TextReferenceStyle, manage_references
 from langchain_references.citations.sentences import CitedSentence
 from langchain_references.citations.verifier import SentenceVerdict
+from langchain_references.core.styles import QUOTE_KEY
 from langchain_references.manager import OnUnsupported
-from langchain_references.styles import QUOTE_KEY
 from tests.unit_tests.citations.test_dialect_checks import ScriptedChecker, merged
 from tests.unit_tests.fakes import StreamingChatModel
 

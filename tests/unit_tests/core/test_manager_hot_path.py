@@ -17,10 +17,10 @@ from langchain_core.messages import AIMessageChunk
 from langchain_core.runnables import Runnable, RunnableGenerator
 
 from langchain_references import TextReferenceStyle, manage_references
-from langchain_references._parser import _HELD, _HELD_SIZE, Citation, CitationParser
+from langchain_references.core._parser import _HELD, _HELD_SIZE, Citation, CitationParser
+from langchain_references.core.rewriter import ReferenceRewriter
+from langchain_references.core.styles import ReferenceStyle
 from langchain_references.manager import _Session
-from langchain_references.rewriter import ReferenceRewriter
-from langchain_references.styles import ReferenceStyle
 
 DOCS = [Document(f"doc {i}", metadata={"source": f"https://e.org/{i % 3}"}) for i in range(4)]
 

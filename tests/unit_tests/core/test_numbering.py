@@ -8,21 +8,21 @@ import pytest
 from langchain_core.documents import Document
 
 import langchain_references
-from langchain_references import numbering as numbering_module
-from langchain_references import rewriter as rewriter_module
-from langchain_references.factcheck import report
-from langchain_references.factcheck.result import Evidence, FactCheckResult
-from langchain_references.factcheck.verdict import Verdict
-from langchain_references.judges import Label
-from langchain_references.numbering import ABSENT_DOCUMENT, SourceNumbering, UsedReference
-from langchain_references.rewriter import ReferenceRewriter
-from langchain_references.server import article
-from langchain_references.styles import (
+from langchain_references.core import numbering as numbering_module
+from langchain_references.core import rewriter as rewriter_module
+from langchain_references.core.numbering import ABSENT_DOCUMENT, SourceNumbering, UsedReference
+from langchain_references.core.rewriter import ReferenceRewriter
+from langchain_references.core.styles import (
     QUOTE_KEY,
     MarkdownReferenceStyle,
     ReferenceStyle,
     TextReferenceStyle,
 )
+from langchain_references.factcheck import report
+from langchain_references.factcheck.result import Evidence, FactCheckResult
+from langchain_references.factcheck.verdict import Verdict
+from langchain_references.judges import Label
+from langchain_references.server import article
 
 
 def docs(*sources: str | None) -> list[Document]:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langchain_references._parser import MAX_CITATION_LENGTH, Citation, CitationParser, Event
+from langchain_references.core._parser import MAX_CITATION_LENGTH, Citation, CitationParser, Event
 
 
 def parse(pieces: list[str]) -> list[Event]:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from langchain_core.documents import Document
 
 from langchain_references import TextReferenceStyle
-from langchain_references._parser import (
+from langchain_references.core._parser import (
     DEFAULT_MARKERS,
     MARKER_DIALECTS,
     MAX_CITATION_LENGTH,
@@ -19,7 +19,7 @@ from langchain_references._parser import (
     CitationParser,
     Event,
 )
-from langchain_references.rewriter import ReferenceRewriter
+from langchain_references.core.rewriter import ReferenceRewriter
 from tests.unit_tests.core.test_parser import citations, normalize, raw, split_texts
 
 Markers = tuple[str, ...]

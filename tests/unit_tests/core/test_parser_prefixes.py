@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from langchain_references._parser import CITATION_RE, _prefix_pattern
+from langchain_references.core._parser import CITATION_RE, _prefix_pattern
 
 _DIGITS = re.compile(r"[0-9]{1,9}")
 

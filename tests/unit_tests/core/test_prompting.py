@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from langchain_references.prompting import delimit, find_tag_lookalikes, neutralize
+from langchain_references.core.prompting import delimit, find_tag_lookalikes, neutralize
 
 TAGS = ("passage", "statement")
 _SKIP = {"Cc", "Cf", "Mn", "Me", "Zs", "Zl", "Zp"}
@@ -136,7 +136,7 @@ def test_delimit_has_exactly_one_block(text: str) -> None:
 
 def whole_skeleton_lookalikes(text: str, tags: tuple[str, ...]) -> list[int]:
     """The look-alike search over the skeleton of the whole text (the former algorithm)."""
-    from langchain_references.prompting import _fold, _pattern
+    from langchain_references.core.prompting import _fold, _pattern
 
     names = frozenset(_fold(t) for t in tags)
     parts: list[str] = []
@@ -184,7 +184,7 @@ def test_lookalikes_at_the_edges_of_a_window(text: str, expected: list[int]) -> 
 
 
 def test_the_openers_are_every_character_whose_skeleton_holds_a_less_than() -> None:
-    from langchain_references.prompting import _OPENERS, _fold
+    from langchain_references.core.prompting import _OPENERS, _fold
 
     found = [
         chr(code)
@@ -197,7 +197,7 @@ def test_the_openers_are_every_character_whose_skeleton_holds_a_less_than() -> N
 
 def _folds(text: str) -> int:
     """How many characters the look-alike search folds in ``text`` (TAGS)."""
-    from langchain_references.prompting import _fold
+    from langchain_references.core.prompting import _fold
 
     before = _fold.cache_info()
     find_tag_lookalikes(text, TAGS)
@@ -243,7 +243,7 @@ def test_text_without_an_opener_is_searched_without_a_copy_per_character() -> No
 
 
 def test_data_prompt_tells_the_model_that_blocks_are_data() -> None:
-    from langchain_references.prompting import DATA_NOTICE, data_prompt
+    from langchain_references.core.prompting import DATA_NOTICE, data_prompt
 
     prompt = data_prompt("Judge the statement.", "Call the tool.", "{blocks}")
     system, human = prompt.format_messages(blocks="<passage>x</passage>")

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from langchain_references.ratelimit import (
+from langchain_references.services.ratelimit import (
     LimiterBackend,
     LocalLimiterBackend,
     RateLimit,

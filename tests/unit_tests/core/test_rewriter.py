@@ -7,10 +7,10 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_references import MarkdownReferenceStyle, TextReferenceStyle
-from langchain_references import rewriter as rewriter_module
-from langchain_references.deeplinks import QuoteFinder
-from langchain_references.rewriter import ReferenceRewriter
-from langchain_references.styles import ReferenceStyle
+from langchain_references.core import rewriter as rewriter_module
+from langchain_references.core.deeplinks import QuoteFinder
+from langchain_references.core.rewriter import ReferenceRewriter
+from langchain_references.core.styles import ReferenceStyle
 
 
 def docs(*sources: str | None) -> list[Document]:

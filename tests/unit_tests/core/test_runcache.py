@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from langchain_references.runcache import RunCache, RunCacheError, content_key
+from langchain_references.services.runcache import RunCache, RunCacheError, content_key
 
 
 def test_content_key_ignores_dict_order_but_not_list_order() -> None:
@@ -90,7 +90,7 @@ def test_asyncio_tasks_share_one_cache(tmp_path: Path) -> None:
 _KILLED_WRITER = textwrap.dedent(
     """
     import sys, time
-    from langchain_references.runcache import RunCache
+    from langchain_references.services.runcache import RunCache
     cache = RunCache(sys.argv[1])
     i = 0
     while True:
@@ -154,7 +154,7 @@ def test_a_locked_cache_is_one_warning_and_the_run_goes_on(
     cache.put("item", "a", 1)
     other = _locked(path)
     try:
-        with caplog.at_level("WARNING", logger="langchain_references.runcache"):
+        with caplog.at_level("WARNING", logger="langchain_references.services.runcache"):
             cache.put("item", "b", 2)  # waits 50 ms for the lock, then goes on without
             cache.put("item", "c", 3)  # not tried
             assert cache.get("item", "a") is None  # lookups miss from now on
@@ -196,7 +196,7 @@ def test_damaged_pages_mid_run_are_one_warning(
     data[2 * page : len(data) - page] = b"\xff" * (len(data) - 3 * page)  # all but 2 pages
     path.write_bytes(bytes(data))
     cache = RunCache(path, keep_going=True)  # opens: its first page is sound
-    with caplog.at_level("WARNING", logger="langchain_references.runcache"):
+    with caplog.at_level("WARNING", logger="langchain_references.services.runcache"):
         values = [cache.get("item", f"k{i}") for i in range(300)]
     assert values == [None] * 300
     assert cache.failure is not None
@@ -210,7 +210,7 @@ def test_damaged_pages_mid_run_are_one_warning(
 def test_the_oldest_entries_are_evicted_past_the_cap(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import langchain_references.runcache as runcache
+    import langchain_references.services.runcache as runcache
 
     ticks = iter(range(1_000_000))
     monkeypatch.setattr(runcache.time, "time", lambda: float(next(ticks)))

@@ -19,18 +19,18 @@ from langchain_references import (
     TextReferenceStyle,
     manage_references,
 )
-from langchain_references.deeplinks import (
+from langchain_references.core.deeplinks import (
     MIN_QUOTE_CHARS,
     MIN_QUOTE_WORDS,
     QuoteFinder,
     choose_quote,
     usable_quote,
 )
+from langchain_references.core.numbering import SourceNumbering
+from langchain_references.core.rewriter import ReferenceRewriter
+from langchain_references.core.styles import QUOTE_KEY, ReferenceStyle
 from langchain_references.factcheck import report
-from langchain_references.numbering import SourceNumbering
-from langchain_references.rewriter import ReferenceRewriter
 from langchain_references.server import article
-from langchain_references.styles import QUOTE_KEY, ReferenceStyle
 
 MATHEMATICS = "https://en.wikipedia.org/wiki/Mathematics"
 GAME = "https://en.wikipedia.org/wiki/Mathematical_game"

@@ -15,8 +15,8 @@ from langchain_references import (
     ReferenceStyle,
     TextReferenceStyle,
 )
-from langchain_references.rewriter import ReferenceRewriter
-from langchain_references.styles import (
+from langchain_references.core.rewriter import ReferenceRewriter
+from langchain_references.core.styles import (
     MAX_TITLE_CHARS,
     UnsupportedClaim,
     clean_text,

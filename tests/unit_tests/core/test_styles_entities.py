@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_references.styles import _decodings, safe_url
+from langchain_references.core.styles import _decodings, safe_url
 
 REPLACEMENT = "\ufffd"
 

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 
-from langchain_references.styles import (
+from langchain_references.core.styles import (
     _ESCAPE_SEQ_RE,
     _MD_BLOCK_START,
     _UNSAFE_TEXT_RE,

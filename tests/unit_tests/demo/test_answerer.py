@@ -25,7 +25,7 @@ from langchain_references.demo.answerer import (
     split_sentences,
     states_asked_quantity,
 )
-from langchain_references.embeddings import MiniLMEmbeddings
+from langchain_references.services.embeddings import MiniLMEmbeddings
 
 CITATION = re.compile(r" \[(\d+)\]\(id=(\d+)\)")
 

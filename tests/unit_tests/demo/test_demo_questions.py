@@ -16,7 +16,7 @@ import pytest
 import langchain_references.cli.demo as demo_main
 from langchain_references.cli import main
 from langchain_references.demo.corpus import BASE_URL
-from langchain_references.embeddings import MiniLMEmbeddings
+from langchain_references.services.embeddings import MiniLMEmbeddings
 
 #: (question, the start of the sentence that must open the answer, its page)
 QUESTIONS = [

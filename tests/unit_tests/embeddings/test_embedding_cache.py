@@ -14,8 +14,11 @@ from typing import Any
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from langchain_references import embedding_cache
-from langchain_references.embedding_cache import CachedEmbeddings, embeds_queries_as_documents
+from langchain_references.services import embedding_cache
+from langchain_references.services.embedding_cache import (
+    CachedEmbeddings,
+    embeds_queries_as_documents,
+)
 
 
 def vector(text: str) -> list[float]:
@@ -225,7 +228,7 @@ def test_a_model_that_embeds_queries_as_documents_shares_one_memo() -> None:
 
 
 def test_minilm_declares_that_it_embeds_queries_as_documents() -> None:
-    from langchain_references.embeddings import MiniLMEmbeddings
+    from langchain_references.services.embeddings import MiniLMEmbeddings
 
     model = MiniLMEmbeddings()
     assert embeds_queries_as_documents(model)

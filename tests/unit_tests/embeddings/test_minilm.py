@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper
 from tokenizers import Tokenizer
 
-from langchain_references.embeddings import (
+from langchain_references.services.embeddings import (
     EMBEDDING_DIMENSION,
     MAX_SEQ_LENGTH,
     MODEL_SHA256,
@@ -282,7 +282,7 @@ def test_an_unverified_tokenizer_is_used_with_a_warning(
 ) -> None:
     copy = tmp_path / "tokenizer.json"
     shutil.copyfile(default_tokenizer_path(), copy)
-    with caplog.at_level(logging.WARNING, logger="langchain_references.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="langchain_references.services.embeddings"):
         vector = MiniLMEmbeddings(tokenizer_path=copy, tokenizer_sha256=None).embed_query("hi")
     assert "sha256 check disabled" in caplog.text
     assert vector == embeddings.embed_query("hi")

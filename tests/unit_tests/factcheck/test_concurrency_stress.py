@@ -27,7 +27,6 @@ import tiktoken
 from chromadb.api.shared_system_client import SharedSystemClient
 from chromadb.config import System
 
-from langchain_references import _isolation
 from langchain_references.cli import factcheck as cli_factcheck
 from langchain_references.cli import main
 from langchain_references.demo.site import DemoSiteSearch, LocalOriginGuard, serve_demo_site
@@ -35,6 +34,7 @@ from langchain_references.factcheck import PageFetcher, create_fact_check_chain,
 from langchain_references.factcheck.passages import DEFAULT_ENCODING
 from langchain_references.factcheck.result import FactCheckResult
 from langchain_references.judges import HeuristicJudge
+from langchain_references.services import _isolation
 from tests.unit_tests.factcheck.test_relevance import BagOfWords  # cheap hashed bag of words
 
 logger = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ def temp_entries(folder: Path) -> list[str]:
 def end_idle_workers() -> None:
     """End the extraction worker processes kept idle for later calls.
 
-    The pool (:mod:`langchain_references._isolation`) keeps up to ``MAX_WORKERS`` workers,
+    The pool (:mod:`langchain_references.services._isolation`) keeps up to ``MAX_WORKERS`` workers,
     two pipes each, for the life of the process, started by whichever test of the process
     first extracts a page: the count of descriptors must not depend on the tests run before.
     """

@@ -199,7 +199,7 @@ def test_merge_orders_by_similarity_the_web_first_on_a_tie() -> None:
 def tern_store() -> Iterator[Any]:
     from langchain_chroma import Chroma
 
-    from langchain_references._chroma import ephemeral_client
+    from langchain_references.services._chroma import ephemeral_client
 
     store = Chroma(
         collection_name=f"test-{uuid.uuid4().hex}",

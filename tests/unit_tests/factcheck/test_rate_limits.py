@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from langchain_references.factcheck.fetch import PageFetcher
-from langchain_references.ratelimit import RateLimit, RateLimiter
+from langchain_references.services.ratelimit import RateLimit, RateLimiter
 from tests.unit_tests.factcheck.throttled_server import serve_throttled
 
 RATE = 10.0  # the server's limit, requests per second

@@ -8,12 +8,12 @@ import pytest
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableConfig
 
-from langchain_references.embedding_cache import CachedEmbeddings, shared_cache
 from langchain_references.factcheck.relevance import aselect_relevant, select_relevant
 from langchain_references.factcheck.stages import FactCheckState, JudgeStage, RelevanceStage
 from langchain_references.factcheck.types import Passage
 from langchain_references.judges import HeuristicJudge
-from langchain_references.retrieval import BM25Index, reciprocal_rank_fusion
+from langchain_references.services.embedding_cache import CachedEmbeddings, shared_cache
+from langchain_references.services.retrieval import BM25Index, reciprocal_rank_fusion
 
 from .test_relevance import BagOfWords, _cos, passages_of
 

@@ -15,9 +15,9 @@ import chromadb
 import pytest
 from langchain_chroma import Chroma
 
-from langchain_references._vectors import cosine, top_cosines
 from langchain_references.factcheck.relevance import chroma_client, select_relevant
 from langchain_references.factcheck.types import Passage
+from langchain_references.services._vectors import cosine, top_cosines
 from tests.unit_tests.factcheck.test_relevance import TEXTS, BagOfWords, passages_of
 
 TIE_TEXTS = [

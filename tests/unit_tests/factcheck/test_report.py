@@ -11,6 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from langchain_references.core.styles import (
+    EmptyReferenceStyle,
+    HTMLReferenceStyle,
+    MarkdownReferenceStyle,
+    TextReferenceStyle,
+    safe_url,
+)
 from langchain_references.factcheck.report import (
     REPORT_SEPARATORS,
     ReportOptions,
@@ -22,13 +29,6 @@ from langchain_references.factcheck.result import Evidence, FactCheckCounts, Fac
 from langchain_references.factcheck.verdict import Verdict
 from langchain_references.failures import Failure
 from langchain_references.judges import Label
-from langchain_references.styles import (
-    EmptyReferenceStyle,
-    HTMLReferenceStyle,
-    MarkdownReferenceStyle,
-    TextReferenceStyle,
-    safe_url,
-)
 
 MOON = "https://example.org/moon"
 EUROPA = "https://example.org/europa"

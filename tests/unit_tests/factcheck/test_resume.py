@@ -23,7 +23,7 @@ from langchain_references.factcheck.fetch import PageFetcher
 from langchain_references.factcheck.types import SearchHit
 from langchain_references.judges import Judge, Judgement, Label
 from langchain_references.judges.cached import CachedJudge, judge_fingerprint
-from langchain_references.runcache import RunCache
+from langchain_references.services.runcache import RunCache
 from tests.unit_tests.conftest import LocalSite
 
 STATEMENTS = [f"Topic {name} is covered by its page" for name in ("alpha", "beta", "gamma")]
@@ -172,7 +172,7 @@ def test_the_judge_fingerprint_tells_settings_apart() -> None:
 _KILLED_RUN = textwrap.dedent(
     """
     import sys
-    from langchain_references.runcache import RunCache
+    from langchain_references.services.runcache import RunCache
     from tests.unit_tests.factcheck import test_resume as t
 
     class Site:

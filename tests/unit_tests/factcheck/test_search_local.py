@@ -139,7 +139,7 @@ async def test_vector_store_search_maps_documents(chroma_store: Chroma) -> None:
 
 def test_bm25_ranking_orders_by_score_then_key_and_keeps_word_matches_only() -> None:
     from langchain_references.factcheck.search.local import bm25_ranking, tokenize
-    from langchain_references.retrieval import BM25Index
+    from langchain_references.services.retrieval import BM25Index
 
     texts = [
         "the end",  # shares only a stop word with the query: score 0, still a match

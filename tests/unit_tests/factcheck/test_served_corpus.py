@@ -11,7 +11,7 @@ from langchain_references.factcheck.search.cached import SEARCH_NAMESPACE, Cache
 from langchain_references.factcheck.search.recorded import RecordedSearch
 from langchain_references.factcheck.served import ServedCorpus, pages_digest
 from langchain_references.factcheck.types import SearchHit
-from langchain_references.runcache import RunCache
+from langchain_references.services.runcache import RunCache
 
 PAGES = {"/a.html": "<p>A</p>", "/b c.txt": b"B"}
 RUN_1 = "http://127.0.0.1:41001/"

@@ -6,10 +6,10 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.prompts import ChatPromptTemplate
 
-from langchain_references._structured import read_structured_reply
+from langchain_references.core.prompting import find_tag_lookalikes
 from langchain_references.errors import LangchainReferencesError
 from langchain_references.factuality.atomizer import AtomicClaims, Atomizer, AtomizerError
-from langchain_references.prompting import find_tag_lookalikes
+from langchain_references.services._structured import read_structured_reply
 from tests.unit_tests.fakes import ScriptedChatModel
 
 RESPONSE = "Lanny Flaherty is an American actor. He was born in Pensacola."

@@ -354,7 +354,7 @@ def test_default_judges(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptu
     assert isinstance(FactualityPipeline(llm=model).relation_judge.judge, LLMJudge)
     assert offline_judge(use_embeddings=False).embeddings is None
 
-    import langchain_references.embeddings as embeddings_module
+    import langchain_references.services.embeddings as embeddings_module
 
     class Unloadable:
         def embed_query(self, text: str) -> list[float]:

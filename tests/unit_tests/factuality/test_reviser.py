@@ -9,9 +9,9 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.prompts import ChatPromptTemplate
 
+from langchain_references.core.prompting import find_tag_lookalikes
 from langchain_references.factuality.model import Atom
 from langchain_references.factuality.reviser import Reviser, RevisionResult
-from langchain_references.prompting import find_tag_lookalikes
 from tests.unit_tests.fakes import ScriptedChatModel
 
 RESPONSE = "Lanny Flaherty is an American actor. He was born in Pensacola. His films include Signs."

@@ -19,14 +19,14 @@ from typing import Any
 import pytest
 from langchain_core.runnables import RunnableLambda
 
-from langchain_references._endpoint import (
+from langchain_references.judges import LLMJudge
+from langchain_references.services._endpoint import (
     EndpointGuard,
     EndpointUnreachableError,
     endpoint_name,
     guarded,
     is_connection_error,
 )
-from langchain_references.judges import LLMJudge
 
 openai_integration = pytest.importorskip("langchain_openai")
 
@@ -96,7 +96,7 @@ def test_an_unreachable_endpoint_is_tried_once_per_attempt_then_not_called(
     closer: _Closer, caplog: pytest.LogCaptureFixture
 ) -> None:
     judge = _judge(closer.port)
-    with caplog.at_level(logging.WARNING, logger="langchain_references._endpoint"):
+    with caplog.at_level(logging.WARNING, logger="langchain_references.services._endpoint"):
         judgements = judge.batch(_inputs(), config={"max_concurrency": 1})
     assert closer.accepted == 2  # the first call's two attempts; no other call was made
     errors = [j.error or "" for j in judgements]
@@ -163,7 +163,7 @@ def test_the_guard_lets_one_call_try_again_after_its_cooldown(
     guard.before()  # closed: the call is made
     guard.after(ValueError("bad request"))  # not a connection error: still closed
     guard.before()
-    with caplog.at_level(logging.WARNING, logger="langchain_references._endpoint"):
+    with caplog.at_level(logging.WARNING, logger="langchain_references.services._endpoint"):
         guard.after(ConnectionRefusedError("refused"))
         clock.now = 120.0
         with pytest.raises(EndpointUnreachableError, match=r"model at http://x could not be"):

@@ -9,9 +9,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from langchain_references.core.prompting import find_tag_lookalikes
 from langchain_references.judges import Label, LLMJudge
 from langchain_references.judges.llm import JudgeReply, default_transient_errors
-from langchain_references.prompting import find_tag_lookalikes
 from tests.unit_tests.fakes import ScriptedChatModel
 
 Step = AIMessage | BaseException | Callable[[list[BaseMessage]], AIMessage]
@@ -253,7 +253,7 @@ async def test_async_malformed_reply_becomes_failed_judgement() -> None:
 
 
 def test_the_judge_reads_replies_like_the_shared_helper() -> None:
-    from langchain_references._structured import StructuredCall
+    from langchain_references.services._structured import StructuredCall
 
     judge, _ = make_judge()
     assert isinstance(judge._call, StructuredCall)

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 
 from langchain_references.native._markers import UnsupportedMessageError, coalesce
+from langchain_references.native._spans import char_offset, span_end
 from langchain_references.native.base import NativeCitation, Piece
 from langchain_references.native.gemini import GeminiAdapter
-from langchain_references.native.v1 import char_offset, span_end
 from tests.unit_tests.native import _gemini_streams as streams
 
 ANSWERS = sorted(streams.ANSWERS)

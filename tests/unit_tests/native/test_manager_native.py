@@ -20,8 +20,8 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from langchain_references import manage_references
+from langchain_references.core.styles import HTMLReferenceStyle, TextReferenceStyle
 from langchain_references.native import Piece, UnknownAdapterError
-from langchain_references.styles import HTMLReferenceStyle, TextReferenceStyle
 from tests.unit_tests.native import (
     _anthropic_streams,
     _cohere_streams,
@@ -373,8 +373,8 @@ async def test_cohere_stream_has_no_citations_and_passes_through(mode: str) -> N
 
 def test_a_providers_cited_text_becomes_the_deep_link_of_its_citation() -> None:
     """With deep links on, each provider citation links to the passage the provider quoted."""
-    from langchain_references.deeplinks import deep_link
-    from langchain_references.styles import MarkdownReferenceStyle
+    from langchain_references.core.deeplinks import deep_link
+    from langchain_references.core.styles import MarkdownReferenceStyle
 
     pieces = _anthropic_streams.expected_pieces("web_search")
     quoted = [p for p in pieces if not isinstance(p, str) and p.url and p.cited_text]

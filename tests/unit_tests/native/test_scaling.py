@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage
 
-from langchain_references.native import cohere, gemini, v1
+from langchain_references.native import _spans, cohere, gemini, v1
 from langchain_references.native._markers import coalesce
 from langchain_references.native.base import NativeCitation, Piece
 
@@ -91,9 +91,9 @@ class _CountingPattern:
 def _counts(
     monkeypatch: pytest.MonkeyPatch, run: Callable[[int], tuple[list[Piece], str]], n: int
 ) -> tuple[int, int, int]:
-    scans = _CountingPattern(v1.CITATION_RE)
+    scans = _CountingPattern(_spans.CITATION_RE)
     reads = 0
-    field_of = v1.field_of
+    field_of = _spans.field_of
 
     def counting_field_of(obj: Any, name: str) -> Any:
         nonlocal reads
@@ -101,8 +101,8 @@ def _counts(
         return field_of(obj, name)
 
     with monkeypatch.context() as patch:
-        patch.setattr(v1, "CITATION_RE", scans)
-        for module in (v1, gemini, cohere):
+        patch.setattr(_spans, "CITATION_RE", scans)
+        for module in (_spans, gemini, cohere):
             patch.setattr(module, "field_of", counting_field_of)
         pieces, text = run(n)
     # Every citation is placed at the end of its sentence, in order.

@@ -11,9 +11,9 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, AIMessageChunk
 
+from langchain_references.core.rewriter import ReferenceRewriter
+from langchain_references.core.styles import MarkdownReferenceStyle, TextReferenceStyle
 from langchain_references.native.stream import NativeRun, _has_text
-from langchain_references.rewriter import ReferenceRewriter
-from langchain_references.styles import MarkdownReferenceStyle, TextReferenceStyle
 
 WEB = {
     "type": "web_search_result_location",

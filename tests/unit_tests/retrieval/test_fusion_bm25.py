@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from langchain_references.retrieval import (
+from langchain_references.services.retrieval import (
     RRF_K,
     TOKENIZER,
     BM25Index,

@@ -23,15 +23,15 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from langchain_references.embeddings import MiniLMEmbeddings
 from langchain_references.factcheck.fetch import PageFetcher
 from langchain_references.judges import Judge
-from langchain_references.loading import load_records
 from langchain_references.server.app import create_app
 from langchain_references.server.factcheck_api import get_page_fetcher
 from langchain_references.server.index import EvidenceIndex, parse_evidence_record
 from langchain_references.server.services import Services
 from langchain_references.server.settings import ServerSettings
+from langchain_references.services.embeddings import MiniLMEmbeddings
+from langchain_references.services.loading import load_records
 from tests.unit_tests.server.conftest import free_port
 
 NATIVE_CORPUS = Path(__file__).parent / "data" / "native_corpus.jsonl"

@@ -17,14 +17,14 @@ pytest.importorskip("chromadb", reason="the evidence index needs the [server] ex
 from fastapi.testclient import TestClient
 from langchain_core.runnables import RunnableConfig
 
-from langchain_references.embeddings import MiniLMEmbeddings, shared_minilm
 from langchain_references.judges import Judge, Judgement, Label, offline_judge
 from langchain_references.judges.heuristic import HeuristicJudge
-from langchain_references.loading import load_records
 from langchain_references.server.app import create_app
 from langchain_references.server.index import EvidenceIndex, parse_evidence_record
 from langchain_references.server.services import Services
 from langchain_references.server.settings import ServerSettings
+from langchain_references.services.embeddings import MiniLMEmbeddings, shared_minilm
+from langchain_references.services.loading import load_records
 
 DATA = Path(__file__).parent / "data"
 CORPUS = DATA / "corpus.jsonl"

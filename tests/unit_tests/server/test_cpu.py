@@ -12,11 +12,11 @@ import time
 
 import pytest
 
-from langchain_references._isolation import WorkerDiedError
 from langchain_references.server import cpu
 from langchain_references.server.article import _sentences_and_claims
 from langchain_references.server.services import Services
 from langchain_references.server.settings import LimitExceededError, ServerSettings
+from langchain_references.services._isolation import WorkerDiedError
 
 
 def test_work_runs_in_another_process_at_a_lower_priority() -> None:
@@ -114,7 +114,7 @@ def test_a_cancelled_call_has_its_worker_killed() -> None:
 
 
 async def test_start_up_readies_every_worker_at_once() -> None:
-    from langchain_references import _isolation
+    from langchain_references.services import _isolation
 
     for worker in list(_isolation._idle):  # start from no idle worker
         _isolation._end(worker)

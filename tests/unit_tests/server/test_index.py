@@ -11,11 +11,7 @@ from typing import Any
 
 import pytest
 
-from langchain_references._vectors import cosine
-from langchain_references.embeddings import MiniLMEmbeddings
 from langchain_references.errors import RecordError
-from langchain_references.loading import load_records
-from langchain_references.retrieval import Retrieval
 from langchain_references.server.index import (
     BuildResult,
     EvidenceIndex,
@@ -27,6 +23,10 @@ from langchain_references.server.index import (
     parse_evidence_record,
     split_sentences,
 )
+from langchain_references.services._vectors import cosine
+from langchain_references.services.embeddings import MiniLMEmbeddings
+from langchain_references.services.loading import load_records
+from langchain_references.services.retrieval import Retrieval
 
 from ._build_fakes import WordHashEmbeddings
 from .conftest import CORPUS, INDEX_NAME

@@ -18,8 +18,6 @@ import pytest
 pytest.importorskip("ray", reason="the Ray engine needs the [ray] extra")
 
 from langchain_references.cli import main
-from langchain_references.engine import RayOptions
-from langchain_references.loading import load_records
 from langchain_references.server import bm25_store
 from langchain_references.server.index import (
     BuildResult,
@@ -30,6 +28,8 @@ from langchain_references.server.index import (
 )
 from langchain_references.server.index import chroma as index_chroma
 from langchain_references.server.index import writing as index_writing
+from langchain_references.services.engine import RayOptions
+from langchain_references.services.loading import load_records
 
 from ._build_fakes import WordHashEmbeddings
 from ._chroma_run import chroma_run

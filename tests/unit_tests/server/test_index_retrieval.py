@@ -8,8 +8,6 @@ from typing import Any
 
 import pytest
 
-from langchain_references.loading import load_records
-from langchain_references.retrieval import BM25Index, Retrieval, reciprocal_rank_fusion
 from langchain_references.server import bm25_store
 from langchain_references.server.index import (
     FUSION_DEPTH,
@@ -20,6 +18,8 @@ from langchain_references.server.index import (
     parse_evidence_record,
     split_sentences,
 )
+from langchain_references.services.loading import load_records
+from langchain_references.services.retrieval import BM25Index, Retrieval, reciprocal_rank_fusion
 
 from ._build_fakes import WordHashEmbeddings
 from .conftest import CORPUS

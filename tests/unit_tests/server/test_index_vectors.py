@@ -17,15 +17,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from langchain_references._vectors import cosine
-from langchain_references.embeddings import MiniLMEmbeddings
-from langchain_references.retrieval import Retrieval
 from langchain_references.server import bm25_store
 from langchain_references.server.index import (
     EvidenceIndex,
     EvidenceRecord,
     parse_evidence_record,
 )
+from langchain_references.services._vectors import cosine
+from langchain_references.services.embeddings import MiniLMEmbeddings
+from langchain_references.services.retrieval import Retrieval
 
 NAME = "pin-idx"
 GENERATION = f"{NAME}__g1"

@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from langchain_references.retrieval import Retrieval
 from langchain_references.server.app import create_app
 from langchain_references.server.index import EvidenceIndex, EvidenceRecord, parse_evidence_record
 from langchain_references.server.live import LiveIndex
 from langchain_references.server.services import Services
 from langchain_references.server.settings import ServerSettings
+from langchain_references.services.retrieval import Retrieval
 from tests.unit_tests.server._build_fakes import WordHashEmbeddings
 from tests.unit_tests.server.conftest import ScriptedJudge
 

@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from langchain_core.callbacks import adispatch_custom_event
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
+from langchain_references.core.styles import MAX_TITLE_CHARS
 from langchain_references.demo import answerer as answerer_module
 from langchain_references.demo.answerer import split_sentences
 from langchain_references.demo.site import serve_pages
@@ -25,14 +26,13 @@ from langchain_references.factcheck.result import PROGRESS_EVENT as FACTCHECK_PR
 from langchain_references.factcheck.result import FactCheckProgress, FactCheckResult
 from langchain_references.factcheck.search import RecordedSearch
 from langchain_references.factcheck.verdict import Verdict
-from langchain_references.retrieval import Retrieval
 from langchain_references.server.article import is_claim, split_with_offsets
 from langchain_references.server.factcheck_api import build_checker, check_stream
 from langchain_references.server.index import EvidenceIndex, parse_evidence_record
 from langchain_references.server.links import safe_reference
 from langchain_references.server.services import Services
 from langchain_references.server.settings import ServerSettings
-from langchain_references.styles import MAX_TITLE_CHARS
+from langchain_references.services.retrieval import Retrieval
 from tests.unit_tests.factcheck.test_report import result as make_result
 from tests.unit_tests.server._build_fakes import WordHashEmbeddings
 from tests.unit_tests.server._native_fixtures import (

@@ -1,7 +1,7 @@
 """One embedding model per process: ``serve --search`` loads MiniLM once.
 
 The evidence index, the offline judge and the web branch's relevance stage all take the
-process's one :func:`~langchain_references.embeddings.shared_minilm`; the loads are counted
+process's one :func:`~langchain_references.services.embeddings.shared_minilm`; the loads are counted
 at the model loader.
 """
 
@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from langchain_references import embeddings as embeddings_module
-from langchain_references.embeddings import MiniLMEmbeddings, shared_minilm
 from langchain_references.judges import HeuristicJudge
 from langchain_references.server.app import build_services, create_app
 from langchain_references.server.settings import ServerSettings
+from langchain_references.services import embeddings as embeddings_module
+from langchain_references.services.embeddings import MiniLMEmbeddings, shared_minilm
 
 from .conftest import INDEX_NAME
 

@@ -11,16 +11,16 @@ These are the rules this module enforces. The package's other concurrency lives 
 protects, one implementation each:
 
 * shared state under a lock, safe for threads and asyncio tasks alike: the embedding memo's
-  in-flight texts (:mod:`~langchain_references.embedding_cache`), the rate limiter's buckets
-  and FIFO turns (:mod:`~langchain_references.ratelimit`), the run cache
-  (:mod:`~langchain_references.runcache`), the dead-endpoint guard
-  (:mod:`~langchain_references._endpoint`), the one Chroma client
-  (:mod:`~langchain_references._chroma`);
+  in-flight texts (:mod:`~langchain_references.services.embedding_cache`), the rate limiter's
+  buckets and FIFO turns (:mod:`~langchain_references.services.ratelimit`), the run cache
+  (:mod:`~langchain_references.services.runcache`), the dead-endpoint guard
+  (:mod:`~langchain_references.services._endpoint`), the one Chroma client
+  (:mod:`~langchain_references.services._chroma`);
 * blocking work off the event loop: ``run_in_executor`` in the judges and fact-check stages;
 * CPU-bound or crash-prone work in killable worker processes
-  (:mod:`~langchain_references._isolation`; the service's pool in ``server.cpu``);
+  (:mod:`~langchain_references.services._isolation`; the service's pool in ``server.cpu``);
 * bounded fan-out of async I/O with semaphores (page fetches, a service request's claims);
-* batches of items on local threads or Ray actors (:mod:`~langchain_references.engine`).
+* batches of items on local threads or Ray actors (:mod:`~langchain_references.services.engine`).
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ validate (no tool call, bad JSON, wrong types) is not an exception, so it is nev
 caller decides what that becomes (a failed judgement, an ``AtomizerError``, an unrevised
 chunk). Any other error propagates once the attempts are spent; a connection error that
 survives them makes the next calls fail at once, for a while
-(:mod:`~langchain_references._endpoint`: an unreachable endpoint costs one retry policy, not
-one per call).
+(:mod:`~langchain_references.services._endpoint`: an unreachable endpoint costs one retry policy,
+not one per call).
 
 It holds no I/O of its own: callers run :attr:`StructuredCall.runnable` with ``invoke`` or
 ``ainvoke`` (or a batch) and read its output with :meth:`StructuredCall.read`, so the sync and
@@ -33,7 +33,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel
 
-from langchain_references._endpoint import EndpointGuard, endpoint_name, guarded
+from langchain_references.services._endpoint import EndpointGuard, endpoint_name, guarded
 
 __all__ = [
     "RetryOn",
@@ -143,9 +143,11 @@ class StructuredCall(Generic[SchemaT]):
         schema: The reply schema.
         prompt: The prompt.
         retry_on: What is retried.
-        guard: The endpoint's :class:`~langchain_references._endpoint.EndpointGuard`: once a
+        guard: The endpoint's :class:`~langchain_references.services._endpoint.EndpointGuard`: once
+        a
             connection error survives the retries, the later calls fail at once
-            (:class:`~langchain_references._endpoint.EndpointUnreachableError`) for a while.
+            (:class:`~langchain_references.services._endpoint.EndpointUnreachableError`) for a
+            while.
         runnable: The chain to ``invoke`` / ``ainvoke`` / ``batch``; its output goes to
             :meth:`read`.
 

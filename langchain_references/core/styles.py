@@ -26,7 +26,7 @@ from urllib.parse import unquote
 
 from langchain_core.documents import Document
 
-from langchain_references.deeplinks import deep_link, usable_quote
+from langchain_references.core.deeplinks import deep_link, usable_quote
 
 __all__ = [
     "MAX_TITLE_CHARS",
@@ -75,7 +75,7 @@ _MAX_DECODE_ROUNDS = 8
 #: :meth:`ReferenceStyle.format_reference` (the cited text a provider gave, or the sentence of
 #: the chunk closest to the citing sentence). Styles with ``deep_links`` link to it when it is
 #: long enough to find one place on the page (see
-#: :func:`~langchain_references.deeplinks.usable_quote`).
+#: :func:`~langchain_references.core.deeplinks.usable_quote`).
 QUOTE_KEY = "cited_text"
 
 
@@ -294,7 +294,7 @@ class ReferenceStyle:
             page number); the reference list keeps the plain source URL. Off by default: the
             inline link is the plain source URL. A text fragment is made only from a quote of
             a few words found in the cited chunk
-            (:func:`~langchain_references.deeplinks.usable_quote`). Set it on the class or
+            (:func:`~langchain_references.core.deeplinks.usable_quote`). Set it on the class or
             the instance.
     """
 

@@ -1,12 +1,12 @@
 """Number cited sources and remember what was cited (pure, no I/O, no text markers).
 
 :class:`SourceNumbering` is the one numbering registry of the package: the streaming
-:class:`~langchain_references.rewriter.ReferenceRewriter` numbers its ``[n](id=k)`` and
+:class:`~langchain_references.core.rewriter.ReferenceRewriter` numbers its ``[n](id=k)`` and
 provider-native citations through it, and the fact-check report and the article endpoint cite
 their passages through it directly.
 
 Numbers go by order of first citation, one per distinct source id (the style's
-:meth:`~langchain_references.styles.ReferenceStyle.get_source_id`); documents without a source
+:meth:`~langchain_references.core.styles.ReferenceStyle.get_source_id`); documents without a source
 id are distinct sources, one per position in the documents list, and, for a document cited
 from outside the list (a provider's citation), one per distinct content and metadata: citing
 the same unsourced document again reuses its number. A citation the style formats as None
@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from langchain_core.documents import Document
 
-from langchain_references.styles import QUOTE_KEY, ReferenceStyle
+from langchain_references.core.styles import QUOTE_KEY, ReferenceStyle
 
 __all__ = ["ABSENT_DOCUMENT", "SourceNumbering", "UsedReference"]
 
@@ -69,7 +69,7 @@ class SourceNumbering:
 
     Examples:
         >>> from langchain_core.documents import Document
-        >>> from langchain_references.styles import TextReferenceStyle
+        >>> from langchain_references.core.styles import TextReferenceStyle
         >>> docs = [
         ...     Document("a", metadata={"source": "https://a"}),
         ...     Document("b", metadata={"source": "https://b"}),
@@ -133,7 +133,7 @@ class SourceNumbering:
         Args:
             position: The document's 1-based position.
             quote: The cited passage, passed to a deep-link style under
-                :data:`~langchain_references.styles.QUOTE_KEY`.
+                :data:`~langchain_references.core.styles.QUOTE_KEY`.
 
         Returns:
             The styled marker ("" if the style formats the citation as None: then nothing is

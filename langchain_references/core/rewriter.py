@@ -1,6 +1,6 @@
 """Renumber and restyle citations in a stream of text (pure, no I/O).
 
-:class:`ReferenceRewriter` drives a :class:`~langchain_references._code.CodeAwareParser` (a
+:class:`ReferenceRewriter` drives a :class:`~langchain_references.core._code.CodeAwareParser` (a
 citation parser that leaves Markdown code alone): text goes in fragment by fragment,
 rewritten text comes out, and :meth:`ReferenceRewriter.finish` returns the last held-back
 text followed by the reference list. The runnable wrapper
@@ -17,11 +17,11 @@ from typing import NamedTuple
 
 from langchain_core.documents import Document
 
-from langchain_references._code import CodeAwareParser
-from langchain_references._parser import DEFAULT_MARKERS, Citation, Event
-from langchain_references.deeplinks import QuoteFinder
-from langchain_references.numbering import SourceNumbering, UsedReference
-from langchain_references.styles import ReferenceStyle
+from langchain_references.core._code import CodeAwareParser
+from langchain_references.core._parser import DEFAULT_MARKERS, Citation, Event
+from langchain_references.core.deeplinks import QuoteFinder
+from langchain_references.core.numbering import SourceNumbering, UsedReference
+from langchain_references.core.styles import ReferenceStyle
 
 __all__ = ["CitedSpan", "ReferenceRewriter", "UsedReference"]
 
@@ -72,23 +72,24 @@ class ReferenceRewriter:
     [1](id=9).`` gives ``France.``): blanks at the end of the text are held back (at most
     :data:`MAX_HELD_BLANKS`) until what follows is known, so the output is the same however
     the answer is split. A marker inside Markdown code (a fenced block or a code span) is
-    code, not a citation: it is passed through as it is (see :mod:`~langchain_references._code`).
+    code, not a citation: it is passed through as it is (see
+    :mod:`~langchain_references.core._code`).
 
     Args:
         documents: The documents that were put in the prompt; citation ids are 1-based
             positions in this list.
         style: The reference style.
         markers: The citation dialects the answer uses, some of
-            :data:`~langchain_references._parser.MARKER_DIALECTS` (``"id"`` for ``[N](id=K)``,
+            :data:`~langchain_references.core._parser.MARKER_DIALECTS` (``"id"`` for ``[N](id=K)``,
             ``"source"`` for ``【K†source】``, ``"bracket"`` for ``[K]`` and ``[K, L]``); by
-            default :data:`~langchain_references._parser.DEFAULT_MARKERS`, ``"id"`` only.
+            default :data:`~langchain_references.core._parser.DEFAULT_MARKERS`, ``"id"`` only.
 
     Raises:
         ValueError: If ``markers`` names an unknown dialect, or none.
 
     Examples:
         >>> from langchain_core.documents import Document
-        >>> from langchain_references.styles import TextReferenceStyle
+        >>> from langchain_references.core.styles import TextReferenceStyle
         >>> docs = [Document("a", metadata={"source": "https://a"})]
         >>> r = ReferenceRewriter(docs, TextReferenceStyle())
         >>> r.feed("Yes [7](id=1)") + r.finish()
@@ -214,7 +215,7 @@ class ReferenceRewriter:
             drop: Document ids whose citations are removed here, as a citation of an unknown
                 document is (not numbered; blanks before it go with it), without a warning.
             flag: Document ids whose rendered citations are followed by the style's
-                :meth:`~langchain_references.styles.ReferenceStyle.format_unsupported`.
+                :meth:`~langchain_references.core.styles.ReferenceStyle.format_unsupported`.
 
         Returns:
             The rewritten text now certain.
@@ -282,7 +283,7 @@ class ReferenceRewriter:
         Args:
             document: The cited document (its source id keys the number).
             quote: The cited passage, passed to the style under
-                :data:`~langchain_references.styles.QUOTE_KEY` (deep links).
+                :data:`~langchain_references.core.styles.QUOTE_KEY` (deep links).
 
         Returns:
             The held-back text, then the styled marker.

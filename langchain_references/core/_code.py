@@ -4,7 +4,7 @@ An answer that shows code may hold what looks like a citation marker: ``a[1]`` i
 snippet, or ``[1](id=2)`` quoted in a tutorial about this very format. Markdown shows code
 literally, so such a marker is left as it is: not rewritten, not numbered, not listed.
 :class:`MarkdownCode` tells the prose of a stream of fragments from its code, and
-:class:`CodeAwareParser` runs a :class:`~langchain_references._parser.CitationParser` on the
+:class:`CodeAwareParser` runs a :class:`~langchain_references.core._parser.CitationParser` on the
 prose only, with the same interface and the same guarantee (whatever the cuts between
 fragments, the events are the same, and no character is lost, added or reordered).
 
@@ -36,7 +36,7 @@ import re
 from collections.abc import Collection
 from typing import Final
 
-from langchain_references._parser import DEFAULT_MARKERS, CitationParser, Event, coalesce
+from langchain_references.core._parser import DEFAULT_MARKERS, CitationParser, Event, coalesce
 
 __all__ = ["MAX_HELD_CODE", "CodeAwareParser", "MarkdownCode", "Segment"]
 
@@ -276,7 +276,7 @@ def _joined(out: list[Segment]) -> list[Segment]:
 
 
 class CodeAwareParser:
-    """A :class:`~langchain_references._parser.CitationParser` that leaves Markdown code alone.
+    """A :class:`~langchain_references.core._parser.CitationParser` that leaves Markdown code alone.
 
     The prose of the stream goes through the citation parser; code (fenced blocks, code
     spans: see the module docstring) comes out as plain text, markers and all. It is fed and

@@ -18,7 +18,7 @@ server, a batch run, a test session), and a parse that hangs cannot be interrupt
   as the host's other work lets it, and whoever waits for the worker (a service's start-up)
   with it.
 
-Workers are ``python -m langchain_references._isolation`` processes reading calls on their
+Workers are ``python -m langchain_references.services._isolation`` processes reading calls on their
 standard input (length-prefixed pickles) and writing results on their standard output; they
 see the caller's ``sys.path`` and never import the caller's ``__main__`` (a script without an
 ``if __name__ == "__main__"`` guard is safe). A worker ends when its parent does (its standard
