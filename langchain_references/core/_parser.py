@@ -340,37 +340,54 @@ class CitationParser:
         if self._other or (self._alt and (self._alt in text or self._alt in self.pending)):
             return self._scan(self.pending + text, final=False)
         if self.pending:
-            text = self.pending + text
-            held = _HELD.get(text)
-            if held is None:
-                held = _classify(text)
-            if held is True:
-                self.pending = text  # still only the beginning of a citation
-                return []
-            self.pending = ""
-            if isinstance(held, Citation):
-                return [held]  # the held citation, now complete
-        elif (held := _HELD.get(text)) is not None and held is not False:
-            if held is True:
-                self.pending = text  # the beginning of a citation seen before
-                return []
-            return [held]  # a whole citation seen before
+            text, self.pending = self.pending + text, ""
+            events = self._after_pending(text)
         else:
-            cut = text.find("[")
-            if cut < 0:
-                return [text] if text else []
-            if cut == text.rfind("["):
-                tail = text[cut:]
-                held = _HELD.get(tail)
-                if held is None:
-                    held = _classify(tail)
-                if held is True:
-                    # One "[", starting a citation still incomplete: the text before it is
-                    # certain.
-                    self.pending = tail
-                    return [text[:cut]] if cut else []
-                if isinstance(held, Citation):
-                    return [text[:cut], held] if cut else [held]  # ends with a citation
+            events = self._known(text)
+        return self._scan_id(text) if events is None else events
+
+    # The "id" dialect alone: three quick answers (a citation still forming, a citation or
+    # beginning seen before, text with one "[" at most), else one scan of the text.
+
+    def _after_pending(self, text: str) -> list[Event] | None:
+        """The events of held text and its continuation ``text``, if quick; else None."""
+        held = _HELD.get(text)
+        if held is None:
+            held = _classify(text)
+        if held is True:
+            self.pending = text  # still only the beginning of a citation
+            return []
+        if isinstance(held, Citation):
+            return [held]  # the held citation, now complete
+        return None
+
+    def _known(self, text: str) -> list[Event] | None:
+        """The events of ``text`` (nothing held before it), if quick; else None."""
+        held = _HELD.get(text)
+        if held is True:
+            self.pending = text  # the beginning of a citation seen before
+            return []
+        if isinstance(held, Citation):
+            return [held]  # a whole citation seen before
+        cut = text.find("[")
+        if cut < 0:
+            return [text] if text else []
+        if cut != text.rfind("["):
+            return None
+        tail = text[cut:]
+        held = _HELD.get(tail)
+        if held is None:
+            held = _classify(tail)
+        if held is True:
+            # One "[", starting a citation still incomplete: the text before it is certain.
+            self.pending = tail
+            return [text[:cut]] if cut else []
+        if isinstance(held, Citation):
+            return [text[:cut], held] if cut else [held]  # ends with a citation
+        return None
+
+    def _scan_id(self, text: str) -> list[Event]:
+        """The events of ``text`` (nothing held before it): every citation in it, in order."""
         events: list[Event] = []
         pos = 0
         for match in CITATION_RE.finditer(text):
