@@ -29,6 +29,8 @@ from typing import Any, Final
 from urllib.parse import quote as _percent_quote
 from urllib.parse import urlsplit
 
+from langchain_references._sentences import QUOTE_END, split_sentences
+
 __all__ = [
     "MIN_QUOTE_CHARS",
     "MIN_QUOTE_WORDS",
@@ -59,7 +61,7 @@ _LONG_WORD_RE = re.compile(r"\w{3,}", re.UNICODE)  # the words quotes are matche
 # closer costs linear time (``<sup>.*?</sup>`` as a regular expression is quadratic there).
 _MARKUP_START_RE = re.compile(r"\[\d+\](?:\(id=\d+\))?|<sup>|【|[\ue200-\ue2ff]")
 _CLOSERS: Final = {"<sup>": "</sup>", "【": "】"}
-_SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+_SENTENCE_END_RE = QUOTE_END.compile()
 _PDF_PATH_RE = re.compile(r"\.pdf$", re.IGNORECASE)
 _HTTP_RE = re.compile(r"https?://[^\s#]", re.IGNORECASE)
 
@@ -273,7 +275,7 @@ def deep_link(
 
 
 def _sentences(text: str) -> list[str]:
-    return [part for part in _SENTENCE_END_RE.split(" ".join(text.split())) if part]
+    return list(split_sentences(_SENTENCE_END_RE, " ".join(text.split())))
 
 
 def _words(text: str) -> set[str]:

@@ -11,7 +11,6 @@ sync and async paths.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Collection, Container, Sequence
 from typing import NamedTuple
 
@@ -19,6 +18,7 @@ from langchain_core.documents import Document
 
 from langchain_references._code import CodeAwareParser
 from langchain_references._parser import DEFAULT_MARKERS, Citation, Event
+from langchain_references._sentences import CITING_END
 from langchain_references.deeplinks import QuoteFinder
 from langchain_references.numbering import SourceNumbering, UsedReference
 from langchain_references.styles import ReferenceStyle
@@ -42,7 +42,7 @@ NO_DOCUMENTS_FIX = (
     "(@tool(response_format='content_and_artifact') returning (text, documents))"
 )
 # A sentence end inside the answer's recent text (the citing sentence starts after the last).
-_SENTENCE_END_RE = re.compile(r"[.!?][\"')\]]*\s+")
+_SENTENCE_END_RE = CITING_END.compile()
 
 
 class CitedSpan(NamedTuple):

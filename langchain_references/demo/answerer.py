@@ -64,6 +64,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Huma
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import Field
 
+from langchain_references._sentences import LATIN_TERMINALS, char_class
 from langchain_references._vectors import cosines
 from langchain_references.citations.sentences import sentence_segmenter, sentence_spans
 from langchain_references.errors import LangchainReferencesError
@@ -108,7 +109,11 @@ _DOCUMENT_RE: Final = re.compile(
 _QUESTION_LINE_RE: Final = re.compile(r"^[ \t]*question[ \t]*:[ \t]*(?P<q>.*)$", re.I | re.M)
 _WORD_RE: Final = re.compile(r"\w+")
 _TOKEN_RE: Final = re.compile(r"\s*\S+")
-_END_PUNCT_RE: Final = re.compile(r"^(?P<body>.*?)(?P<punct>[.!?]+)$", re.DOTALL)
+# A sentence's closing punctuation, which its citation goes before. Latin sentence ends only
+# (_sentences.LATIN_TERMINALS): kept so that answers stay the same (an ellipsis stays in the body).
+_END_PUNCT_RE: Final = re.compile(
+    rf"^(?P<body>.*?)(?P<punct>{char_class(LATIN_TERMINALS)}+)$", re.DOTALL
+)
 # Citation look-alikes inside document text: copied verbatim they would forge citations.
 _CITATION_LIKE_RE: Final = re.compile(r"\s*\[(?:[0-9]+|NUMBER)\]\(id=[0-9]+\)")
 
