@@ -30,6 +30,7 @@ from urllib.parse import quote as _percent_quote
 from urllib.parse import urlsplit
 
 from langchain_references._sentences import QUOTE_END, split_sentences
+from langchain_references._words import WORD, word_pattern
 
 __all__ = [
     "MIN_QUOTE_CHARS",
@@ -53,8 +54,9 @@ MIN_QUOTE_WORDS: Final = 4
 #: Fewest characters of a quote a style links to.
 MIN_QUOTE_CHARS: Final = 20
 
-_WORD_RE = re.compile(r"\w+", re.UNICODE)
-_LONG_WORD_RE = re.compile(r"\w{3,}", re.UNICODE)  # the words quotes are matched on
+# The words quotes are matched on: the package's words of 3+ characters, lower-cased (not
+# case-folded, as _words.words does: kept so that the quote picked stays the same).
+_LONG_WORD_RE = word_pattern(3)
 # Citation markup that must not end up in a quote: ``[1](id=2)``, ``[3]``, ``<sup>..</sup>``
 # (on one line), ``【..】`` and private-use marker characters. The openers are found by this
 # expression and their closers by :class:`_Closers`, so that text with many openers and no
@@ -132,7 +134,7 @@ def _long_enough(cleaned: str) -> bool:
         return False
     words = 0
     for word in cleaned.split():
-        if _WORD_RE.search(word):
+        if WORD.search(word):
             words += 1
             if words >= MIN_QUOTE_WORDS:
                 return True
@@ -193,7 +195,7 @@ def text_fragment(quote: str) -> str | None:
     """
     cleaned = _clean_quote(quote)
     words = cleaned.split()
-    if not _WORD_RE.search(cleaned):
+    if not WORD.search(cleaned):
         return None
     if len(words) <= MAX_EXACT_WORDS:
         return ":~:text=" + _encode_term(" ".join(words))

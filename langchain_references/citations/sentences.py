@@ -69,6 +69,7 @@ from langchain_references._sentences import (
     TRACKER_CLOSERS,
     TRACKER_TERMINALS,
 )
+from langchain_references._words import WORD
 
 __all__ = [
     "SEGMENT_WINDOW",
@@ -161,7 +162,7 @@ _YEAR = re.compile(r"[12][0-9]{3}")
 _DOTTED = re.compile(r"[A-Za-z](?:\.[A-Za-z])+")
 _ENUMERATOR = re.compile(r"(?:[0-9]{1,3}|[A-Za-z])")
 _BLANK_BEFORE_PUNCT = re.compile(r"^[.,;:!?…)\]]")
-_WORD = re.compile(r"\w+")
+_WORD = WORD  # the words counted, in the raw text (case folding can cut one: "İ" gets a dot mark)
 
 # Tracker states.
 _IN: Final = 0  # inside a sentence
