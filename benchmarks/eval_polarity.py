@@ -53,8 +53,9 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO / ".." / "shared" / "data" / "climate-fever-dev.jsonl"
 HEURISTIC = "langchain_references/judges/heuristic.py"
 POLARITY = "langchain_references/judges/_polarity.py"
-#: Helpers of the judge loaded from the BEFORE revision with it, in import order.
-HELPERS = ("langchain_references/judges/_words.py", POLARITY)
+#: Helpers of the judge loaded from the BEFORE revision with it, in import order (the word
+#: helpers moved from judges/ to the package's text rules; a revision has one of the two).
+HELPERS = ("langchain_references/judges/_words.py", "langchain_references/text/words.py", POLARITY)
 
 Decide = Callable[[str, str, float | None], Judgement]
 
@@ -80,9 +81,9 @@ def before_revision(spec: str) -> str:
 def load_heuristic(revision: str) -> types.ModuleType:
     """The judges/heuristic.py of ``revision`` as a module of its own.
 
-    Its helpers ``judges/_words.py`` and ``judges/_polarity.py`` are loaded from ``revision``
-    too (when they exist there), so that BEFORE is the whole judge of that revision; its other
-    imports resolve to the current package."""
+    Its helpers ``text/words.py`` (once ``judges/_words.py``) and ``judges/_polarity.py`` are loaded
+    from ``revision`` too (when they exist there), so that BEFORE is the whole judge of that
+    revision; its other imports resolve to the current package."""
     tag = revision.replace("^", "_parent").replace("~", "_back")
     renames: dict[str, str] = {}
     module = types.ModuleType("unused")

@@ -9,10 +9,11 @@ as the rewriter leaves it), so a marker split across fragments
 (``"[1](i"`` + ``"d=2)"``) is handled, and the tracker inherits the parser's guarantee:
 **the sentences are the same however the text is cut into fragments**.
 
-Sentence boundaries (rules, applied one character at a time):
+Sentence boundaries (the package's rule, :mod:`langchain_references.text.sentences`, refined and
+applied one character at a time):
 
 * a *terminal* run (``.``, ``!``, ``?``, ``…``, optionally followed by closing quotes,
-  brackets or Markdown emphasis ``"'”’)]*_```) ends a sentence when whitespace or a citation
+  brackets or Markdown emphasis ``"'”’»)]*_```) ends a sentence when whitespace or a citation
   follows it and the next *text* character is not a lower-case letter
   (``"approx. five"`` and ``"e.g. this"`` do not end a sentence; ``"3.5"`` and
   ``"Seattle.Next"`` neither, since no blank follows the period);
@@ -62,6 +63,13 @@ from typing import Any, Final
 
 from langchain_references.core._code import CodeAwareParser
 from langchain_references.core._parser import DEFAULT_MARKERS, Citation, Event, check_markers
+from langchain_references.text.sentences import (
+    CLOSERS,
+    PYSBD_WINDOW,
+    TRACKER_CLOSERS,
+    TRACKER_TERMINALS,
+)
+from langchain_references.text.words import WORD
 
 __all__ = [
     "SEGMENT_WINDOW",
@@ -76,10 +84,12 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_TERMINALS: Final = frozenset(".!?…")
-_CLOSERS: Final = frozenset("\"'”’»)]*_`")
+# The package's sentence-end characters, the tracker's variant
+# (langchain_references/text/sentences.py).
+_TERMINALS: Final = frozenset(TRACKER_TERMINALS)
+_CLOSERS: Final = frozenset(TRACKER_CLOSERS)
 #: Closers that end a sentence right after an abbreviation's period ("Jr.)", 'Mr."').
-_CLOSING_MARKS: Final = frozenset("\"'”’»)]")
+_CLOSING_MARKS: Final = frozenset(CLOSERS)
 #: Characters that start a new word; quotes and Markdown emphasis only at the start of a
 #: word (``"1970's"`` is one word, ``"**Dr."`` ends with ``Dr``).
 _OPENERS: Final = frozenset("([")
@@ -153,7 +163,7 @@ _YEAR = re.compile(r"[12][0-9]{3}")
 _DOTTED = re.compile(r"[A-Za-z](?:\.[A-Za-z])+")
 _ENUMERATOR = re.compile(r"(?:[0-9]{1,3}|[A-Za-z])")
 _BLANK_BEFORE_PUNCT = re.compile(r"^[.,;:!?…)\]]")
-_WORD = re.compile(r"\w+")
+_WORD = WORD  # the words counted, in the raw text (case folding can cut one: "İ" gets a dot mark)
 
 # Tracker states.
 _IN: Final = 0  # inside a sentence
@@ -629,11 +639,11 @@ def sentence_segmenter(language: str = "en") -> Any:
 
 
 _BLANKS: Final = re.compile(r"\s*")
-#: Characters pysbd segments at once. Its processor's time grows faster than the text on
-#: long prose (its abbreviation rules rescan the text: x3.9 per doubling at 32,000
-#: characters, ``benchmarks/bench_splitter.py``), so a longer text is segmented in windows of
-#: about this size: linear in the text, and a caller with a budget stops after one window.
-SEGMENT_WINDOW: Final = 1_000
+#: Characters pysbd segments at once: the package's one bound of pysbd's input
+#: (:data:`~langchain_references.text.sentences.PYSBD_WINDOW`). A longer text is segmented in
+#: windows of about this size: linear in the text, and a caller with a budget stops after one
+#: window.
+SEGMENT_WINDOW: Final = PYSBD_WINDOW
 
 
 def _segment(segmenter: Any, text: str) -> list[tuple[int, int]]:

@@ -29,6 +29,9 @@ from typing import Any, Final
 from urllib.parse import quote as _percent_quote
 from urllib.parse import urlsplit
 
+from langchain_references.text.sentences import QUOTE_END, split_sentences
+from langchain_references.text.words import WORD, word_pattern
+
 __all__ = [
     "MIN_QUOTE_CHARS",
     "MIN_QUOTE_WORDS",
@@ -51,15 +54,16 @@ MIN_QUOTE_WORDS: Final = 4
 #: Fewest characters of a quote a style links to.
 MIN_QUOTE_CHARS: Final = 20
 
-_WORD_RE = re.compile(r"\w+", re.UNICODE)
-_LONG_WORD_RE = re.compile(r"\w{3,}", re.UNICODE)  # the words quotes are matched on
+# The words quotes are matched on: the package's words of 3+ characters, lower-cased (not
+# case-folded, as _words.words does: kept so that the quote picked stays the same).
+_LONG_WORD_RE = word_pattern(3)
 # Citation markup that must not end up in a quote: ``[1](id=2)``, ``[3]``, ``<sup>..</sup>``
 # (on one line), ``【..】`` and private-use marker characters. The openers are found by this
 # expression and their closers by :class:`_Closers`, so that text with many openers and no
 # closer costs linear time (``<sup>.*?</sup>`` as a regular expression is quadratic there).
 _MARKUP_START_RE = re.compile(r"\[\d+\](?:\(id=\d+\))?|<sup>|【|[\ue200-\ue2ff]")
 _CLOSERS: Final = {"<sup>": "</sup>", "【": "】"}
-_SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+_SENTENCE_END_RE = QUOTE_END.compile()
 _PDF_PATH_RE = re.compile(r"\.pdf$", re.IGNORECASE)
 _HTTP_RE = re.compile(r"https?://[^\s#]", re.IGNORECASE)
 
@@ -130,7 +134,7 @@ def _long_enough(cleaned: str) -> bool:
         return False
     words = 0
     for word in cleaned.split():
-        if _WORD_RE.search(word):
+        if WORD.search(word):
             words += 1
             if words >= MIN_QUOTE_WORDS:
                 return True
@@ -191,7 +195,7 @@ def text_fragment(quote: str) -> str | None:
     """
     cleaned = _clean_quote(quote)
     words = cleaned.split()
-    if not _WORD_RE.search(cleaned):
+    if not WORD.search(cleaned):
         return None
     if len(words) <= MAX_EXACT_WORDS:
         return ":~:text=" + _encode_term(" ".join(words))
@@ -273,7 +277,7 @@ def deep_link(
 
 
 def _sentences(text: str) -> list[str]:
-    return [part for part in _SENTENCE_END_RE.split(" ".join(text.split())) if part]
+    return list(split_sentences(_SENTENCE_END_RE, " ".join(text.split())))
 
 
 def _words(text: str) -> set[str]:

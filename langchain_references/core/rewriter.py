@@ -11,7 +11,6 @@ sync and async paths.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Collection, Container, Sequence
 from typing import NamedTuple
 
@@ -22,6 +21,7 @@ from langchain_references.core._parser import DEFAULT_MARKERS, Citation, Event
 from langchain_references.core.deeplinks import QuoteFinder
 from langchain_references.core.numbering import SourceNumbering, UsedReference
 from langchain_references.core.styles import ReferenceStyle
+from langchain_references.text.sentences import CITING_END
 
 __all__ = ["CitedSpan", "ReferenceRewriter", "UsedReference"]
 
@@ -42,7 +42,7 @@ NO_DOCUMENTS_FIX = (
     "(@tool(response_format='content_and_artifact') returning (text, documents))"
 )
 # A sentence end inside the answer's recent text (the citing sentence starts after the last).
-_SENTENCE_END_RE = re.compile(r"[.!?][\"')\]]*\s+")
+_SENTENCE_END_RE = CITING_END.compile()
 
 
 class CitedSpan(NamedTuple):

@@ -67,6 +67,8 @@ from pydantic import Field
 from langchain_references.citations.sentences import sentence_segmenter, sentence_spans
 from langchain_references.errors import LangchainReferencesError
 from langchain_references.services._vectors import cosines
+from langchain_references.text.sentences import LATIN_TERMINALS, char_class
+from langchain_references.text.words import QUESTION_STOPWORDS, words
 
 sentence_segmenter()  # without pysbd, importing the module fails here
 
@@ -106,20 +108,16 @@ _DOCUMENT_RE: Final = re.compile(
     re.DOTALL | re.IGNORECASE,
 )
 _QUESTION_LINE_RE: Final = re.compile(r"^[ \t]*question[ \t]*:[ \t]*(?P<q>.*)$", re.I | re.M)
-_WORD_RE: Final = re.compile(r"\w+")
+# The answer's streamed chunks (a word and the blanks before it), not words: see _words.words.
 _TOKEN_RE: Final = re.compile(r"\s*\S+")
-_END_PUNCT_RE: Final = re.compile(r"^(?P<body>.*?)(?P<punct>[.!?]+)$", re.DOTALL)
+# A sentence's closing punctuation, which its citation goes before. Latin sentence ends only
+# (_sentences.LATIN_TERMINALS): kept so that answers stay the same (an ellipsis stays in the body).
+_END_PUNCT_RE: Final = re.compile(
+    rf"^(?P<body>.*?)(?P<punct>{char_class(LATIN_TERMINALS)}+)$", re.DOTALL
+)
 # Citation look-alikes inside document text: copied verbatim they would forge citations.
 _CITATION_LIKE_RE: Final = re.compile(r"\s*\[(?:[0-9]+|NUMBER)\]\(id=[0-9]+\)")
 
-# Words that carry no topic: a sentence sharing only these with the question is not relevant.
-_STOPWORD_LIST: Final = """
-a about after all also an and any are as at be been before being but by can could did do does
-doing for from get got had has have how i if in into is it its me more most my no not of on or
-our out over please so some such tell than that the their them then there these they this
-those to up us was we were what when where which while who whom why will with would you your
-"""
-_STOPWORDS: Final = frozenset(_STOPWORD_LIST.split())
 # What a question asks for, and what a sentence stating it contains.
 _NUMBER: Final = (
     r"(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
@@ -282,7 +280,7 @@ def split_sentences(text: str) -> list[str]:
 
 
 def _terms(text: str) -> list[str]:
-    return [w for w in _WORD_RE.findall(text.casefold()) if w not in _STOPWORDS]
+    return words(text, stopwords=QUESTION_STOPWORDS)
 
 
 def lexical_scores(question: str, sentences: Sequence[str]) -> list[float]:

@@ -11,9 +11,12 @@ Pipeline for each page, best search rank first:
 4. Bound each paragraph to ``max_tokens`` tokens (tiktoken, offline ``cl100k_base``
    encoding): a longer paragraph is split at sentence boundaries (pysbd) into pieces that
    pack whole sentences; a single sentence longer than the bound is cut by tokens, at UTF-8
-   character boundaries. pysbd is quadratic in its input, so a long paragraph is first cut,
-   with a cheap linear regex, at sentence punctuation (else at spaces, else anywhere) into
-   pieces of at most :data:`PRESPLIT_CHARS` characters: pysbd only ever sees bounded pieces.
+   character boundaries. A long paragraph is first cut, with a cheap linear regex, at sentence
+   punctuation (else at spaces, else anywhere) into pieces of at most :data:`PRESPLIT_CHARS`
+   characters, so tiktoken never counts a whole long paragraph; pysbd, quadratic in its input,
+   reads each piece in windows of
+   :data:`~langchain_references.text.sentences.PYSBD_WINDOW` characters (its one bound, kept by
+   :func:`~langchain_references.citations.sentences.sentence_spans`).
 5. Stop a page after ``max_passages_per_page`` passages and the run after ``max_passages``
    (logged), so one huge page or many pages cannot flood the later stages.
 
@@ -33,6 +36,7 @@ from typing import Final
 from langchain_references._optional import importing
 from langchain_references.citations.sentences import sentence_segmenter, sentence_spans
 from langchain_references.factcheck.types import ExtractedPage, Passage
+from langchain_references.text.sentences import PASSAGE_GAP
 
 with importing("pysbd", "factcheck", feature="Passage splitting"):
     import tiktoken
@@ -61,13 +65,16 @@ DEFAULT_MIN_CHARS: Final = 80
 DEFAULT_MAX_PASSAGES_PER_PAGE: Final = 200
 #: Most passages kept per :meth:`PassageSplitter.split` call (one fact-check run).
 DEFAULT_MAX_PASSAGES: Final = 2_000
-#: Longest text handed to pysbd (or tokenised whole) at once; longer paragraphs are cut first.
+#: Longest paragraph tokenised whole, and longest piece :func:`presplit` cuts a longer one into.
+#: Not a bound of pysbd's input: pysbd reads each piece in windows of
+#: :data:`~langchain_references.text.sentences.PYSBD_WINDOW` characters.
 PRESPLIT_CHARS: Final = 2_000
 _MIN_MAX_TOKENS: Final = 8  # room for any single character (at most 4 byte-level tokens)
 
 _BLANK_LINE = re.compile(r"\n[ \t\f\v]*\n")
-# A space after sentence-ending punctuation (optionally closed by quotes or brackets).
-_SENTENCE_GAP = re.compile(r"[.!?;:\u2026\u3002\uff01\uff1f][\"')\]\u201d\u2019]? ")
+# A space after sentence-ending or clause-ending punctuation (optionally closed by a quote or a
+# bracket): the package's sentence-end rule, passages' variant.
+_SENTENCE_GAP = PASSAGE_GAP.compile()
 
 
 @cache

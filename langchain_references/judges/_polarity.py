@@ -53,7 +53,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from langchain_references.judges._words import STOPWORDS, is_negation, stem
+from langchain_references.text.words import ANCHOR_STOPWORDS, is_negation, stem
 
 __all__ = [
     "MAX_CHARS",
@@ -96,13 +96,6 @@ _SENTENCE_END: Final = frozenset(".;!?")
 _CLAUSE_WORDS: Final = frozenset(
     {"but", "while", "whereas", "although", "though", "however", "yet", "unlike"}
 )
-_MORE_STOPWORD_TEXT: Final = """
-    since per than very just only even still much many also yet however while whereas although
-    though because due according said says say such same most least like well one two three
-    it's there's between during until within across among through against
-"""
-#: Function words beyond the overlap's stop words that anchor nothing.
-_MORE_STOPWORDS: Final = frozenset(_MORE_STOPWORD_TEXT.split())
 _AUXILIARY_TEXT: Final = """
     is are was were be been has have had will would can could should may might must does do did
 """
@@ -547,8 +540,7 @@ def _is_content(word: str) -> bool:
     return (
         word[0].isalpha()
         and len(word) > 1
-        and word not in STOPWORDS
-        and word not in _MORE_STOPWORDS
+        and word not in ANCHOR_STOPWORDS
         and not is_negation(word)
     )
 

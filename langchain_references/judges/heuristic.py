@@ -64,7 +64,6 @@ SUPPORTS pairs below 50 % *entails* (33-44 %). Use
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Final
@@ -73,10 +72,10 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableConfig
 
 from langchain_references.judges._polarity import analyze, compare, is_polarity_word
-from langchain_references.judges._words import STOPWORDS, is_negation, stem
 from langchain_references.judges.base import Judge, JudgeInput, Judgement, Label
 from langchain_references.services._vectors import cosine
 from langchain_references.services.embedding_cache import shared_cache
+from langchain_references.text.words import CLAIM_STOPWORDS, claim_words, is_negation, stem
 
 __all__ = [
     "CONFIDENCE_CAP",
@@ -103,7 +102,6 @@ UNKNOWN_CAP: Final = 0.9
 #: Shared content words beyond this many do not raise the calibrated confidence further.
 SHARED_SATURATION: Final = 6
 
-_WORD = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)?(?:'[a-z]+)?")
 _REFUTATION_WORDS: Final = frozenset(
     {
         "false",
@@ -123,10 +121,6 @@ _REFUTATION_WORDS: Final = frozenset(
 _REFUTATION_PHRASES: Final = ("no evidence", "not true", "no scientific basis", "not supported")
 #: Polarity conflict kind -> the cue it fires.
 _CONFLICT_CUES: Final = {"negation": "negation", "direction": "antonym", "number": "number"}
-
-
-def _tokens(text: str) -> list[str]:
-    return _WORD.findall(text.lower().replace("’", "'"))
 
 
 @dataclass(frozen=True)
@@ -192,11 +186,11 @@ def _overlaps(s_tok: Collection[str], p_tok: Collection[str]) -> tuple[float, fl
         its direction words and negations (the overlap when nothing is left), and the number
         of shared stems.
     """
-    s_content = {stem(w) for w in s_tok if w not in STOPWORDS and not is_negation(w)}
-    p_content = {stem(w) for w in p_tok if w not in STOPWORDS and not is_negation(w)}
+    s_content = {stem(w) for w in s_tok if w not in CLAIM_STOPWORDS and not is_negation(w)}
+    p_content = {stem(w) for w in p_tok if w not in CLAIM_STOPWORDS and not is_negation(w)}
     shared = s_content & p_content
     overlap = len(shared) / len(s_content) if s_content else 0.0
-    s_rest = {stem(w) for w in s_tok if w not in STOPWORDS and not is_polarity_word(w)}
+    s_rest = {stem(w) for w in s_tok if w not in CLAIM_STOPWORDS and not is_polarity_word(w)}
     rest_overlap = len(s_rest & p_content) / len(s_rest) if s_rest else overlap
     return overlap, rest_overlap, len(shared)
 
@@ -221,7 +215,7 @@ def lexical_features(statement: str, passage: str) -> LexicalFeatures:
     Returns:
         The features.
     """
-    s_tok, p_tok = _tokens(statement), _tokens(passage)
+    s_tok, p_tok = claim_words(statement), claim_words(passage)
     overlap, rest_overlap, shared = _overlaps(s_tok, p_tok)
     markers = _refutation_markers(statement, passage, s_tok, p_tok)
     check = compare(analyze(statement), analyze(passage))

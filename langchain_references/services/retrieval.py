@@ -10,8 +10,9 @@ Both retrieval stages of the package rank with these pieces: the evidence index
 * ``"hybrid"`` (the default) — both rankings fused by :func:`reciprocal_rank_fusion`.
 
 **Tokens.** :func:`lexical_tokens` is the one tokeniser of BM25, for documents and queries
-alike: case-folded runs of two or more Unicode word characters (``bm25s``'s default pattern),
-without ``bm25s``'s English stop words. It
+alike: the package's tokenizer (:func:`~langchain_references.text.words.words`), case-folded runs
+of two or more Unicode word characters (``bm25s``'s default pattern), without Lucene's English
+stop words (:data:`~langchain_references.text.words.LUCENE_STOPWORDS`, ``bm25s``'s list). It
 does not stem: ``bm25s``'s stemmer is PyStemmer, which is not a dependency of this package, and
 a stemmer's presence must not change what a saved index means. :data:`TOKENIZER` names this
 tokenisation; a saved :class:`BM25Index` records it and refuses to load under another.
@@ -23,10 +24,8 @@ no score scale needs calibrating, so a cosine and a BM25 score fuse without tuni
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
-import re
 from collections.abc import Hashable, Iterable, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, get_a
 
 from langchain_references._optional import require
 from langchain_references.errors import LangchainReferencesError
+from langchain_references.text.words import LUCENE_STOPWORDS, words
 
 if TYPE_CHECKING:
     import numpy as np
@@ -63,7 +63,6 @@ RRF_K: Final = 60
 #: The name of :func:`lexical_tokens`' tokenisation, recorded with a saved index.
 TOKENIZER: Final = "casefold-words-nostop-en/1"
 
-_WORD: Final = re.compile(r"\w\w+")
 _META: Final = "lr_bm25.json"
 _IDS: Final = "ids.json"
 
@@ -106,12 +105,6 @@ def _bm25s(module: str = "bm25s") -> ModuleType:
     return imported
 
 
-@functools.cache
-def _stopwords() -> frozenset[str]:
-    stopwords = _bm25s("bm25s.stopwords")
-    return frozenset(word.casefold() for word in stopwords.STOPWORDS_EN)
-
-
 def lexical_tokens(text: str) -> list[str]:
     """The BM25 tokens of a text: case-folded words of 2+ characters, stop words left out.
 
@@ -120,12 +113,8 @@ def lexical_tokens(text: str) -> list[str]:
 
     Returns:
         The tokens, in order (repeats kept: BM25 counts them).
-
-    Raises:
-        MissingDependencyError: If ``bm25s`` (extra ``factcheck``) is not installed.
     """
-    stop = _stopwords()
-    return [token for token in _WORD.findall(text.casefold()) if token not in stop]
+    return words(text, min_chars=2, stopwords=LUCENE_STOPWORDS)
 
 
 def reciprocal_rank_fusion(

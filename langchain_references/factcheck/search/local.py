@@ -14,7 +14,6 @@ the documents most similar to the query; the link comes from a metadata key.
 from __future__ import annotations
 
 import logging
-import re
 import textwrap
 import threading
 from collections.abc import Sequence
@@ -30,17 +29,25 @@ from langchain_references.factcheck.fetch import decode_body
 from langchain_references.factcheck.search.base import BaseSearchProvider
 from langchain_references.factcheck.types import SearchHit
 from langchain_references.services.retrieval import BM25Index
+from langchain_references.text.words import words
 
 __all__ = ["LocalCorpusSearch", "VectorStoreSearch", "bm25_ranking", "tokenize"]
 
 logger = logging.getLogger(__name__)
 
-_WORD = re.compile(r"\w+")
 _HTML_SUFFIXES = frozenset({".html", ".htm"})
 
 
 def tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens used for BM25 (runs of Unicode word characters).
+    """Every case-folded word of a text (the package's one tokenizer).
+
+    It is :func:`~langchain_references.text.words.words` with no stop words and no least length.
+
+    The words that decide whether a text matches a query (:func:`bm25_ranking`) and which of its
+    paragraphs is the snippet; BM25 itself scores with
+    :func:`~langchain_references.services.retrieval.lexical_tokens`. Stop words and one-character
+    words are kept, unlike BM25's tokens: a text sharing only such a word with the query is still
+    returned (scored 0, so after the others), and a query of stop words alone finds texts.
 
     Args:
         text: Any text.
@@ -48,7 +55,7 @@ def tokenize(text: str) -> list[str]:
     Returns:
         The tokens.
     """
-    return _WORD.findall(text.casefold())
+    return words(text)
 
 
 def bm25_ranking(
