@@ -1069,9 +1069,10 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         session, bound_input = self._start(input, config, use_async=False)
         relay = _Relay.open(self, config)
         try:
+            step, relayed = session.step, relay.active  # no relay: no call per chunk
             for chunk in source(bound_input, relay.inner_config(config)):
-                if (out := session.step(chunk)) is not None:
-                    yield relay.emit(out)
+                if (out := step(chunk)) is not None:
+                    yield relay.emit(out) if relayed else out
             closing = session.close()
         except BaseException as error:
             relay.fail(error)
@@ -1093,9 +1094,10 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         session, bound_input = self._start(input, config, use_async=True)
         relay = await _Relay.aopen(self, config)
         try:
+            step, relayed = session.step, relay.active  # no relay: no call per chunk
             async for chunk in source(bound_input, relay.inner_config(config)):
-                if (out := session.step(chunk)) is not None:
-                    yield await relay.aemit(out)
+                if (out := step(chunk)) is not None:
+                    yield await relay.aemit(out) if relayed else out
             closing = await session.aclose()
         except BaseException as error:
             await relay.afail(error)
