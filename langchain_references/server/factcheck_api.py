@@ -19,8 +19,9 @@ provider:
   similar first, before the judge.
 
 Index entries are passages, not pages: nothing is counted as fetched or extracted.
-Similarities are cosines, as in the chain (the index's ``(cosine + 1) / 2`` is mapped back by
-:func:`~langchain_references.server.index.hits.cosine`, beside the map that made it).
+Similarities are cosines, as in the chain: each index hit carries its cosine as the index found
+it (:attr:`~langchain_references.server.index.EvidenceHit.cosine`); the ``(cosine + 1) / 2`` of
+the compatible API is not mapped back.
 
 :func:`check_stream` runs a checker with ``astream_events`` and yields the chain's progress
 events (:class:`~langchain_references.factcheck.result.FactCheckProgress`) as they are
@@ -55,7 +56,6 @@ from langchain_references.server.events import (
     respond,
 )
 from langchain_references.server.index import EvidenceHit, EvidenceIndex, Granularity
-from langchain_references.server.index.hits import cosine
 from langchain_references.server.links import safe_result
 from langchain_references.server.live import LiveIndex
 from langchain_references.server.services import Services, ServicesDep
@@ -125,8 +125,8 @@ class IndexPassages:
     """The evidence index as the fact-check chain's :class:`PassageIndex` (one granularity).
 
     Each hit becomes a passage linking to :func:`evidence_link` (its record's title, or the
-    record id when there is none) with its cosine similarity (the index's
-    ``(cosine + 1) / 2`` mapped back, as the chain's relevance stage reports cosines).
+    record id when there is none) with its cosine similarity (as the chain's relevance stage
+    reports cosines; the index's ``(cosine + 1) / 2`` is the compatible API's).
 
     Args:
         index: The evidence index (or the live index of ``serve``).
@@ -174,7 +174,7 @@ def _passages(hits: list[EvidenceHit]) -> list[IndexedPassage]:
                 index_in_page=int(hit.metadata.get("position") or 0),
                 n_tokens=max(1, len(hit.text.split())),
             ),
-            similarity=cosine(hit.similarity),
+            similarity=hit.cosine_similarity(),
             id=hit.id,
         )
         for rank, hit in enumerate(hits)

@@ -1,9 +1,11 @@
 """Search hits: the entries a ranking found, read from the snapshot or Chroma, with their cosine.
 
-The collection uses cosine distance ``d = 1 - c``; a hit's ``similarity`` is ``(c + 1) / 2``,
-in ``[0, 1]`` (:func:`similarity`), and :func:`cosine` maps it back. Every hit carries it
-whichever ranking found it: an entry whose distance to its query is not known (found by BM25
-alone) gets it from its stored vector, from the generation's saved snapshot
+The collection uses cosine distance ``d = 1 - c``. A hit carries its cosine ``c`` as it is
+(:func:`cosine_of`), for the fact-check API, and the compatible API's ``similarity``,
+``(c + 1) / 2`` in ``[0, 1]`` (:func:`similarity`), both from the distance: the cosine is
+never mapped back from the similarity. Every hit carries them whichever ranking found it: an
+entry whose distance to its query is not known (found by BM25 alone) gets it from its stored
+vector, from the generation's saved snapshot
 (:mod:`~langchain_references.server.index.snapshot`) when it has them, else read from Chroma
 with the hits. With the snapshot's entries too, a search that queried the collection (dense or
 hybrid) reads nothing more from Chroma.
@@ -25,7 +27,7 @@ from langchain_references.server.index.snapshot import Saved
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
 
-__all__ = ["EvidenceHit", "cosine", "cosine_distances", "read_hits", "similarity"]
+__all__ = ["EvidenceHit", "cosine", "cosine_distances", "cosine_of", "read_hits", "similarity"]
 
 # An entry as read with the hits: its document, metadata and (when asked for) stored vector.
 _Row: TypeAlias = tuple[Any, Any, Any]
@@ -40,9 +42,12 @@ class EvidenceHit(Bibliography):
         record_id: The corpus record it comes from.
         title: The record's title.
         text: The entry's text (the abstract, or one sentence of it).
-        similarity: ``(cosine + 1) / 2``, in ``[0, 1]``.
+        similarity: ``(cosine + 1) / 2``, in ``[0, 1]`` (the compatible API's score).
         granularity: ``"abstract"`` or ``"phrase"``.
         metadata: Every metadata key stored with the entry (the record's extra keys included).
+        cosine: The cosine similarity to the query, in ``[-1, 1]``, as the index found it
+            (``1 - distance``); None for a hit built without one, whose cosine is
+            ``2 * similarity - 1`` (:meth:`cosine_similarity`).
     """
 
     id: str
@@ -52,6 +57,11 @@ class EvidenceHit(Bibliography):
     similarity: float
     granularity: Granularity
     metadata: Mapping[str, Scalar] = field(default_factory=dict)
+    cosine: float | None = None
+
+    def cosine_similarity(self) -> float:
+        """The hit's cosine: :attr:`cosine`, or for a hit built without one its similarity's."""
+        return self.cosine if self.cosine is not None else cosine(self.similarity)
 
 
 def similarity(distance: float) -> float:
@@ -64,6 +74,19 @@ def similarity(distance: float) -> float:
         ``1 - distance / 2``, clamped (a non-number gives 0).
     """
     return min(1.0, max(0.0, 1.0 - float(distance) / 2.0))
+
+
+def cosine_of(distance: float) -> float:
+    """A hit's cosine: ``1 - distance``, clamped to ``[-1, 1]``.
+
+    Args:
+        distance: The cosine distance ``1 - cosine``.
+
+    Returns:
+        The cosine; 0 (no evidence of closeness) when the distance is not a finite number.
+    """
+    value = 1.0 - float(distance)
+    return max(-1.0, min(1.0, value)) if math.isfinite(value) else 0.0
 
 
 def cosine(similarity: float) -> float:
@@ -94,6 +117,7 @@ def _hit(
         granularity=granularity if granularity in GRANULARITIES else "phrase",
         **stored_bibliography(meta),
         metadata=cast("dict[str, Scalar]", meta),
+        cosine=cosine_of(distance),
     )
 
 

@@ -2,10 +2,10 @@
 
 The index finds a hit at a cosine distance ``d`` (Chroma's, or computed from stored vectors
 for a hit that BM25 alone found). The compatible API reports ``(cosine + 1) / 2`` as
-``1 - d / 2`` clamped to [0, 1]; the fact-check passages carry the cosine, mapped back from
-that similarity (``2 * s - 1``, clamped to [-1, 1]): not ``1 - d``, which differs from it in
-the last bit for some distances. Both are pinned here exactly, so that a change of either is
-a decision, not an accident.
+``1 - d / 2`` clamped to [0, 1]; the fact-check passages carry the cosine itself, ``1 - d``
+clamped to [-1, 1], not mapped back from that similarity (``2 * s - 1``, which differs from
+it in the last bit for some distances: the round trip the index once made). Both are pinned
+here exactly, so that a change of either is a decision, not an accident.
 """
 
 from __future__ import annotations
@@ -42,8 +42,11 @@ def _similarity(d: float) -> float:
 
 
 def _cosine(d: float) -> float:
-    value = 2.0 * _similarity(d) - 1.0
-    return max(-1.0, min(1.0, value))
+    return max(-1.0, min(1.0, 1.0 - d))
+
+
+def _mapped_back(d: float) -> float:
+    return max(-1.0, min(1.0, 2.0 * _similarity(d) - 1.0))
 
 
 def test_the_compatible_api_reports_one_minus_half_the_distance(
@@ -59,7 +62,7 @@ def test_the_compatible_api_reports_one_minus_half_the_distance(
         assert [i["similarity"] for i in items] == [_similarity(d) for _, d in distances[:10]]
 
 
-def test_the_fact_check_passages_carry_the_similarity_mapped_back_to_a_cosine(
+def test_the_fact_check_passages_carry_the_cosine_as_the_index_found_it(
     evidence_index: EvidenceIndex, distances: list[tuple[str, float]]
 ) -> None:
     passages = IndexPassages(evidence_index, "phrase")
@@ -70,9 +73,28 @@ def test_the_fact_check_passages_carry_the_similarity_mapped_back_to_a_cosine(
         assert [p.similarity for p in found] == [_cosine(d) for _, d in distances]
 
 
-def test_the_round_trip_is_exact_to_the_bit() -> None:
-    # a float32 distance (Chroma's) and float64 ones (from stored vectors), edges included
-    for d in (0.0, 2.0**-24, 0.3333333432674408, 0.6180339887498949, 1.0, 1.9999999, 2.0000001):
+#: A float32 distance (Chroma's) and float64 ones (from stored vectors), edges included.
+DISTANCES = (0.0, 2.0**-24, 0.3333333432674408, 0.6241214241009282, 1.0, 1.9999999, 2.0000001)
+
+
+def test_a_hit_carries_both_scores_from_its_distance_to_the_bit() -> None:
+    for d in DISTANCES:
+        hit = index_hits._hit("r:phrase:0", "text", {"record_id": "r"}, d)
+        assert hit.similarity == _similarity(d)
+        assert hit.cosine == _cosine(d)
+        assert hit.cosine_similarity() == _cosine(d)
+    assert index_hits._hit("r:phrase:0", "", None, float("nan")).cosine == 0.0
+
+
+def test_the_cosine_is_not_the_similarity_mapped_back() -> None:
+    # the round trip loses the last bit: 2 * (1 - d / 2) - 1 != 1 - d for this distance
+    d = 0.6241214241009282
+    assert _mapped_back(d) != _cosine(d)
+    assert index_hits._hit("r:phrase:0", "", None, d).cosine_similarity() == _cosine(d)
+
+
+def test_a_hit_built_without_a_cosine_maps_its_similarity_back() -> None:
+    for d in DISTANCES:
         hit = EvidenceHit(
             id="r:phrase:0",
             record_id="r",
@@ -81,5 +103,5 @@ def test_the_round_trip_is_exact_to_the_bit() -> None:
             similarity=index_hits.similarity(d),
             granularity="phrase",
         )
-        assert hit.similarity == _similarity(d)
-        assert index_hits.cosine(hit.similarity) == _cosine(d)
+        assert hit.cosine is None
+        assert hit.cosine_similarity() == _mapped_back(d)
