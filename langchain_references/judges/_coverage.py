@@ -6,34 +6,39 @@ live along the northern Pacific coasts"), and a passage that puts another name o
 statement's place refutes it ("Paris is the capital of Germany" against "Berlin is the capital
 of Germany"). :func:`coverage` reads, with their case,
 
-* *names*: runs of capitalised words ("Guido van Rossum", "Pacific Ocean"; a sentence's first
-  word only when it is not written in lower case anywhere in either text, and no function or
-  direction word). A name of the statement is covered when all its words are in the passage, or
-  when a name of the passage is a part of it that keeps its last word ("Armstrong" for "Neil
-  Armstrong", not "Atlantic Ocean" for "Pacific Ocean");
-* *values*: names, years (a four-digit number from 1000 to 2100) and words of a few closed
-  classes (compass points, organs, colours, seasons, chemical elements): each has a *slot*,
-  the nearest content word on its left and on its right in its clause ("Paris is the capital":
-  right slot ``capital``; "created by James Gosling": left slot ``created``). A statement value
-  is *swapped* when the passage has another value of its class in the same slot and not the
-  statement's own ("rises in the west" against "rises in the east"), or, for a name or a year the
-  passage lacks, when the passage has other names or years and covers all the statement's other
-  content words; and a comparison of two names is swapped when the passage makes it the other
-  way round ("Saturn is denser than Jupiter" against "Jupiter is denser than Saturn");
+* *names*: runs of capitalised words ("Guido van Rossum", "Pacific Ocean"; a sentence's first word
+  only when no form of it, "honeybee" for "Honeybees", is written in lower case anywhere in either
+  text, and no function or direction word). A name of the statement is covered when all its words
+  are in the passage, or when a name of the passage is a part of it that keeps its last word
+  ("Armstrong" for "Neil Armstrong", not "Atlantic Ocean" for "Pacific Ocean");
+* *values*: names, years (a four-digit number from 1000 to 2100) and words of a few closed classes
+  (compass points, organs, colours, seasons, chemical elements): each has a *slot*, the nearest
+  content word on its left and on its right in its clause ("Paris is the capital": right slot
+  ``capital``; "created by James Gosling": left slot ``created``). A statement value is *swapped*
+  when the passage has another value of its class in the same slot and not the statement's own
+  ("rises in the west" against "rises in the east"), or, for a name or a year the passage lacks,
+  when the passage has other names or years (a name only if it stands next to one of the statement's
+  words; never one of the statement's own) and covers all the statement's other content words; and a
+  comparison of two names is swapped when the passage makes it the other way round ("Saturn is
+  denser than Jupiter" against "Jupiter is denser than Saturn");
 * *content words*: the share of the statement's other content words (not names, numbers,
-  negations or direction words: the polarity check reads those, with their synonyms) found in
-  the passage, after crude suffix stripping and a short list of irregular forms.
+  compass points, negations, direction words or prepositions: the polarity check reads the
+  directions and negations, with their synonyms) found in the passage, after crude suffix
+  stripping and a short list of irregular forms;
+* *denials*: the passage's negations whose clause has two or more of the statement's content
+  words, when the statement negates nothing ("goldfish do not have a three-second memory").
 
 Each text is cut at :data:`MAX_CHARS` characters and the work is linear in its length (the
 tokenizer's regular expression has no ambiguous repetition; every slot looks at most
 :data:`SLOT_REACH` tokens away; the statement's first :data:`MAX_VALUES` values are compared
 against sets and dictionaries of the passage).
 
-Known limits: it has no synonyms ("won" is not "win", "delimit" is not "mark"), so a paraphrase
-can look uncovered; a name in a non-functional slot ("Lyon is a city in France" against
-"Marseille is a city in France") reads as swapped; a lower-case entity outside its closed
-classes ("the liver" against "the pancreas") is a plain content word; a capitalised common word
-at the start of a sentence can be read as a name; word numbers ("two") are not values.
+Known limits: it has no synonyms ("won" is not "win", "delimit" is not "mark") and stems unevenly
+("migrate" is not "migration"), so a paraphrase can look uncovered; a name in a non-functional slot
+("Lyon is a city in France" against "Marseille is a city in France") reads as swapped; a lower-case
+entity outside its closed classes ("the liver" against "the pancreas") is a plain content word; a
+capitalised common word at the start of a sentence can be read as a name; word numbers ("two") are
+not values.
 """
 
 from __future__ import annotations
@@ -64,7 +69,8 @@ _FUNCTION_TEXT: Final = """
     since per than very just only even still much many also yet however while whereas although
     though because due according said says say such same most least like well one two three
     between during until within across among through against its it's there's after before
-    most many one every another each
+    most many one every another each under beneath inside outside toward towards onto upon
+    via into
 """
 _FUNCTION: Final = STOPWORDS | frozenset(_FUNCTION_TEXT.split())
 _MONTH_TEXT: Final = """
@@ -193,7 +199,9 @@ def _names(text: _Text, lower: set[str]) -> list[tuple[int, int]]:
         word = token.lower()
         if word in _FUNCTION or is_polarity_word(word) or word in _MONTHS:
             return False
-        return not text.initial(i) or word not in lower
+        # A sentence's first word is a name only if no form of it is written in lower case.
+        forms = {word, word.removesuffix("s"), text.roots[i]}
+        return not text.initial(i) or not forms & lower
 
     spans: list[tuple[int, int]] = []
     i, n = 0, len(text.tokens)
@@ -303,7 +311,9 @@ def coverage(statement: str, passage: str) -> Coverage:
         The statement's missing and swapped values and its content-word coverage.
     """
     s, p = _Text.read(statement), _Text.read(passage)
+    # Words written in lower case somewhere, and their roots ("honeybee" for "Honeybees").
     lower = {t for t in s.tokens + p.tokens if t[0].islower()}
+    lower |= {_root(t) for t in lower}
     s_spans, p_spans = _names(s, lower), _names(p, lower)
     p_roots = set(p.roots)
     p_names = [frozenset(p.roots[a:b]) - _CONNECTORS for a, b in p_spans]
