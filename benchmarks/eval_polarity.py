@@ -55,7 +55,12 @@ HEURISTIC = "langchain_references/judges/heuristic.py"
 POLARITY = "langchain_references/judges/_polarity.py"
 #: Helpers of the judge loaded from the BEFORE revision with it, in import order (the word
 #: helpers moved from judges/ to the package's text rules; a revision has one of the two).
-HELPERS = ("langchain_references/judges/_words.py", "langchain_references/text/words.py", POLARITY)
+HELPERS = (
+    "langchain_references/judges/_words.py",
+    "langchain_references/text/words.py",
+    POLARITY,
+    "langchain_references/judges/_coverage.py",
+)
 
 Decide = Callable[[str, str, float | None], Judgement]
 

@@ -7,7 +7,9 @@ judge asks :func:`compare` whether the statement reverses the passage on
 * *direction*: a lexicon of opposites in a few axes (amount: increase / decrease, rise / fall,
   grow / decline, gain / loss, expand / shrink...; degree: more / less, higher / lower, larger /
   smaller, above / below...; temperature: warming / cooling, hot / cold; speed, strength,
-  thickness, melting / freezing, better / worse, true / false, before / after...). Each
+  thickness, melting / freezing, better / worse, true / false, before / after; and the
+  comparatives and superlatives of distance, hardness, length, depth, weight, age and
+  brightness: closer / farther, harder / softer, longest / shortest...). Each
   direction word is an :class:`Event` with the content words around it in its clause, its
   *anchors* (what rises or falls; "temperatures rose" is also a warming). A statement event is
   compared with the passage events of its axis that share the most (and nearest) anchors with
@@ -196,6 +198,13 @@ _AXES: Final = (
     ("likelihood", "likely probable", "unlikely improbable"),
     ("agreement", "agree agrees agreed agreement", "disagree disagrees disagreed disagreement"),
     ("wetness", "wet wetter wettest", "dry drier driest dryer"),
+    ("distance", "farther farthest furthest", "closer closest nearer nearest"),
+    ("hardness", "harder hardest", "softer softest"),
+    ("length", "longer longest", "shorter shortest"),
+    ("depth", "deeper deepest", "shallower shallowest"),
+    ("weight", "heavier heaviest", "lighter lightest"),
+    ("age", "older oldest", "younger youngest newer newest"),
+    ("brightness", "brighter brightest", "dimmer dimmest darker darkest"),
 )
 #: Each direction word -> (axis, +1 or -1).
 _LEXICON: Final[dict[str, tuple[str, int]]] = {
@@ -968,7 +977,7 @@ class _Reader:
             and kinds[k] == "word"
             and not self.consumed[k]
             and _is_content(words[k])
-            and not words[k].endswith("ly")
+            and not (words[k].endswith("ly") and len(words[k]) > 4)  # "fly" is no adverb
         ]
         if not heads or words[heads[0]] in _LEXICON:
             return None

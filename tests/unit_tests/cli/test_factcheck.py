@@ -31,6 +31,8 @@ from tests.unit_tests.conftest import REPO_ROOT, LocalSite
 from tests.unit_tests.fakes import ChatScripted
 
 MOON = "The Moon is closer to Earth than Europa is to Jupiter"
+#: Issue 34: the demo's top passage says the Moon orbits Earth.
+ORBIT = "The Moon orbits the Earth."
 VERDICTS = {v.value for v in Verdict}
 #: How the default judge names itself in the JSON (and, as ``KIND (MODEL) — ...``, in reports).
 HEURISTIC = {
@@ -60,10 +62,10 @@ def json_lines(out: str) -> list[dict[str, Any]]:
 def test_demo_search_runs_offline_and_reports_with_citations(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, out, err = run_cli(capsys, MOON, "--search", "demo", "--style", "text")
+    code, out, err = run_cli(capsys, ORBIT, "--search", "demo", "--style", "text")
 
     assert code == 0
-    assert out.startswith(f"Fact check: {MOON}\nVerdict: ")
+    assert out.startswith(f"Fact check: {ORBIT}\nVerdict: SUPPORTED ")
     assert out.splitlines()[2] == f"Judge: heuristic (no model) — {HEURISTIC['description']}"
     assert "\nReferences:\n- [1] " in out
     assert "(http://127.0.0.1:" in out  # evidence fetched from the local demo server
@@ -179,7 +181,7 @@ def test_local_folder_search_serves_and_fetches_the_files(
     )
 
     code, out, err = run_cli(
-        capsys, "Arctic terns migrate pole to pole", "--search", f"local:{tmp_path}", "--json"
+        capsys, "Arctic terns fly from pole to pole", "--search", f"local:{tmp_path}", "--json"
     )
 
     assert code == 0, err

@@ -404,8 +404,8 @@ def test_factcheck_recorded_search_edited_reuses_no_stale_check(
     argv += ["--cache", str(tmp_path / "run.sqlite3")]
     assert run_main("factcheck", *argv)[0] == 0
 
-    # another page for one statement: the recording replays something else
-    pages[STATEMENTS[0]] = "/page/delta"
+    # another page for one statement (about the same): the recording replays something else
+    pages[STATEMENTS[0]] = "/page/alpha-2"
     write_recording(recording, local_site, pages)
     code, out, err = run_main("factcheck", *argv, "--resume")
     assert code == 0, err
@@ -413,11 +413,11 @@ def test_factcheck_recorded_search_edited_reuses_no_stale_check(
         resumed_line(err) == f"resumed: reused 0 of 3 statement(s) from {tmp_path / 'run.sqlite3'}"
     )
     [cited] = [e["url"] for e in json.loads(out.splitlines()[0])["supporting"]]
-    assert cited == local_site.url("/page/delta")
+    assert cited == local_site.url("/page/alpha-2")
     # only the new page is fetched: the pages are keyed by their URLs, which did not change
     assert dict(local_site.requests) == {
         "/page/alpha": 1,
         "/page/beta": 1,
         "/page/gamma": 1,
-        "/page/delta": 1,
+        "/page/alpha-2": 1,
     }

@@ -260,3 +260,24 @@ async def test_async_failures_and_skips_match_sync() -> None:
     empty = await RelationJudge(no_pairs).ajudge_pairs((Atom("a0", "Paris is in France."),), ())
     assert empty == RelationResult(())
     assert no_pairs.calls == []
+
+
+def test_the_offline_judges_relations_carry_its_calibrated_confidence() -> None:
+    """Issue 34, point 3: the relation probability is the judge's calibration, no constant."""
+    from langchain_references.judges.heuristic import CONFIDENCE_CAP, HeuristicJudge
+
+    judge = HeuristicJudge()
+    atom = "The Moon orbits the Earth."
+    passages = [
+        "The Moon is Earth's only natural satellite. It orbits at an average distance of about "
+        "384,400 kilometers.",
+        "The Moon is tidally locked: it turns once on its axis in the same time it takes to "
+        "orbit Earth.",
+    ]
+    judgements = [judge.judge(atom, p) for p in passages]
+    relations = [judgement_to_relation("c", "a", j) for j in judgements]
+    assert [j.label for j in judgements] == [Label.ENTAILS, Label.ENTAILS]
+    probabilities = [r.probability for r in relations if r is not None]
+    assert probabilities == [j.confidence for j in judgements]
+    assert len(set(probabilities)) == 2  # from the features, not one constant
+    assert all(p <= CONFIDENCE_CAP for p in probabilities)  # weak evidence stays weak

@@ -190,15 +190,15 @@ def test_linear_confidence_at_the_ends_of_the_threshold(
 def test_shared_words_are_counted() -> None:
     f = lexical_features("Arctic sea ice is vanishing", "The sea ice of the Arctic melts fast.")
     assert f.shared == 3
-    # Fewer shared words make an entailment less likely, at the same overlap share.
+    # Fewer shared words make an entailment less likely, at the same overlap share (both 1).
     judge = HeuristicJudge()
-    few = judge.judge("Moon cheese", "The Moon is bright.")
+    few = judge.judge("Moon", "The Moon is bright.")
     many = judge.judge(
         "Arctic sea ice glaciers melt fast warming oceans",
         "Arctic sea ice and glaciers melt fast as oceans are warming.",
     )
     assert few.label is many.label is Label.ENTAILS
-    assert few.confidence < 0.3 < many.confidence <= CONFIDENCE_CAP
+    assert few.confidence < 0.45 < many.confidence <= CONFIDENCE_CAP  # 0.40, 0.60 (refit)
 
 
 def test_embeddings_are_used_and_batched() -> None:
@@ -208,7 +208,17 @@ def test_embeddings_are_used_and_batched() -> None:
         "Bananas are yellow.": [0.0, 1.0, 0.0],
     }
     emb = TableEmbeddings(table)
-    judge = HeuristicJudge(emb, relevance_threshold=0.4, embedding_weight=1.0, batch_size=10)
+    # The cosine alone decides here: the coverage rule is off (atomic_items=0). With it, the
+    # passage does not cover "glaciers retreat" (no word of it), so the default says unknown.
+    judge = HeuristicJudge(
+        emb, relevance_threshold=0.4, embedding_weight=1.0, batch_size=10, atomic_items=0
+    )
+    assert (
+        HeuristicJudge(TableEmbeddings(table), relevance_threshold=0.4, embedding_weight=1.0)
+        .judge("Glaciers retreat.", "Ice sheets shrink worldwide.")
+        .label
+        is Label.UNKNOWN
+    )
     out = judge.batch(
         [
             {"statement": "Glaciers retreat.", "passage": "Ice sheets shrink worldwide."},

@@ -83,7 +83,10 @@ def test_moon_cheese_is_not_supported_by_a_passage_that_does_not_say_so(
     )
 
     judgement = judge.judge(CHEESE, CHEESE_PASSAGE)
-    assert judgement.confidence <= MODERATE
+    # The passage does not cover the statement (no word of it but "Moon"): unknown, and an
+    # unknown may be surer than MODERATE (capped at UNKNOWN_CAP).
+    assert judgement.label is Label.UNKNOWN
+    assert judgement.confidence <= heuristic.UNKNOWN_CAP
     verdict, _ = _verdict(judge, CHEESE, CHEESE_PASSAGE)
     assert verdict is not Verdict.SUPPORTED
 
@@ -270,9 +273,12 @@ def test_shipped_lexical_calibration_is_calibrated_on_held_out_climate_fever(
         heuristic.linear_confidence(r.label, r.relevance, judge.relevance_threshold)
         for r in test_rows
     ]
-    assert expected_calibration_error(shipped, correct) <= 0.05  # measured 0.046
-    # Measured 0.094 with the polarity check's labels (0.128 with the earlier cues).
-    assert expected_calibration_error(before, correct) > 0.08
+    assert expected_calibration_error(shipped, correct) <= 0.05  # measured 0.034
+    # Measured 0.040 with the coverage rule's labels (0.094 with the polarity check's, 0.128
+    # with the earlier cues): the fit still does better.
+    assert expected_calibration_error(shipped, correct) < expected_calibration_error(
+        before, correct
+    )
     # Calibration does not touch the labels, and nothing verdict-bearing exceeds the cap.
     assert (
         max(c for c, r in zip(shipped, test_rows, strict=True) if r.label is not Label.UNKNOWN)
