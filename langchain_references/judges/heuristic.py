@@ -410,6 +410,12 @@ def _check_unit_interval(name: str, value: float) -> None:
         raise ValueError(f"{name} must be in [0, 1], got {value}")
 
 
+def _check_at_least(name: str, value: int, least: int) -> None:
+    """Raise ValueError unless ``value >= least``."""
+    if value < least:
+        raise ValueError(f"{name} must be >= {least}, got {value}")
+
+
 class HeuristicJudge(Judge):
     """Lexical / embedding heuristic judge: **not an NLI model; weak** (see module docs).
 
@@ -532,17 +538,13 @@ class HeuristicJudge(Judge):
         _check_unit_interval("embedding_weight", embedding_weight)
         _check_unit_interval("min_covered", min_covered)
         self.min_covered = min_covered
-        if atomic_items < 0:
-            raise ValueError(f"atomic_items must be >= 0, got {atomic_items}")
+        _check_at_least("atomic_items", atomic_items, 0)
         self.atomic_items = atomic_items
-        if swap_items < 0:
-            raise ValueError(f"swap_items must be >= 0, got {swap_items}")
+        _check_at_least("swap_items", swap_items, 0)
         self.swap_items = swap_items
-        if polar_items < 0:
-            raise ValueError(f"polar_items must be >= 0, got {polar_items}")
+        _check_at_least("polar_items", polar_items, 0)
         self.polar_items = polar_items
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        _check_at_least("batch_size", batch_size, 1)
         chosen = tuple(self.DEFAULT_CUES if cues is None else cues)
         unknown = set(chosen) - set(CUES)
         if unknown:

@@ -233,6 +233,10 @@ def test_wrong_embeddings_type_is_named() -> None:
         ),
         ({"embedding_weight": 1.25}, r"^embedding_weight must be in \[0, 1\], got 1.25$"),
         ({"batch_size": 0}, r"^batch_size must be >= 1, got 0$"),
+        ({"min_covered": 1.01}, r"^min_covered must be in \[0, 1\], got 1.01$"),
+        ({"atomic_items": -1}, r"^atomic_items must be >= 0, got -1$"),
+        ({"swap_items": -2}, r"^swap_items must be >= 0, got -2$"),
+        ({"polar_items": -3}, r"^polar_items must be >= 0, got -3$"),
     ],
 )
 def test_out_of_range_parameters_are_named(kwargs: dict[str, float], message: str) -> None:
