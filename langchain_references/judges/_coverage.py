@@ -297,6 +297,141 @@ def _denied(s: _Text, p: _Text, roots: set[str]) -> tuple[str, ...]:
     return tuple(found)
 
 
+@dataclass(frozen=True, slots=True)
+class _Passage:
+    """What the statement's values are compared with: the passage's, by class and by slot."""
+
+    roots: frozenset[str]
+    names: list[frozenset[str]]
+    classes: dict[str, set[str]]  # class -> the passage's values of it
+    by_slot: dict[tuple[str, str], set[str]]  # (class, side + slot word) -> values there
+    neighbours: dict[str, set[str]]  # value -> its slot words
+
+    @classmethod
+    def read(cls, p: _Text, spans: list[tuple[int, int]]) -> _Passage:
+        by_slot: dict[tuple[str, str], set[str]] = defaultdict(set)
+        classes: dict[str, set[str]] = defaultdict(set)
+        neighbours: dict[str, set[str]] = defaultdict(set)
+        for kind, value, a, b in _values(p, spans):
+            classes[kind].add(value)
+            for side, slot in zip("lr", _slots(p, a, b), strict=True):
+                if slot:
+                    by_slot[(kind, side + slot)].add(value)
+                    neighbours[value].add(slot)
+        names = [frozenset(p.roots[a:b]) - _CONNECTORS for a, b in spans]
+        return cls(frozenset(p.roots), names, classes, by_slot, neighbours)
+
+
+def _rest(s: _Text, name_words: set[str]) -> set[str]:
+    """The roots of the statement's content words, names and values left out.
+
+    Numbers, closed-class values, negations and direction words are not counted either.
+    """
+    return {
+        s.roots[k]
+        for k, token in enumerate(s.tokens)
+        if s.kinds[k] == "word"
+        and s.roots[k] not in name_words
+        and _content(token.lower())
+        and not is_polarity_word(token.lower())
+        and _CLASSES.get(token.lower()) not in _VALUE_ONLY
+    }
+
+
+def _present(s: _Text, kind: str, value: str, a: int, b: int, p: _Passage) -> bool:
+    """Whether the passage states the statement's value ``s.tokens[a:b]``."""
+    if kind == "name":
+        parts = frozenset(s.roots[a:b]) - _CONNECTORS
+        return parts <= p.roots or any(
+            name and name <= parts and s.roots[b - 1] in name for name in p.names
+        )
+    return value in p.classes[kind] or (kind == "year" and value in p.roots)
+
+
+def _slot_rivals(s: _Text, kind: str, value: str, a: int, b: int, p: _Passage) -> set[str]:
+    """The passage's other values in the slots of the statement's value (not the same one)."""
+    others: set[str] = set()
+    for side, slot in zip("lr", _slots(s, a, b), strict=True):
+        filled = p.by_slot.get((kind, side + slot), set()) if slot else set()
+        if not any(_same(kind, value, other) for other in filled):
+            others |= filled
+    return others
+
+
+def _rivals(kind: str, own: set[tuple[str, str]], s_roots: set[str], p: _Passage) -> set[str]:
+    """The passage's values of the class that may stand for a missing name or year.
+
+    A rival fills the statement's slot only if it stands next to one of the statement's words
+    ("Orbiting spacecraft" does not put "Apollo" in the place of "Earth" in "The Moon orbits
+    the Earth"), and it is none of the statement's own values.
+    """
+    return {
+        v
+        for v in p.classes[kind]
+        if not any(_same(kind, mine, v) for k, mine in own if k == kind)
+        and (kind != "name" or p.neighbours[v] & s_roots)
+    }
+
+
+def _reversed_orders(
+    s: _Text, s_spans: list[tuple[int, int]], p: _Text, p_spans: list[tuple[int, int]]
+) -> list[str]:
+    """'Saturn is denser than Jupiter' against 'Jupiter is denser than Saturn'."""
+    p_orders = _orders(p, p_spans)
+    return [
+        f"{first} {comparative} than {second} vs the reverse"
+        for first, comparative, second in _orders(s, s_spans)
+        if (second, comparative, first) in p_orders and (first, comparative, second) not in p_orders
+    ]
+
+
+def _compare_values(
+    s: _Text, s_spans: list[tuple[int, int]], p: _Passage, has_rest: bool, uncovered: int
+) -> tuple[list[str], list[str]]:
+    """The statement's values the passage lacks (missing) and fills with another (swapped).
+
+    Args:
+        s: The statement.
+        s_spans: Its names.
+        p: The passage's values.
+        has_rest: Whether the statement has content words besides its names and values.
+        uncovered: How many of those the passage lacks.
+
+    Returns:
+        ``(missing, swapped)``, in the statement's order.
+    """
+    missing: list[str] = []
+    swapped: list[str] = []
+    s_values = _values(s, s_spans)[:MAX_VALUES]
+    own = {(kind, value) for kind, value, _, _ in s_values}
+    s_roots = set(s.roots)
+    for kind, value, a, b in s_values:
+        text = " ".join(s.tokens[a:b])
+        present = _present(s, kind, value, a, b, p)
+        compared = kind not in ("name", "year") or not present
+        others = _slot_rivals(s, kind, value, a, b, p) if compared else set()
+        if others:
+            swapped.append(f"{text} vs {'/'.join(sorted(others))}")
+        elif not present and kind in ("name", "year"):
+            rivals = _rivals(kind, own, s_roots, p)
+            if rivals and has_rest and uncovered <= (kind == "year"):
+                swapped.append(f"{text} vs {'/'.join(sorted(rivals))}")
+            else:
+                missing.append(text)
+    return missing, swapped
+
+
+def _items(s: _Text) -> int:
+    """How many distinct content items (words and numbers) the statement has."""
+    return len(
+        {
+            s.roots[k]
+            for k, token in enumerate(s.tokens)
+            if s.kinds[k] == "number" or (s.kinds[k] == "word" and _content(token.lower()))
+        }
+    )
+
+
 def coverage(statement: str, passage: str) -> Coverage:
     """Compare what the statement asserts with what the passage covers.
 
@@ -310,95 +445,23 @@ def coverage(statement: str, passage: str) -> Coverage:
     Returns:
         The statement's missing and swapped values and its content-word coverage.
     """
-    s, p = _Text.read(statement), _Text.read(passage)
+    s, p_text = _Text.read(statement), _Text.read(passage)
     # Words written in lower case somewhere, and their roots ("honeybee" for "Honeybees").
-    lower = {t for t in s.tokens + p.tokens if t[0].islower()}
+    lower = {t for t in s.tokens + p_text.tokens if t[0].islower()}
     lower |= {_root(t) for t in lower}
-    s_spans, p_spans = _names(s, lower), _names(p, lower)
-    p_roots = set(p.roots)
-    p_names = [frozenset(p.roots[a:b]) - _CONNECTORS for a, b in p_spans]
+    s_spans, p_spans = _names(s, lower), _names(p_text, lower)
+    p = _Passage.read(p_text, p_spans)
     s_name_words = {s.roots[k] for a, b in s_spans for k in range(a, b)}
-    s_roots = set(s.roots)
+    rest = _rest(s, s_name_words)
+    uncovered = sorted(rest - p.roots)
 
-    # Passage values by class and slot; the statement's values by class.
-    by_slot: dict[tuple[str, str], set[str]] = defaultdict(set)
-    p_classes: dict[str, set[str]] = defaultdict(set)
-    p_neighbours: dict[str, set[str]] = defaultdict(set)  # value -> its slot words
-    for kind, value, a, b in _values(p, p_spans):
-        p_classes[kind].add(value)
-        for side, slot in zip("lr", _slots(p, a, b), strict=True):
-            if slot:
-                by_slot[(kind, side + slot)].add(value)
-                p_neighbours[value].add(slot)
-
-    # Content words besides names, numbers, closed-class values, negations and direction words.
-    rest = {
-        s.roots[k]
-        for k, token in enumerate(s.tokens)
-        if s.kinds[k] == "word"
-        and s.roots[k] not in s_name_words
-        and _content(token.lower())
-        and not is_polarity_word(token.lower())
-        and _CLASSES.get(token.lower()) not in _VALUE_ONLY
-    }
-    uncovered = sorted(rest - p_roots)
-    words = 1.0 - len(uncovered) / len(rest) if rest else 1.0
-
-    missing: list[str] = []
-    swapped: list[str] = []
-    s_values = _values(s, s_spans)[:MAX_VALUES]
-    own = {(kind, value) for kind, value, _, _ in s_values}
-    for kind, value, a, b in s_values:
-        text = " ".join(s.tokens[a:b])
-        if kind == "name":
-            parts = frozenset(s.roots[a:b]) - _CONNECTORS
-            present = parts <= p_roots or any(
-                name and name <= parts and s.roots[b - 1] in name for name in p_names
-            )
-        else:
-            present = value in p_classes[kind] or (kind == "year" and value in p_roots)
-        others: set[str] = set()
-        slots = _slots(s, a, b) if kind not in ("name", "year") or not present else ("", "")
-        for side, slot in zip("lr", slots, strict=True):
-            filled = by_slot.get((kind, side + slot), set()) if slot else set()
-            if not any(_same(kind, value, other) for other in filled):
-                others |= filled
-        if others:
-            swapped.append(f"{text} vs {'/'.join(sorted(others))}")
-        elif not present and kind in ("name", "year"):
-            # A rival fills the statement's slot only if it stands next to one of the
-            # statement's words ("Orbiting spacecraft" does not put "Apollo" in the place of
-            # "Earth" in "The Moon orbits the Earth").
-            rivals = {
-                v
-                for v in p_classes[kind]
-                if not any(_same(kind, mine, v) for k, mine in own if k == kind)
-                and (kind != "name" or p_neighbours[v] & s_roots)
-            }
-            if rivals and rest and len(uncovered) <= (kind == "year"):
-                swapped.append(f"{text} vs {'/'.join(sorted(rivals))}")
-            else:
-                missing.append(text)
-    # "Saturn is denser than Jupiter" against "Jupiter is denser than Saturn".
-    p_orders = _orders(p, p_spans)
-    for first, comparative, second in _orders(s, s_spans):
-        if (second, comparative, first) in p_orders and (
-            first,
-            comparative,
-            second,
-        ) not in p_orders:
-            swapped.append(f"{first} {comparative} than {second} vs the reverse")
+    missing, swapped = _compare_values(s, s_spans, p, bool(rest), len(uncovered))
+    swapped += _reversed_orders(s, s_spans, p_text, p_spans)
     return Coverage(
-        denied=_denied(s, p, rest | s_name_words),
+        denied=_denied(s, p_text, rest | s_name_words),
         missing=tuple(dict.fromkeys(missing)),
         swapped=tuple(dict.fromkeys(swapped)),
-        words=words,
+        words=1.0 - len(uncovered) / len(rest) if rest else 1.0,
         uncovered=tuple(uncovered),
-        items=len(
-            {
-                s.roots[k]
-                for k, token in enumerate(s.tokens)
-                if s.kinds[k] == "number" or (s.kinds[k] == "word" and _content(token.lower()))
-            }
-        ),
+        items=_items(s),
     )

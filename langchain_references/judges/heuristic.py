@@ -618,63 +618,11 @@ class HeuristicJudge(Judge):
         """
         relevance, how = self.relevance(features, cosine)
         t = self.relevance_threshold
-        fired = features.cues(self.cues)
-        if "swap" in fired and (
-            features.items > self.swap_items or features.covered < self.min_covered
-        ):
-            fired.remove("swap")  # a slot read outside a short statement the passage restates
-        unsupported = (features.unsupported_negation if "negation" in self.cues else ()) + (
-            features.unsupported_direction if "antonym" in self.cues else ()
-        )
-        silent = features.silent if "antonym" in self.cues else ()
-        denied = features.denied if "negation" in self.cues else ()
-        rest = features.overlap if features.rest_overlap is None else features.rest_overlap
-        rest_relevance, _ = self._relevance(rest, cosine)
-        strong = rest_relevance >= self.contradiction_threshold
         if relevance < t:
             label = Label.UNKNOWN
             rationale = f"Heuristic: relevance {relevance:.2f} ({how}) is below {t:.2f}."
-        elif fired:
-            label = Label.CONTRADICTS if strong else Label.UNKNOWN
-            rationale = (
-                f"Heuristic: relevant ({relevance:.2f}; {how}) with contradiction cues "
-                f"{', '.join(fired)}: {'; '.join(features.cue_words)}"
-            )
-            if not strong:
-                rationale += (
-                    f"; the rest matches weakly ({rest_relevance:.2f} < "
-                    f"{self.contradiction_threshold:.2f}), so unknown"
-                )
-            rationale += "."
-        elif unsupported:
-            negates = "negation" in self.cues and bool(features.unsupported_negation)
-            label = Label.CONTRADICTS if negates and strong else Label.UNKNOWN
-            rationale = (
-                f"Heuristic: relevant ({relevance:.2f}; {how}) but the passage does not state "
-                f"the statement's polarity: {'; '.join(unsupported)}."
-            )
-        elif (
-            features.items <= self.atomic_items
-            and (features.missing or features.covered < self.min_covered)
-        ) or (features.items <= self.polar_items and (silent or denied)):
-            label = Label.UNKNOWN
-            atomic = features.items <= self.atomic_items
-            lacks = [*(features.missing if atomic else ()), *silent]
-            if atomic and features.covered < self.min_covered:
-                lacks.append(f"{1 - features.covered:.0%} of its other words")
-            gaps = [f"it lacks {'; '.join(lacks)}"] if lacks else []
-            if denied:
-                gaps.append(f"it negates the statement's words ({', '.join(denied)})")
-            rationale = (
-                f"Heuristic: relevant ({relevance:.2f}; {how}) but the passage does not cover "
-                f"the statement: {'; '.join(gaps)}."
-            )
         else:
-            label = Label.ENTAILS
-            rationale = (
-                f"Heuristic: relevant ({relevance:.2f}; {how}), covers the statement, "
-                "no contradiction cue."
-            )
+            label, rationale = self._relevant_label(features, cosine, f"{relevance:.2f}; {how}")
         if cosine is None or self.embedding_weight == 0.0:
             cosine = None
         withheld = label is Label.UNKNOWN and relevance >= t
@@ -684,6 +632,77 @@ class HeuristicJudge(Judge):
             confidence=confidence,
             rationale=f"{rationale} Calibrated confidence {confidence:.2f}, weak evidence.",
         )
+
+    def _relevant_label(
+        self, features: LexicalFeatures, cosine: float | None, relevant: str
+    ) -> tuple[Label, str]:
+        """The label of a relevant pair and its rationale (see :meth:`decide_features`).
+
+        Args:
+            features: The pair's lexical features.
+            cosine: Cosine similarity of the embeddings, or ``None``.
+            relevant: The relevance and how it was measured, as the rationale writes it.
+        """
+        fired = features.cues(self.cues)
+        if "swap" in fired and (
+            features.items > self.swap_items or features.covered < self.min_covered
+        ):
+            fired.remove("swap")  # a slot read outside a short statement the passage restates
+        unsupported = (features.unsupported_negation if "negation" in self.cues else ()) + (
+            features.unsupported_direction if "antonym" in self.cues else ()
+        )
+        rest = features.overlap if features.rest_overlap is None else features.rest_overlap
+        rest_relevance, _ = self._relevance(rest, cosine)
+        strong = rest_relevance >= self.contradiction_threshold
+        if fired:
+            rationale = (
+                f"Heuristic: relevant ({relevant}) with contradiction cues "
+                f"{', '.join(fired)}: {'; '.join(features.cue_words)}"
+            )
+            if not strong:
+                rationale += (
+                    f"; the rest matches weakly ({rest_relevance:.2f} < "
+                    f"{self.contradiction_threshold:.2f}), so unknown"
+                )
+            return (Label.CONTRADICTS if strong else Label.UNKNOWN), rationale + "."
+        if unsupported:
+            negates = "negation" in self.cues and bool(features.unsupported_negation)
+            return (Label.CONTRADICTS if negates and strong else Label.UNKNOWN), (
+                f"Heuristic: relevant ({relevant}) but the passage does not state "
+                f"the statement's polarity: {'; '.join(unsupported)}."
+            )
+        gaps = self._coverage_gaps(features)
+        if gaps is not None:
+            return Label.UNKNOWN, (
+                f"Heuristic: relevant ({relevant}) but the passage does not cover "
+                f"the statement: {'; '.join(gaps)}."
+            )
+        return Label.ENTAILS, (
+            f"Heuristic: relevant ({relevant}), covers the statement, no contradiction cue."
+        )
+
+    def _coverage_gaps(self, features: LexicalFeatures) -> list[str] | None:
+        """What the passage leaves out of a short statement, or None if it covers it.
+
+        A statement of at most :attr:`atomic_items` items must have its names and years and
+        :attr:`min_covered` of its other words in the passage; one of at most
+        :attr:`polar_items` items, its direction stated and its words not negated.
+        """
+        silent = features.silent if "antonym" in self.cues else ()
+        denied = features.denied if "negation" in self.cues else ()
+        atomic = features.items <= self.atomic_items
+        if not (
+            (atomic and (features.missing or features.covered < self.min_covered))
+            or (features.items <= self.polar_items and (silent or denied))
+        ):
+            return None
+        lacks = [*(features.missing if atomic else ()), *silent]
+        if atomic and features.covered < self.min_covered:
+            lacks.append(f"{1 - features.covered:.0%} of its other words")
+        gaps = [f"it lacks {'; '.join(lacks)}"] if lacks else []
+        if denied:
+            gaps.append(f"it negates the statement's words ({', '.join(denied)})")
+        return gaps
 
     def similarities(self, pairs: Sequence[tuple[str, str]]) -> list[float | None]:
         """Embedding cosine similarity of each (statement, passage) pair.
