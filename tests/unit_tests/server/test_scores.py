@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from langchain_references.server import factcheck_api
 from langchain_references.server.factcheck_api import IndexPassages
 from langchain_references.server.index import EvidenceHit, EvidenceIndex
 from langchain_references.server.index import hits as index_hits
@@ -91,6 +92,15 @@ def test_the_cosine_is_not_the_similarity_mapped_back() -> None:
     d = 0.6241214241009282
     assert _mapped_back(d) != _cosine(d)
     assert index_hits._hit("r:phrase:0", "", None, d).cosine_similarity() == _cosine(d)
+
+
+def test_the_fact_check_api_passes_the_hits_cosine_not_its_similarity_mapped_back() -> None:
+    # a distance where the round trip loses the last bit: the API edge must not redo it
+    d = 0.6241214241009282
+    hit = index_hits._hit("r:phrase:0", "text", {"record_id": "r"}, d)
+    [passage] = factcheck_api._passages([hit])
+    assert passage.similarity == _cosine(d)
+    assert passage.similarity != _mapped_back(d)
 
 
 def test_a_hit_built_without_a_cosine_maps_its_similarity_back() -> None:
