@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -265,3 +266,66 @@ def test_raise_errors_lets_the_failure_propagate() -> None:
     raising = HeuristicJudge(_FailingEmbeddings("x", 0.5), raise_errors=True)
     with pytest.raises(RuntimeError, match=r"^embedding service down$"):
         raising.invoke(pair)
+
+
+def _relevant(**fields: Any) -> LexicalFeatures:
+    """Features of a pair whose words all match (relevance 1.0), with ``fields`` set."""
+    return LexicalFeatures(
+        overlap=1.0, negation=False, refutation=False, antonym=False, number=False, **fields
+    )
+
+
+def test_a_short_statement_the_passage_leaves_uncovered_names_every_gap() -> None:
+    judge = HeuristicJudge(atomic_items=4, polar_items=4, min_covered=0.7)
+    features = _relevant(
+        items=3, missing=("Paris", "1889"), covered=0.5, silent=("rose",), denied=("built",)
+    )
+    out = judge.decide_features(features, None)
+    assert out.label is Label.UNKNOWN
+    assert out.rationale.startswith(
+        "Heuristic: relevant (1.00; word overlap 1.00) but the passage does not cover the "
+        "statement: "
+        "it lacks Paris; 1889; rose; 50% of its other words; "
+        "it negates the statement's words (built). Calibrated confidence "
+    )
+
+
+def test_coverage_counts_only_up_to_the_short_statements_bounds() -> None:
+    judge = HeuristicJudge(atomic_items=3, polar_items=3, min_covered=0.7)
+    # exactly at the bounds: still short, still covered
+    assert judge.decide_features(_relevant(items=3, covered=0.7), None).label is Label.ENTAILS
+    gap = judge.decide_features(_relevant(items=3, silent=("rose",)), None)
+    assert gap.label is Label.UNKNOWN
+    assert "it lacks rose." in gap.rationale
+    # past them: the coverage rule does not apply
+    past = _relevant(items=4, missing=("Paris",), covered=0.1, silent=("rose",), denied=("x",))
+    assert judge.decide_features(past, None).label is Label.ENTAILS
+
+
+def test_a_swap_counts_only_in_a_short_statement_the_passage_covers() -> None:
+    judge = HeuristicJudge(swap_items=3, min_covered=0.7, atomic_items=0, polar_items=0)
+    swap = {"swapped": ("Paris vs Berlin",), "cue_words": ("Paris vs Berlin",)}
+    at_bounds = judge.decide_features(_relevant(items=3, covered=0.7, **swap), None)
+    assert at_bounds.label is Label.CONTRADICTS
+    assert "contradiction cues swap: Paris vs Berlin." in at_bounds.rationale
+    for past in (_relevant(items=4, covered=1.0, **swap), _relevant(items=2, covered=0.6, **swap)):
+        assert judge.decide_features(past, None).label is Label.ENTAILS
+
+
+def test_the_coverage_rationale_names_only_the_gaps_of_the_rules_that_apply() -> None:
+    judge = HeuristicJudge(atomic_items=2, polar_items=4, min_covered=0.7)
+    # past the atomic bound, within the polar one: names and word coverage are not asked for
+    polar = _relevant(items=3, missing=("Paris",), covered=0.1, denied=("built", "rose"))
+    assert "does not cover the statement: it negates the statement's words (built, rose)." in (
+        judge.decide_features(polar, None).rationale
+    )
+    # at the word-coverage bound a missing name is the only gap
+    atomic = _relevant(items=2, missing=("Paris",), covered=0.7)
+    assert "does not cover the statement: it lacks Paris." in (
+        judge.decide_features(atomic, None).rationale
+    )
+    # without the antonym cue a silent direction is no gap
+    no_antonym = HeuristicJudge(atomic_items=2, polar_items=4, cues=("negation", "number"))
+    assert no_antonym.decide_features(_relevant(items=3, silent=("rose",)), None).label is (
+        Label.ENTAILS
+    )
