@@ -168,12 +168,12 @@ class _Text:
 
 
 def _root(token: str) -> str:
-    word = token.lower().replace("’", "'")
+    """The lower-case root of a token of :class:`_Text` (its apostrophes are straight)."""
+    word = token.lower()
     if word.endswith("'s"):
         word = word[:-2]
-    word = word.rstrip("'")
     word = _IRREGULAR.get(word, word)
-    if not word or word[0].isdigit():
+    if word[0].isdigit():
         return word.replace(",", "")
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
@@ -222,21 +222,25 @@ def _names(text: _Text, lower: set[str]) -> list[tuple[int, int]]:
     return spans
 
 
-def _slots(text: _Text, start: int, end: int) -> tuple[str, str]:
-    """The nearest content word left of ``start`` and right of ``end`` in the clause."""
+def _slots(text: _Text, start: int, end: int) -> list[tuple[str, str]]:
+    """The slots of ``text.tokens[start:end]``: its nearest content words in the clause.
+
+    Returns:
+        ``("l", root)`` for the nearest content word on the left, then ``("r", root)`` for the
+        one on the right, each only if there is one within :data:`SLOT_REACH` tokens.
+    """
     found = []
-    for step, first in ((-1, start - 1), (1, end)):
-        slot, k = "", first
+    for side, step, first in (("l", -1, start - 1), ("r", 1, end)):
+        k = first
         while 0 <= k < len(text.tokens) and abs(k - first) < SLOT_REACH:
             if text.kinds[k] in ("sentence", "clause"):
                 break
             word = text.tokens[k].lower()
             if text.kinds[k] == "word" and _content(word) and word not in _MONTHS:
-                slot = text.roots[k]
+                found.append((side, text.roots[k]))
                 break
             k += step
-        found.append(slot)
-    return found[0], found[1]
+    return found
 
 
 def _values(text: _Text, spans: list[tuple[int, int]]) -> list[tuple[str, str, int, int]]:
@@ -282,7 +286,7 @@ def _denied(s: _Text, p: _Text, roots: set[str]) -> tuple[str, ...]:
     Only when the statement has no negation ("goldfish do not have a three-second memory"
     against "Goldfish have a memory span of three seconds"): the passage denies what it shares.
     """
-    if any(is_negation(t.lower().replace("’", "'")) for t in s.tokens):
+    if any(is_negation(t.lower()) for t in s.tokens):
         return ()
     found: list[str] = []
     start = 0
@@ -314,10 +318,9 @@ class _Passage:
         neighbours: dict[str, set[str]] = defaultdict(set)
         for kind, value, a, b in _values(p, spans):
             classes[kind].add(value)
-            for side, slot in zip("lr", _slots(p, a, b), strict=True):
-                if slot:
-                    by_slot[(kind, side + slot)].add(value)
-                    neighbours[value].add(slot)
+            for side, slot in _slots(p, a, b):
+                by_slot[(kind, side + slot)].add(value)
+                neighbours[value].add(slot)
         names = [frozenset(p.roots[a:b]) - _CONNECTORS for a, b in spans]
         return cls(frozenset(p.roots), names, classes, by_slot, neighbours)
 
@@ -345,14 +348,15 @@ def _present(s: _Text, kind: str, value: str, a: int, b: int, p: _Passage) -> bo
         return parts <= p.roots or any(
             name and name <= parts and s.roots[b - 1] in name for name in p.names
         )
+    # a year of the statement may be a count the passage writes "1,000"
     return value in p.classes[kind] or (kind == "year" and value in p.roots)
 
 
 def _slot_rivals(s: _Text, kind: str, value: str, a: int, b: int, p: _Passage) -> set[str]:
     """The passage's other values in the slots of the statement's value (not the same one)."""
     others: set[str] = set()
-    for side, slot in zip("lr", _slots(s, a, b), strict=True):
-        filled = p.by_slot.get((kind, side + slot), set()) if slot else set()
+    for side, slot in _slots(s, a, b):
+        filled = p.by_slot.get((kind, side + slot), set())
         if not any(_same(kind, value, other) for other in filled):
             others |= filled
     return others
