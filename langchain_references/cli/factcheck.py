@@ -97,6 +97,7 @@ from langchain_references.factcheck.result import (
     FactCheckResult,
 )
 from langchain_references.factcheck.served import ServedCorpus
+from langchain_references.factcheck.verdict import verdict_note
 from langchain_references.judges.base import judge_info
 from langchain_references.judges.spec import llm_of_spec
 from langchain_references.services.loading import read_text
@@ -368,6 +369,19 @@ def build_chain(
 # ------------------------------------------------------------------------------ running
 
 
+def _outcome(result: FactCheckResult) -> str:
+    """A result's verdict on a progress line, or the reason it could not be checked.
+
+    ``supported (confidence 75%, score +0.75 ≥ 0.30)``, ``not_enough_evidence (score +0.00 <
+    0.30)`` (no confidence: :func:`~langchain_references.factcheck.verdict.verdict_note`),
+    ``error: could not check (REASON)``.
+    """
+    if not result.checked:
+        return f"error: could not check ({result.error})"
+    note = verdict_note(result.verdict, result.confidence, result.score, result.verdict_details)
+    return f"{result.verdict.value} ({note})"
+
+
 class ProgressDisplay(ProgressLines):
     r"""Progress on stderr: a live, rewritten line on a terminal, else one line per stage.
 
@@ -396,11 +410,7 @@ class ProgressDisplay(ProgressLines):
             index: 0-based statement index.
             result: Its result.
         """
-        if result.checked:
-            outcome = f"{result.verdict.value} (confidence {result.confidence:.0%})"
-        else:
-            outcome = f"error: could not check ({result.error})"
-        self.done(index, f"{outcome} in {result.total_s:.2f}s: {result.statement}")
+        self.done(index, f"{_outcome(result)} in {result.total_s:.2f}s: {result.statement}")
 
     def reused(self, index: int, result: FactCheckResult) -> None:
         """Show the verdict of statement ``index``, taken from the run cache.
@@ -409,8 +419,7 @@ class ProgressDisplay(ProgressLines):
             index: 0-based statement index.
             result: Its result, as an earlier run finished it.
         """
-        outcome = f"{result.verdict.value} (confidence {result.confidence:.0%})"
-        self.done(index, f"{outcome}, reused from the run cache: {result.statement}")
+        self.done(index, f"{_outcome(result)}, reused from the run cache: {result.statement}")
 
     def failed(self, index: int, statement: str, exc: BaseException) -> None:
         """Report that statement ``index`` could not be checked.

@@ -1,9 +1,11 @@
 """Render a :class:`~langchain_references.factcheck.result.FactCheckResult` for people or programs.
 
 :func:`render_report` writes a report in Markdown, plain text or HTML: a header with the
-verdict and its confidence, the judge that made it (``Judge: heuristic (no model) — ...``, from
-``FactCheckResult.judge``), each supporting and contradicting snippet followed by a citation,
-a line about the neutral passages, the sources that failed, and the reference list.
+verdict and its note (:func:`~langchain_references.factcheck.verdict.verdict_note`: confidence
+and score, or for *not enough evidence* the score beside the threshold and no confidence), the
+judge that made it (``Judge: heuristic (no model) — ...``, from ``FactCheckResult.judge``),
+each supporting and contradicting snippet followed by a citation, a line about the neutral
+passages, the sources that failed, and the reference list.
 
 Citations go through the package's reference styles: every snippet becomes a
 :class:`~langchain_core.documents.Document` (metadata ``source`` = URL, ``title`` = page title)
@@ -38,7 +40,7 @@ from langchain_references.core.styles import (
     clean_text,
 )
 from langchain_references.factcheck.result import Evidence, FactCheckResult
-from langchain_references.factcheck.verdict import Verdict
+from langchain_references.factcheck.verdict import Verdict, verdict_note
 from langchain_references.failures import Failure
 
 __all__ = [
@@ -150,42 +152,20 @@ def _failure_subject(failure: Failure) -> str:
     return failure.stage
 
 
-def _verdict_note(result: FactCheckResult, escape: Callable[[str], str]) -> str:
-    """What follows the verdict's name: confidence and score, or why it could not be checked."""
+def _verdict_note(
+    result: FactCheckResult,
+    escape: Callable[[str], str],
+    markup: Callable[[str], str] = str,
+) -> str:
+    """What follows the verdict's name, or why the statement could not be checked.
+
+    The note is :func:`~langchain_references.factcheck.verdict.verdict_note` marked up by
+    ``markup`` (HTML escapes its ``<``); the reason is escaped by ``escape``.
+    """
     if result.verdict is Verdict.ERROR:
         return f"(error: {escape(result.error or 'unknown reason')})"
-    return f"(confidence {_percent(result.confidence)}, score {_score(result)})"
-
-
-#: How a verdict's score stands to its threshold: whether ``|score|`` is below it, and the
-#: sign shown for a positive and a negative score (``+0.45 ≥ 0.30``, ``-0.45 ≤ -0.30``,
-#: ``+0.29 < 0.30``, ``-0.29 > -0.30``).
-_SIDES: Final = {
-    Verdict.SUPPORTED: (False, "≥", "≥"),
-    Verdict.REFUTED: (False, "≤", "≤"),
-    Verdict.NOT_ENOUGH_EVIDENCE: (True, "<", ">"),
-}
-
-
-def _score(result: FactCheckResult) -> str:
-    """The score, beside the threshold that decided the verdict when the details give it.
-
-    The score has as many digits as it takes for the comparison shown to hold (two, up to
-    six): ``+0.299 < 0.30``, never a rounded ``+0.30`` beside *not enough evidence*.
-    """
-    score, threshold = result.score, result.verdict_details.get("threshold")
-    side = _SIDES.get(result.verdict)
-    if side is None or isinstance(threshold, bool) or not isinstance(threshold, float | int):
-        return f"{score:+.2f}"
-    below, positive, negative = side
-    limit = float(threshold)
-    shown = f"{limit:.2f}" if float(f"{limit:.2f}") == limit else f"{limit:g}"
-    digits = 2
-    while digits < 6 and (abs(float(f"{score:.{digits}f}")) < limit) is not below:
-        digits += 1
-    if score < 0:
-        return f"{score:+.{digits}f} {negative} -{shown}"
-    return f"{score:+.{digits}f} {positive} {shown}"
+    note = verdict_note(result.verdict, result.confidence, result.score, result.verdict_details)
+    return f"({markup(note)})"
 
 
 def _judge_line(result: FactCheckResult, escape: Callable[[str], str]) -> str:
@@ -316,7 +296,7 @@ class _HTMLRenderer(_Renderer):
             '<section class="fact-check">',
             f"<h2>Fact check: {_html(r.statement)}</h2>",
             f'<p class="verdict verdict-{verdict}"><strong>{_VERDICT_NAMES[r.verdict]}</strong> '
-            f"{_verdict_note(r, _html)}</p>",
+            f"{_verdict_note(r, _html, _html)}</p>",
             *(
                 []
                 if r.judge is None

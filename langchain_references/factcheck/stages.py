@@ -72,6 +72,7 @@ from langchain_references.factcheck.verdict import (
     Verdict,
     VerdictResult,
     could_not_check,
+    verdict_note,
 )
 from langchain_references.failures import Failure
 from langchain_references.judges.base import (
@@ -746,7 +747,8 @@ class AggregateStage(FactCheckStage[VerdictResult]):
         if outcome.verdict is Verdict.ERROR:
             detail = f"could not check: {outcome.details.get('error', 'unknown reason')}"
         else:
-            detail = f"{outcome.verdict.value} (confidence {outcome.confidence:.2f})"
+            note = verdict_note(outcome.verdict, outcome.confidence, outcome.score, outcome.details)
+            detail = f"{outcome.verdict.value} ({note})"
         return StageEnd(state.advance(outcome=outcome), detail)
 
 

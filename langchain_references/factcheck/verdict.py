@@ -35,10 +35,10 @@ Examples:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -52,6 +52,7 @@ __all__ = [
     "WeightedVoteAggregator",
     "could_not_check",
     "validate_ranked",
+    "verdict_note",
 ]
 
 RankedJudgement: TypeAlias = tuple[Judgement, int, float | None]
@@ -109,6 +110,79 @@ def could_not_check(reason: str) -> VerdictResult:
     return VerdictResult(
         verdict=Verdict.ERROR, confidence=0.0, score=0.0, details={"error": reason}
     )
+
+
+#: How a verdict's score stands to its threshold: whether ``|score|`` is below it, and the
+#: sign shown for a positive and a negative score (``+0.45 ≥ 0.30``, ``-0.45 ≤ -0.30``,
+#: ``+0.29 < 0.30``, ``-0.29 > -0.30``).
+_SIDES: Final = {
+    Verdict.SUPPORTED: (False, "≥", "≥"),
+    Verdict.REFUTED: (False, "≤", "≤"),
+    Verdict.NOT_ENOUGH_EVIDENCE: (True, "<", ">"),
+}
+
+
+def _score(verdict: Verdict, score: float, details: Mapping[str, Any]) -> str:
+    """The score, beside the threshold that decided the verdict when the details give it.
+
+    The score has as many digits as it takes for the comparison shown to hold (two, up to
+    six): ``+0.299 < 0.30``, never a rounded ``+0.30`` beside *not enough evidence*.
+    """
+    threshold = details.get("threshold")
+    side = _SIDES.get(verdict)
+    if side is None or isinstance(threshold, bool) or not isinstance(threshold, float | int):
+        return f"{score:+.2f}"
+    below, positive, negative = side
+    limit = float(threshold)
+    shown = f"{limit:.2f}" if float(f"{limit:.2f}") == limit else f"{limit:g}"
+    digits = 2
+    while digits < 6 and (abs(float(f"{score:.{digits}f}")) < limit) is not below:
+        digits += 1
+    if score < 0:
+        return f"{score:+.{digits}f} {negative} -{shown}"
+    return f"{score:+.{digits}f} {positive} {shown}"
+
+
+def verdict_note(
+    verdict: Verdict, confidence: float, score: float, details: Mapping[str, Any]
+) -> str:
+    """How a verdict's note reads for a person: the one rule of every report and progress line.
+
+    A verdict about the statement shows its confidence and its score, the score beside the
+    threshold that decided it when ``details["threshold"]`` gives one:
+    ``confidence 75%, score +0.75 ≥ 0.30``. A *not enough evidence* verdict shows its score
+    beside the threshold and no confidence: ``score +0.00 < 0.30``. Its confidence (for
+    :class:`WeightedVoteAggregator`, its distance from the threshold) is 100% when no passage
+    leans either way, which a reader would take for a certainty the evidence does not carry;
+    it stays in the data (``confidence``, the JSON), only the text leaves it out.
+
+    Args:
+        verdict: The verdict; not :attr:`Verdict.ERROR` (the caller gives its reason).
+        confidence: Its confidence, in ``[0, 1]``.
+        score: Its signed score, in ``[-1, 1]``.
+        details: The aggregator's details (``VerdictResult.details``,
+            ``FactCheckResult.verdict_details``); only ``threshold`` is read.
+
+    Returns:
+        The note, without parentheses.
+
+    Raises:
+        ValueError: If ``verdict`` is :attr:`Verdict.ERROR`.
+
+    Examples:
+        >>> verdict_note(Verdict.SUPPORTED, 0.75, 0.75, {"threshold": 0.3})
+        'confidence 75%, score +0.75 ≥ 0.30'
+        >>> verdict_note(Verdict.NOT_ENOUGH_EVIDENCE, 1.0, 0.0, {"threshold": 0.3})
+        'score +0.00 < 0.30'
+        >>> verdict_note(Verdict.NOT_ENOUGH_EVIDENCE, 0.6, -0.12, {"threshold": 0.3})
+        'score -0.12 > -0.30'
+    """
+    if verdict is Verdict.ERROR:
+        raise ValueError("a statement that could not be checked has a reason, not a note")
+    shown = f"score {_score(verdict, score, details)}"
+    if verdict is Verdict.NOT_ENOUGH_EVIDENCE:
+        return shown
+    return f"confidence {confidence:.0%}, {shown}"
 
 
 @runtime_checkable
@@ -184,9 +258,11 @@ class WeightedVoteAggregator:
 
     Verdict: ``|score| < threshold`` gives *not enough evidence*, else *supported* (score > 0)
     or *refuted*. Confidence is ``|score|`` for supported / refuted and
-    ``1 - |score| / threshold`` for not enough evidence. If ``disputed_threshold`` is set and
-    some *entails* and some *contradicts* judgement both have confidence ≥ it, the verdict is
-    *disputed* with confidence ``min`` of the two best confidences.
+    ``1 - |score| / threshold`` for not enough evidence (1 when no passage leans either way: a
+    distance from the threshold, not a certainty, so what people read shows that verdict's
+    score beside the threshold instead, :func:`verdict_note`). If ``disputed_threshold`` is set
+    and some *entails* and some *contradicts* judgement both have confidence ≥ it, the verdict
+    is *disputed* with confidence ``min`` of the two best confidences.
 
     Args:
         threshold: Minimum ``|score|`` for a supported / refuted verdict, in ``(0, 1]``.

@@ -264,6 +264,20 @@ function showClaim(claim) {
   setStatus("article-status", claimsDone + " of " + claimCount + " claims checked");
 }
 
+// What follows a claim's verdict: its confidence, except for "not enough evidence", whose
+// confidence (its distance from the threshold) reads 1.00 when no passage leans either way,
+// a certainty the evidence does not carry: that verdict shows its score instead (the claim
+// does not carry the threshold). Nothing for a claim that could not be checked.
+function verdictNote(verdict, claim) {
+  if (verdict === "error") return null;
+  if (verdict === "not_enough_evidence") {
+    const score = Number(claim.score);
+    if (!Number.isFinite(score)) return null;
+    return "score " + (score >= 0 ? "+" : "") + score.toFixed(2);
+  }
+  return "confidence " + Number(claim.confidence).toFixed(2);
+}
+
 function showEvidence(id) {
   const aside = byId("evidence");
   clear(aside);
@@ -280,11 +294,8 @@ function showEvidence(id) {
   const verdict = Object.hasOwn(VERDICT_LABELS, claim.verdict) ? claim.verdict : "error";
   aside.appendChild(el("h3", "claim-text", claim.text));
   const badge = el("p", "verdict " + verdict, VERDICT_LABELS[verdict]);
-  if (verdict !== "error") {
-    badge.appendChild(
-      document.createTextNode(" (confidence " + Number(claim.confidence).toFixed(2) + ")"),
-    );
-  }
+  const note = verdictNote(verdict, claim);
+  if (note !== null) badge.appendChild(document.createTextNode(" (" + note + ")"));
   aside.appendChild(badge);
   const judge = judgeText(claim.judge);
   if (judge !== null) aside.appendChild(el("p", "judge", judge));

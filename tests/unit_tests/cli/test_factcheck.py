@@ -363,6 +363,51 @@ def test_progress_display_live_line_and_plain_lines() -> None:
     assert quiet.getvalue() == ""
 
 
+def _verdict(verdict: Verdict, confidence: float, score: float) -> FactCheckResult:
+    return FactCheckResult(
+        statement="s",
+        verdict=verdict,
+        confidence=confidence,
+        score=score,
+        total_s=1.5,
+        verdict_details={"threshold": 0.3},
+    )
+
+
+@pytest.mark.parametrize(
+    ("result", "outcome"),
+    [
+        # not enough evidence: the score beside its threshold, no "confidence 100%"
+        (
+            _verdict(Verdict.NOT_ENOUGH_EVIDENCE, 1.0, 0.0),
+            "not_enough_evidence (score +0.00 < 0.30)",
+        ),
+        (
+            _verdict(Verdict.NOT_ENOUGH_EVIDENCE, 0.6, 0.12),
+            "not_enough_evidence (score +0.12 < 0.30)",
+        ),
+        (
+            _verdict(Verdict.NOT_ENOUGH_EVIDENCE, 0.6, -0.12),
+            "not_enough_evidence (score -0.12 > -0.30)",
+        ),
+        (_verdict(Verdict.SUPPORTED, 0.75, 0.75), "supported (confidence 75%, score +0.75 ≥ 0.30)"),
+        (
+            FactCheckResult.could_not_check("s", "search failed"),
+            "error: could not check (search failed)",
+        ),
+    ],
+)
+def test_progress_display_finished_and_reused_lines(result: FactCheckResult, outcome: str) -> None:
+    plain = io.StringIO()
+    display = cli.ProgressDisplay(plain, 3, live=False)
+    display.finished(0, result)
+    display.reused(1, result)
+    assert plain.getvalue().splitlines() == [
+        f"[1/3] {outcome} in {result.total_s:.2f}s: s",
+        f"[2/3] {outcome}, reused from the run cache: s",
+    ]
+
+
 def test_module_entry_point_runs_the_offline_demo() -> None:
     completed = subprocess.run(
         [

@@ -43,7 +43,7 @@ def test_factcheck_names_the_model_in_the_report(tiny_nli: Path) -> None:
     assert code == 0, err
     assert out.splitlines()[:3] == [
         f"Fact check: {STATEMENT}",
-        "Verdict: NOT ENOUGH EVIDENCE (confidence 100%, score +0.00 < 0.30)",
+        "Verdict: NOT ENOUGH EVIDENCE (score +0.00 < 0.30)",
         JUDGE_LINE,
     ]
     assert f"judge: nli ({NAME}) — a cross-encoder NLI model\n" in err

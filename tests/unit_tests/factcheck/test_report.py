@@ -20,6 +20,7 @@ from langchain_references.core.styles import (
 )
 from langchain_references.factcheck.report import (
     REPORT_SEPARATORS,
+    ReportFormat,
     ReportOptions,
     render_json,
     render_report,
@@ -421,13 +422,17 @@ def test_several_reports_take_the_options_of_one_report() -> None:
 @pytest.mark.parametrize(
     ("verdict", "score", "shown"),
     [
-        (Verdict.NOT_ENOUGH_EVIDENCE, 0.299, "score +0.299 < 0.30"),  # not a rounded +0.30
-        (Verdict.NOT_ENOUGH_EVIDENCE, -0.29999, "score -0.29999 > -0.30"),
-        (Verdict.NOT_ENOUGH_EVIDENCE, 0.0, "score +0.00 < 0.30"),
-        (Verdict.SUPPORTED, 0.3, "score +0.30 ≥ 0.30"),
-        (Verdict.SUPPORTED, 0.7512, "score +0.75 ≥ 0.30"),
-        (Verdict.REFUTED, -0.45, "score -0.45 ≤ -0.30"),
-        (Verdict.DISPUTED, 0.1, "score +0.10)"),
+        # not enough evidence: the score beside its threshold and no confidence
+        (Verdict.NOT_ENOUGH_EVIDENCE, 0.299, "(score +0.299 < 0.30)"),  # not a rounded +0.30
+        (Verdict.NOT_ENOUGH_EVIDENCE, -0.29999, "(score -0.29999 > -0.30)"),
+        (Verdict.NOT_ENOUGH_EVIDENCE, 0.0, "(score +0.00 < 0.30)"),
+        (Verdict.NOT_ENOUGH_EVIDENCE, 0.12, "(score +0.12 < 0.30)"),
+        (Verdict.NOT_ENOUGH_EVIDENCE, -0.12, "(score -0.12 > -0.30)"),
+        # the other verdicts: their confidence, then the score
+        (Verdict.SUPPORTED, 0.3, "(confidence 50%, score +0.30 ≥ 0.30)"),
+        (Verdict.SUPPORTED, 0.7512, "(confidence 50%, score +0.75 ≥ 0.30)"),
+        (Verdict.REFUTED, -0.45, "(confidence 50%, score -0.45 ≤ -0.30)"),
+        (Verdict.DISPUTED, 0.1, "(confidence 50%, score +0.10)"),
     ],
 )
 def test_the_score_is_shown_beside_its_threshold_never_contradicting_the_verdict(
@@ -442,7 +447,63 @@ def test_the_score_is_shown_beside_its_threshold_never_contradicting_the_verdict
         }
     )
     first = render_report(checked, TextReferenceStyle()).splitlines()[1]
-    assert first.endswith(f"(confidence 50%, {shown}" + ("" if shown.endswith(")") else ")"))
+    assert first.endswith(f" {shown}")
+    assert first.count("(") == 1
+
+
+def _nothing_leaning(score: float = 0.0) -> FactCheckResult:
+    """A *not enough evidence* result as the weighted vote gives it: confidence
+    ``1 - |score| / threshold`` (1.0 when no passage leans either way)."""
+    return result(verdict=Verdict.NOT_ENOUGH_EVIDENCE).model_copy(
+        update={
+            "confidence": 1.0 - abs(score) / 0.3,
+            "score": score,
+            "verdict_details": {"threshold": 0.3},
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("fmt", "header"),
+    [
+        ("markdown", "**Verdict: Not enough evidence** (score +0.00 < 0.30)"),
+        ("text", "Verdict: NOT ENOUGH EVIDENCE (score +0.00 < 0.30)"),
+        (
+            "html",
+            '<p class="verdict verdict-not-enough-evidence"><strong>Not enough evidence</strong> '
+            "(score +0.00 &lt; 0.30)</p>",
+        ),
+    ],
+)
+def test_not_enough_evidence_shows_no_confidence_in_any_format(
+    fmt: ReportFormat, header: str
+) -> None:
+    """Its confidence is 100% when nothing leans either way: a certainty the evidence does
+    not carry, so the report shows the score beside the threshold instead."""
+    nothing = _nothing_leaning()
+    assert nothing.confidence == 1.0
+    report = render_report(nothing, fmt=fmt)
+    assert header in report.splitlines()
+    assert "confidence" not in report
+    assert "100%" not in report
+    if fmt == "html":
+        ET.fromstring(report)  # the "<" is escaped: still well-formed
+
+
+def test_not_enough_evidence_with_a_leaning_score_shows_no_confidence_either() -> None:
+    for score, shown in ((0.12, "+0.12 < 0.30"), (-0.12, "-0.12 > -0.30")):
+        report = render_report(_nothing_leaning(score), fmt="text")
+        assert report.splitlines()[1] == f"Verdict: NOT ENOUGH EVIDENCE (score {shown})"
+        markdown = render_report(_nothing_leaning(score), fmt="markdown")
+        assert f"**Verdict: Not enough evidence** (score {shown})" in markdown.splitlines()
+
+
+def test_supported_still_shows_its_confidence_in_every_format() -> None:
+    supported = TWO_FROM_ONE_URL.model_copy(update={"verdict_details": {"threshold": 0.3}})
+    note = "(confidence 75%, score +0.75 ≥ 0.30)"
+    assert f"**Verdict: Supported** {note}" in render_report(supported, fmt="markdown")
+    assert render_report(supported, fmt="text").splitlines()[1] == f"Verdict: SUPPORTED {note}"
+    assert f"<strong>Supported</strong> {note}</p>" in render_report(supported, fmt="html")
 
 
 def test_an_aggregator_without_a_threshold_shows_the_score_alone() -> None:

@@ -11,12 +11,14 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 
 from langchain_references.factcheck import stages
 from langchain_references.factcheck.stages import (
+    AggregateStage,
     FactCheckStage,
     FactCheckState,
     JudgeStage,
     StageEnd,
 )
 from langchain_references.factcheck.types import Passage
+from langchain_references.factcheck.verdict import WeightedVoteAggregator
 from langchain_references.judges import Judgement, Label
 from tests.unit_tests.factcheck.test_evidence_sources import passage
 
@@ -78,3 +80,22 @@ def test_judged_evidence_is_listed_most_confident_first_then_most_relevant() -> 
     assert [e.relevance_rank for e in end.state.supporting] == [2, 4, 0]
     assert [e.relevance_rank for e in end.state.contradicting] == [3, 1]
     assert [e.confidence for e in end.state.supporting] == [0.9, 0.9, 0.6]
+
+
+@pytest.mark.parametrize(
+    ("labels", "detail"),
+    [
+        # no passage leans either way: confidence 1.0 in the data, none in the detail
+        ([Label.UNKNOWN], "not_enough_evidence (score +0.00 < 0.30)"),
+        ([Label.ENTAILS, Label.UNKNOWN], "supported (confidence 90%, score +0.90 ≥ 0.30)"),
+    ],
+)
+def test_the_aggregate_stage_end_reads_like_the_report(labels: list[Label], detail: str) -> None:
+    stage = AggregateStage(WeightedVoteAggregator(), "relevance")
+    ranked = [
+        (Judgement(label=label, confidence=0.9), rank, None) for rank, label in enumerate(labels)
+    ]
+    outcome = stage.aggregator.aggregate(ranked)
+    end = stage.finish(FactCheckState.begin("s", "q"), outcome)
+    assert end.detail == detail
+    assert end.state.outcome == outcome  # the data keeps its confidence

@@ -13,6 +13,7 @@ from langchain_references.factcheck.verdict import (
     VerdictResult,
     WeightedVoteAggregator,
     could_not_check,
+    verdict_note,
 )
 from langchain_references.judges import Judgement, Label
 
@@ -297,3 +298,48 @@ def test_disputed_at_exactly_the_threshold_keeps_its_details() -> None:
     assert result.details["counts"] == {"entails": 1, "contradicts": 1, "unknown": 0}
     below = WeightedVoteAggregator(disputed_threshold=0.71).aggregate(items)
     assert below.verdict is Verdict.SUPPORTED
+
+
+# ------------------------------------------------------------------- how a verdict's note reads
+
+
+THRESHOLD = {"threshold": 0.3}
+
+
+@pytest.mark.parametrize(
+    ("verdict", "confidence", "score", "details", "note"),
+    [
+        # not enough evidence: the score beside the threshold, never the confidence
+        (Verdict.NOT_ENOUGH_EVIDENCE, 1.0, 0.0, THRESHOLD, "score +0.00 < 0.30"),
+        (Verdict.NOT_ENOUGH_EVIDENCE, 0.6, 0.12, THRESHOLD, "score +0.12 < 0.30"),
+        (Verdict.NOT_ENOUGH_EVIDENCE, 0.6, -0.12, THRESHOLD, "score -0.12 > -0.30"),
+        (Verdict.NOT_ENOUGH_EVIDENCE, 0.001, 0.2997, THRESHOLD, "score +0.2997 < 0.30"),
+        (Verdict.NOT_ENOUGH_EVIDENCE, 0.6, 0.12, {}, "score +0.12"),  # no threshold given
+        # the other verdicts keep their confidence
+        (Verdict.SUPPORTED, 0.75, 0.75, THRESHOLD, "confidence 75%, score +0.75 ≥ 0.30"),
+        (Verdict.REFUTED, 0.45, -0.45, THRESHOLD, "confidence 45%, score -0.45 ≤ -0.30"),
+        (Verdict.DISPUTED, 0.8, 0.1, THRESHOLD, "confidence 80%, score +0.10"),
+        (Verdict.SUPPORTED, 0.75, 0.75, {"threshold": True}, "confidence 75%, score +0.75"),
+    ],
+)
+def test_a_verdicts_note_shows_confidence_except_for_not_enough_evidence(
+    verdict: Verdict, confidence: float, score: float, details: dict[str, object], note: str
+) -> None:
+    assert verdict_note(verdict, confidence, score, details) == note
+
+
+def test_nothing_leaning_keeps_confidence_one_in_the_data_but_not_in_the_note() -> None:
+    result = WeightedVoteAggregator().aggregate([(j(U, 0.9), 0, None)])
+    assert (result.verdict, result.confidence, result.score) == (
+        Verdict.NOT_ENOUGH_EVIDENCE,
+        1.0,
+        0.0,
+    )
+    note = verdict_note(result.verdict, result.confidence, result.score, result.details)
+    assert note == "score +0.00 < 0.30"
+
+
+def test_a_statement_that_could_not_be_checked_has_no_note() -> None:
+    error = could_not_check("search failed")
+    with pytest.raises(ValueError, match="could not be checked"):
+        verdict_note(error.verdict, error.confidence, error.score, error.details)

@@ -143,7 +143,7 @@ def test_claims_turn_and_show_their_evidence(page_at: Callable[..., object]) -> 
     claims.nth(0).click()
     evidence = page.locator("#evidence")  # type: ignore[attr-defined]
     assert evidence.locator("h3").inner_text() == "The Eiffel Tower is 330 metres tall."
-    assert evidence.locator(".verdict").inner_text().startswith("supported")
+    assert evidence.locator(".verdict").inner_text().startswith("supported (confidence ")
     assert evidence.locator("p.judge").inner_text() == (
         "Judge: custom (no model) — custom judge ScriptedJudge"
     )
@@ -155,8 +155,12 @@ def test_claims_turn_and_show_their_evidence(page_at: Callable[..., object]) -> 
     assert source.get_attribute("rel") == "noopener noreferrer"
 
     claims.nth(1).click()
-    assert evidence.locator(".verdict").inner_text().startswith("contradicted")
+    assert evidence.locator(".verdict").inner_text().startswith("contradicted (confidence ")
     assert "184 metres" in evidence.locator("li.passage.contradicts").first.inner_text()
+
+    # no passage leans either way: its score, not "confidence 1.00" (a certainty it lacks)
+    claims.nth(2).click()
+    assert evidence.locator(".verdict").inner_text() == "not enough evidence (score +0.00)"
 
 
 XSS_ARTICLE = (
@@ -291,6 +295,54 @@ def test_a_limit_error_is_shown(page_at: Callable[..., object]) -> None:
 
 
 LONG = "x" * 100_000 + "<b>end</b>"
+
+
+@pytest.mark.slow
+def test_a_verdicts_note_shows_confidence_except_for_not_enough_evidence(
+    page_at: Callable[..., object],
+) -> None:
+    page = page_at()
+    base: dict[str, object] = {"error": None, "judge": None, "passages": [], "references": []}
+    claims = [
+        {**base, "id": 0, "text": "A.", "verdict": "not_enough_evidence", "confidence": 0.6,
+         "score": -0.12},
+        {**base, "id": 1, "text": "B.", "verdict": "not_enough_evidence", "confidence": 0.6,
+         "score": 0.12},
+        {**base, "id": 2, "text": "C.", "verdict": "supported", "confidence": 0.75,
+         "score": 0.75},
+    ]  # fmt: skip
+    article = _sse(
+        (
+            "article",
+            {
+                "text": "A. B. C.",
+                "sentences": [
+                    {"start": 0, "end": 2, "claim": 0},
+                    {"start": 3, "end": 5, "claim": 1},
+                    {"start": 6, "end": 8, "claim": 2},
+                ],
+                "claims": claims,
+                "judge": None,
+            },
+        ),
+        *(("claim", claim) for claim in claims),
+        ("result", {"counts": {"claims": 3, "sentences": 3}}),
+    )
+    page.route("**/v1/article", _fulfil(article))  # type: ignore[attr-defined]
+    page.fill("#article-text", "A. B. C.")  # type: ignore[attr-defined]
+    page.click("#article-submit")  # type: ignore[attr-defined]
+    page.wait_for_selector("#article-view[data-done='true']", timeout=60_000)  # type: ignore[attr-defined]
+    spans = page.locator("#article-view span.claim")  # type: ignore[attr-defined]
+    badge = page.locator("#evidence .verdict")  # type: ignore[attr-defined]
+    shown = []
+    for i in range(3):
+        spans.nth(i).click()
+        shown.append(badge.inner_text())
+    assert shown == [
+        "not enough evidence (score -0.12)",
+        "not enough evidence (score +0.12)",
+        "supported (confidence 0.75)",
+    ]
 
 
 def _sse(*events: tuple[str, object]) -> str:
