@@ -315,6 +315,10 @@ THRESHOLD = {"threshold": 0.3}
         (Verdict.NOT_ENOUGH_EVIDENCE, 0.6, -0.12, THRESHOLD, "score -0.12 > -0.30"),
         (Verdict.NOT_ENOUGH_EVIDENCE, 0.001, 0.2997, THRESHOLD, "score +0.2997 < 0.30"),
         (Verdict.NOT_ENOUGH_EVIDENCE, 0.6, 0.12, {}, "score +0.12"),  # no threshold given
+        # a threshold of more than two decimals is shown as it is
+        (Verdict.NOT_ENOUGH_EVIDENCE, 0.6, 0.1, {"threshold": 0.255}, "score +0.10 < 0.255"),
+        # six decimals at most, even when the comparison would take more
+        (Verdict.NOT_ENOUGH_EVIDENCE, 0.0, 0.2999999, THRESHOLD, "score +0.300000 < 0.30"),
         # the other verdicts keep their confidence
         (Verdict.SUPPORTED, 0.75, 0.75, THRESHOLD, "confidence 75%, score +0.75 ≥ 0.30"),
         (Verdict.REFUTED, 0.45, -0.45, THRESHOLD, "confidence 45%, score -0.45 ≤ -0.30"),
@@ -341,5 +345,7 @@ def test_nothing_leaning_keeps_confidence_one_in_the_data_but_not_in_the_note() 
 
 def test_a_statement_that_could_not_be_checked_has_no_note() -> None:
     error = could_not_check("search failed")
-    with pytest.raises(ValueError, match="could not be checked"):
+    with pytest.raises(
+        ValueError, match=r"^a statement that could not be checked has a reason, not a note$"
+    ):
         verdict_note(error.verdict, error.confidence, error.score, error.details)
