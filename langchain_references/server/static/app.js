@@ -273,7 +273,10 @@ function verdictNote(verdict, claim) {
   if (verdict === "not_enough_evidence") {
     const score = Number(claim.score);
     if (!Number.isFinite(score)) return null;
-    return "score " + (score >= 0 ? "+" : "") + score.toFixed(2);
+    // cut, not rounded, to two decimals: |shown| <= |score|, so a score below the threshold is
+    // never shown at it (0.2997 reads +0.29, not +0.30)
+    const digits = Math.abs(score).toFixed(10);
+    return "score " + (score < 0 ? "-" : "+") + digits.slice(0, digits.indexOf(".") + 3);
   }
   return "confidence " + Number(claim.confidence).toFixed(2);
 }

@@ -310,38 +310,42 @@ def test_a_verdicts_note_shows_confidence_except_for_not_enough_evidence(
          "score": 0.12},
         {**base, "id": 2, "text": "C.", "verdict": "supported", "confidence": 0.75,
          "score": 0.75},
+        {**base, "id": 3, "text": "D.", "verdict": "not_enough_evidence", "confidence": 0.001,
+         "score": 0.2997},
+        {**base, "id": 4, "text": "E.", "verdict": "not_enough_evidence", "confidence": 0.03,
+         "score": -0.29},
     ]  # fmt: skip
     article = _sse(
         (
             "article",
             {
-                "text": "A. B. C.",
+                "text": "A. B. C. D. E.",
                 "sentences": [
-                    {"start": 0, "end": 2, "claim": 0},
-                    {"start": 3, "end": 5, "claim": 1},
-                    {"start": 6, "end": 8, "claim": 2},
+                    {"start": 3 * i, "end": 3 * i + 2, "claim": i} for i in range(len(claims))
                 ],
                 "claims": claims,
                 "judge": None,
             },
         ),
         *(("claim", claim) for claim in claims),
-        ("result", {"counts": {"claims": 3, "sentences": 3}}),
+        ("result", {"counts": {"claims": 5, "sentences": 5}}),
     )
     page.route("**/v1/article", _fulfil(article))  # type: ignore[attr-defined]
-    page.fill("#article-text", "A. B. C.")  # type: ignore[attr-defined]
+    page.fill("#article-text", "A. B. C. D. E.")  # type: ignore[attr-defined]
     page.click("#article-submit")  # type: ignore[attr-defined]
     page.wait_for_selector("#article-view[data-done='true']", timeout=60_000)  # type: ignore[attr-defined]
     spans = page.locator("#article-view span.claim")  # type: ignore[attr-defined]
     badge = page.locator("#evidence .verdict")  # type: ignore[attr-defined]
     shown = []
-    for i in range(3):
+    for i in range(len(claims)):
         spans.nth(i).click()
         shown.append(badge.inner_text())
     assert shown == [
         "not enough evidence (score -0.12)",
         "not enough evidence (score +0.12)",
         "supported (confidence 0.75)",
+        "not enough evidence (score +0.29)",  # cut: never +0.30 below a 0.30 threshold
+        "not enough evidence (score -0.29)",  # 0.29 is 0.28999... in binary: not cut to 0.28
     ]
 
 
