@@ -55,7 +55,7 @@ MIN_QUOTE_WORDS: Final = 4
 MIN_QUOTE_CHARS: Final = 20
 
 # The words quotes are matched on: the package's words of 3+ characters, lower-cased (not
-# case-folded, as _words.words does: kept so that the quote picked stays the same).
+# case-folded, as text.words.words does: kept so that the quote picked stays the same).
 _LONG_WORD_RE = word_pattern(3)
 # Citation markup that must not end up in a quote: ``[1](id=2)``, ``[3]``, ``<sup>..</sup>``
 # (on one line), ``【..】`` and private-use marker characters. The openers are found by this

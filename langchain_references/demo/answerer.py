@@ -108,10 +108,11 @@ _DOCUMENT_RE: Final = re.compile(
     re.DOTALL | re.IGNORECASE,
 )
 _QUESTION_LINE_RE: Final = re.compile(r"^[ \t]*question[ \t]*:[ \t]*(?P<q>.*)$", re.I | re.M)
-# The answer's streamed chunks (a word and the blanks before it), not words: see _words.words.
+# The answer's streamed chunks (a word and the blanks before it), not words: see text.words.words.
 _TOKEN_RE: Final = re.compile(r"\s*\S+")
 # A sentence's closing punctuation, which its citation goes before. Latin sentence ends only
-# (_sentences.LATIN_TERMINALS): kept so that answers stay the same (an ellipsis stays in the body).
+# (text.sentences.LATIN_TERMINALS): kept so that answers stay the same (an ellipsis stays in
+# the body).
 _END_PUNCT_RE: Final = re.compile(
     rf"^(?P<body>.*?)(?P<punct>{char_class(LATIN_TERMINALS)}+)$", re.DOTALL
 )
