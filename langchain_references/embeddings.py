@@ -4,30 +4,5 @@ The implementation is :mod:`langchain_references.services.embeddings`; this modu
 public name, kept for ``from langchain_references.embeddings import MiniLMEmbeddings``.
 """
 
-from langchain_references.services.embeddings import (
-    EMBEDDING_DIMENSION,
-    MAX_SEQ_LENGTH,
-    MODEL_SHA256,
-    TOKENIZER_SHA256,
-    ChecksumMismatchError,
-    EmbeddingDependencyError,
-    EmbeddingModelError,
-    MiniLMEmbeddings,
-    default_model_path,
-    default_tokenizer_path,
-    shared_minilm,
-)
-
-__all__ = [
-    "EMBEDDING_DIMENSION",
-    "MAX_SEQ_LENGTH",
-    "MODEL_SHA256",
-    "TOKENIZER_SHA256",
-    "ChecksumMismatchError",
-    "EmbeddingDependencyError",
-    "EmbeddingModelError",
-    "MiniLMEmbeddings",
-    "default_model_path",
-    "default_tokenizer_path",
-    "shared_minilm",
-]
+from langchain_references.services.embeddings import *  # noqa: F403 (the public names, __all__)
+from langchain_references.services.embeddings import __all__ as __all__

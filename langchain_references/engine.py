@@ -4,30 +4,5 @@ The implementation is :mod:`langchain_references.services.engine`; this module i
 name, kept for ``from langchain_references.engine import ...``.
 """
 
-from langchain_references.services.engine import (
-    DEFAULT_ENGINE,
-    ENGINES,
-    Engine,
-    RayLimiterBackend,
-    RayOptions,
-    RunnableWorker,
-    WorkerSetupError,
-    apply_runnable,
-    map_runnable,
-    ray_session,
-    to_json,
-)
-
-__all__ = [
-    "DEFAULT_ENGINE",
-    "ENGINES",
-    "Engine",
-    "RayLimiterBackend",
-    "RayOptions",
-    "RunnableWorker",
-    "WorkerSetupError",
-    "apply_runnable",
-    "map_runnable",
-    "ray_session",
-    "to_json",
-]
+from langchain_references.services.engine import *  # noqa: F403 (the public names, __all__)
+from langchain_references.services.engine import __all__ as __all__
