@@ -51,6 +51,7 @@ from langchain_references.manager import (
     NOSTREAM_TAG,
     ReferencedRunnable,
     _Session,
+    _Steps,
 )
 
 __all__ = ["ReferencedChatModel", "conversation_documents"]
@@ -310,8 +311,9 @@ class ReferencedChatModel(BaseChatModel):
             else _once(model, shown, config, kwargs)
         )
         try:
+            steps = _Steps(session)
             for chunk in source:
-                if (out := session.step(chunk)) is not None:
+                if out := steps[chunk.__class__](chunk):
                     yield out
             closing = session.close()
         finally:
@@ -337,8 +339,9 @@ class ReferencedChatModel(BaseChatModel):
             else _aonce(model, shown, config, kwargs)
         )
         try:
+            steps = _Steps(session)
             async for chunk in source:
-                if (out := session.step(chunk)) is not None:
+                if out := steps[chunk.__class__](chunk):
                     yield out
             closing = await session.aclose()
         finally:

@@ -1,7 +1,9 @@
 """The runnable that rewrites citations while a wrapped runnable streams its answer.
 
 Every decision about one chunk of the wrapped runnable's output is taken in one place, the step
-of a run (:meth:`_Session.step`). The calling modes are thin drivers around it: ``stream`` and
+of a run (:meth:`_Session.step`, which :meth:`_Session.step_for` splits into the text step and
+the message step; the drivers call them through a :class:`_Steps` table, one call per chunk).
+The calling modes are thin drivers around it: ``stream`` and
 ``invoke`` run :meth:`ReferencedRunnable._run` (``invoke`` as a stream of one whole output),
 ``astream`` and ``ainvoke`` run its async twin, which differs only in ``async for`` and in
 awaiting the citation check and the event. The chat model wrapper
@@ -322,6 +324,26 @@ def _size(item: _Held) -> int:
     return len(item.raw) if isinstance(item, ParsedCitation) else 0
 
 
+class _Steps(dict[type, Callable[[Any], Any]]):
+    """A driver's table of a session's steps by class of chunk, filled as classes come.
+
+    ``steps[chunk.__class__](chunk)`` is :meth:`_Session.step` without its None for ``""``
+    (see :meth:`_Session.step_for`, which makes every choice). The table belongs to the
+    driver's run (a local of its loop), not to the session: the session holds no reference
+    to its own bound methods.
+    """
+
+    __slots__ = ("_session",)
+
+    def __init__(self, session: _Session) -> None:
+        super().__init__()
+        self._session = session
+
+    def __missing__(self, cls: type) -> Callable[[Any], Any]:
+        step = self[cls] = self._session.step_for(cls)
+        return step
+
+
 class _Session:
     """State of one run: the rewriter, the optional citation check, the output's shape.
 
@@ -495,7 +517,7 @@ class _Session:
     def step(self, chunk: Any) -> Any:
         """Take one output chunk of the wrapped runnable; return the chunk to yield, or None.
 
-        This is every decision about one chunk, for both drivers. It returns None when there
+        This is every decision about one chunk, for every driver. It returns None when there
         is nothing to yield yet (text held back, or a whole message kept for the end of the
         run). Text goes to the rewriter (and the citation check, if any), which passes text
         that cannot hold a citation through unchanged; every other chunk goes to
@@ -507,9 +529,24 @@ class _Session:
         Returns:
             The rewritten chunk, or None.
         """
-        if isinstance(chunk, str):
-            return self.feed(chunk) or None
-        return self.rewrite(chunk)
+        return self.step_for(chunk.__class__)(chunk) or None
+
+    def step_for(self, cls: type) -> Callable[[Any], Any]:
+        """The step of a class of chunk: :attr:`feed` for text, :meth:`rewrite` for the rest.
+
+        What it returns, called on a chunk of that class, gives the text now certain or the
+        chunk to yield; either is to be yielded only if it is truthy (``""`` or None: nothing
+        yet). :meth:`step` is this with None for nothing; the drivers call it through a
+        :class:`_Steps` table, which takes text straight to the rewriter (one call per
+        chunk, not two).
+
+        Args:
+            cls: The class of a chunk of the wrapped runnable's output.
+
+        Returns:
+            The bound step for chunks of that class.
+        """
+        return self.feed if issubclass(cls, str) else self.rewrite
 
     def rewrite(self, chunk: Any) -> Any:
         """Rewrite a message chunk, or keep a whole message for the end; None to yield nothing.
@@ -1069,9 +1106,9 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         session, bound_input = self._start(input, config, use_async=False)
         relay = _Relay.open(self, config)
         try:
-            step, relayed = session.step, relay.active  # no relay: no call per chunk
+            steps, relayed = _Steps(session), relay.active  # no relay: no call per chunk
             for chunk in source(bound_input, relay.inner_config(config)):
-                if (out := step(chunk)) is not None:
+                if out := steps[chunk.__class__](chunk):
                     yield relay.emit(out) if relayed else out
             closing = session.close()
         except BaseException as error:
@@ -1094,9 +1131,9 @@ class ReferencedRunnable(Runnable[Mapping[str, Any], Any]):
         session, bound_input = self._start(input, config, use_async=True)
         relay = await _Relay.aopen(self, config)
         try:
-            step, relayed = session.step, relay.active  # no relay: no call per chunk
+            steps, relayed = _Steps(session), relay.active  # no relay: no call per chunk
             async for chunk in source(bound_input, relay.inner_config(config)):
-                if (out := step(chunk)) is not None:
+                if out := steps[chunk.__class__](chunk):
                     yield await relay.aemit(out) if relayed else out
             closing = await session.aclose()
         except BaseException as error:

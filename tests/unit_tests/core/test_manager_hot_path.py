@@ -20,7 +20,7 @@ from langchain_references import TextReferenceStyle, manage_references
 from langchain_references.core._parser import _HELD, _HELD_SIZE, Citation, CitationParser
 from langchain_references.core.rewriter import ReferenceRewriter
 from langchain_references.core.styles import ReferenceStyle
-from langchain_references.manager import _Session
+from langchain_references.manager import _Session, _Steps
 
 DOCS = [Document(f"doc {i}", metadata={"source": f"https://e.org/{i % 3}"}) for i in range(4)]
 
@@ -102,6 +102,24 @@ def test_plain_text_chunks_are_yielded_as_they_are() -> None:
     # plain text is yielded as the very object; an empty chunk carries nothing: not yielded
     assert [o is c for o, c in zip(out[:2], [chunks[0], chunks[2]], strict=True)] == [True, True]
     assert out[3] is chunks[4]
+
+
+def test_the_drivers_table_takes_text_to_the_rewriter_and_the_rest_to_rewrite() -> None:
+    session = _Session(ReferenceRewriter(DOCS, TextReferenceStyle()))
+    steps = _Steps(session)
+    # text, a str subclass included, goes straight to the rewriter's feed (one call per chunk)
+    assert steps[str] == session.rewriter.feed
+    assert steps[Text] == session.rewriter.feed
+    assert steps[AIMessageChunk] == session.rewrite
+    # the table is filled as classes come, each class's step looked up once
+    assert list(steps) == [str, Text, AIMessageChunk]
+    assert steps[str] is steps[str]
+    # what the table's steps return is what step() returns, with "" for nothing yet
+    chunks = [" a", "[1", "](id=2) b", AIMessageChunk(content=" c", id="r")]
+    other = _Session(ReferenceRewriter(DOCS, TextReferenceStyle()))
+    assert [steps[c.__class__](c) for c in chunks[:3]] == [" a", "", "[1] b"]
+    assert [other.step(c) for c in chunks[:3]] == [" a", None, "[1] b"]
+    assert steps[AIMessageChunk](chunks[3]).content == other.step(chunks[3]).content == " c"
 
 
 def test_the_held_text_cache_is_bounded_and_does_not_change_results() -> None:
