@@ -131,6 +131,7 @@ from langchain_core.tools import create_retriever_tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from langchain_references import MarkdownReferenceStyle, manage_references
+from langchain_references.core._code import CodeAwareParser
 from langchain_references.manager import _merge_input
 
 REPO = Path(__file__).resolve().parents[1]
@@ -565,6 +566,49 @@ class TestOnly(DoNothing):
             yield chunk
 
 
+class _TestStep:
+    """The least a per-chunk step can do: the rewriter's own plain-text test, then return."""
+
+    __slots__ = ("special",)
+
+    def __init__(self) -> None:
+        self.special = CodeAwareParser().special  # the regex the rewriter's fast path runs
+
+    def feed(self, text: str) -> str:
+        """Test ``text`` for a character that may begin a citation or code; return it."""
+        if not self.special(text):
+            return text
+        return text
+
+    def rewrite(self, chunk: Any) -> Any:
+        """Return a message chunk as it is."""
+        return chunk
+
+
+class OneCall(DoNothing):
+    """:class:`DoNothing` plus one call per chunk, as the drivers make it, to a bare step (s).
+
+    Each chunk goes through a table by class (``steps[chunk.__class__](chunk)``, as
+    ``ReferencedRunnable``'s drivers call the run's step) to a method that runs the rewriter's
+    plain-text test (the parser's special-character regex) and returns the chunk. (s) - (d)
+    is the least any wrapper adds that keeps every decision about a chunk behind one call, as
+    issue 31 asks (no copy of the test in the drivers); (c) - (s) is what the rewriter does
+    beyond that test: its state checks, the citations and the reference list.
+    """
+
+    def _transform(
+        self,
+        inputs: Iterator[Mapping[str, Any]],
+        run_manager: CallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> Iterator[Any]:
+        step = _TestStep()
+        steps = {str: step.feed, AIMessageChunk: step.rewrite}
+        for chunk in self.bound.stream(_merged(inputs), config):
+            if out := steps[chunk.__class__](chunk):
+                yield out
+
+
 class NoListStyle(MarkdownReferenceStyle):
     """(c)'s style without its reference list (the ablation's "no list" column)."""
 
@@ -583,7 +627,8 @@ def ablation(
 ) -> dict[str, str]:
     """The wrapper's own time, (x) - (d), in µs per 1,000 tokens, for what it is made of.
 
-    Columns: (t), the per-chunk test alone; (c); (c) with :class:`NoListStyle`; (c) and
+    Columns: (t), the per-chunk test alone; (s), one call per chunk to that test
+    (:class:`OneCall`); (c); (c) with :class:`NoListStyle`; (c) and
     (c0) on the same answer with every ``[`` made a ``<`` (same tokens, no citation), each
     against (d) on that answer. All runs of one row take turns pass by pass.
     """
@@ -593,6 +638,7 @@ def ablation(
     runnables: dict[str, Runnable[Any, Any]] = {
         "d": DoNothing(src),
         "t": TestOnly(src),
+        "s": OneCall(src),
         "c": manage_references(src, style=style),
         "no list": manage_references(src, style=NoListStyle(deep_links=False)),
         "d plain": DoNothing(src_plain),
@@ -607,7 +653,7 @@ def ablation(
         per_round = [(x - d) / n * 1e9 for x, d in zip(times[key], times[floor], strict=True)]
         return f"{statistics.median(per_round):.0f}"
 
-    cells = {key: own(key, "d") for key in ("t", "c", "no list")}
+    cells = {key: own(key, "d") for key in ("t", "s", "c", "no list")}
     cells.update({key: own(key, "d plain") for key in runnables if "citations" in key})
     return cells
 
@@ -732,36 +778,43 @@ def agent_runs(
 
 
 def load_before(rev: str) -> Callable[[Runnable[Any, Any]], Runnable[Any, Any]] | None:
-    """(c) as of commit ``rev``: its parser, styles, rewriter, native run and manager.
+    """(c) as of commit ``rev``: its parser, styles, rewriter, native run, manager (and factory).
 
-    None if unreadable. The five modules are read with ``git show`` and executed as
-    ``_before_*`` modules, each importing the others' old versions; every other module is
-    today's.
+    None if unreadable. The five modules, and ``factory`` where ``manage_references`` had
+    moved to it, are read with ``git show`` (at their path then, in the package or in its
+    ``core`` subpackage) and executed as ``_before_*`` modules, each importing the others' old
+    versions; every other module is today's.
 
     Returns:
         A function wrapping a source as (c) did at ``rev``: ``manage_references`` with that
         commit's ``MarkdownReferenceStyle(deep_links=False)``.
     """
-    names = ("_parser", "styles", "rewriter", "native/stream", "manager")
-    loaded: list[str] = []
+    names = ("_parser", "styles", "rewriter", "native/stream", "manager", "factory")
+    loaded: list[str] = []  # the paths read, as "core/_parser" or "_parser"
     module = None
-    for path in names:
-        short = path.replace("/", "_")
-        try:
-            code = subprocess.run(
-                ["git", "show", f"{rev}:langchain_references/{path}.py"],
-                capture_output=True,
-                text=True,
-                check=True,
-                cwd=REPO,
-            ).stdout
-        except (OSError, subprocess.CalledProcessError):
+    for name in names:
+        short = name.replace("/", "_")
+        code = None
+        for path in (name, f"core/{name}"):
+            try:
+                code = subprocess.run(
+                    ["git", "show", f"{rev}:langchain_references/{path}.py"],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    cwd=REPO,
+                ).stdout
+                break
+            except (OSError, subprocess.CalledProcessError):
+                continue
+        if code is None and name == "factory":  # before manage_references moved there
+            break
+        if code is None:
             return None
         for done in loaded:
-            dotted = done.replace("/", ".")
             code = code.replace(
-                f"from langchain_references.{dotted} import",
-                f"from _before_{done.replace('/', '_')} import",
+                f"from langchain_references.{done.replace('/', '.')} import",
+                f"from _before_{done.removeprefix('core/').replace('/', '_')} import",
             )
         code = today_imports(code)  # modules that moved since: today's, at today's path
         module = types.ModuleType(f"_before_{short}")
@@ -973,12 +1026,13 @@ def main() -> None:
                 )
                 row(kind, n, runnables)
         if args.ablate:
-            columns = ["t", "c", "no list", "no citations"]
+            columns = ["t", "s", "c", "no list", "no citations"]
             columns += ["c0 no citations"] if before is not None else []
             print()
             print(
                 "Ablation: the wrapper's own time, (x) - (d), in us per 1,000 tokens (median of "
-                "rounds): (t) the per-chunk test alone; (c); (c) without the reference list; (c) "
+                "rounds): (t) the per-chunk test alone; (s) one call per chunk to that test; "
+                "(c); (c) without the reference list; (c) "
                 "and (c0) on the same answer without citations (every [ made a <)"
             )
             print(f"{'source':<18}{'tokens':>7}" + "".join(f"{c:>18}" for c in columns))
