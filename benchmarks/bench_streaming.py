@@ -609,6 +609,34 @@ class OneCall(DoNothing):
                 yield out
 
 
+class Replay(DoNothing):
+    """:class:`DoNothing` that yields given chunks instead of its source's (r).
+
+    It reads its source to the end and yields the given chunks as it goes (one per source
+    chunk, the rest at the end): given (c)'s own output, its traced layer accumulates the
+    same output as (c)'s does. langchain-core adds every chunk to its run's output (a copy of
+    the text so far for ``str``), so a wrapper whose output is longer than its source's
+    (Markdown links for ``[n](id=k)``) pays more there: (r) - (d) is that part of (c) - (d),
+    and (c) - (r) is the wrapper's own work without it.
+    """
+
+    def __init__(self, bound: Runnable[Any, Any], outputs: list[Any]) -> None:
+        super().__init__(bound)
+        self.outputs = outputs
+
+    def _transform(
+        self,
+        inputs: Iterator[Mapping[str, Any]],
+        run_manager: CallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> Iterator[Any]:
+        outputs = iter(self.outputs)
+        for _ in self.bound.stream(_merged(inputs), config):
+            if (out := next(outputs, None)) is not None:
+                yield out
+        yield from outputs
+
+
 class NoListStyle(MarkdownReferenceStyle):
     """(c)'s style without its reference list (the ablation's "no list" column)."""
 
@@ -628,7 +656,8 @@ def ablation(
     """The wrapper's own time, (x) - (d), in µs per 1,000 tokens, for what it is made of.
 
     Columns: (t), the per-chunk test alone; (s), one call per chunk to that test
-    (:class:`OneCall`); (c); (c) with :class:`NoListStyle`; (c) and
+    (:class:`OneCall`); (r), a do-nothing layer yielding (c)'s output (:class:`Replay`); (c);
+    (c) - (r), against (r) instead of (d); (c) with :class:`NoListStyle`; (c) and
     (c0) on the same answer with every ``[`` made a ``<`` (same tokens, no citation), each
     against (d) on that answer. All runs of one row take turns pass by pass.
     """
@@ -644,6 +673,7 @@ def ablation(
         "d plain": DoNothing(src_plain),
         "no citations": manage_references(src_plain, style=style),
     }
+    runnables["r"] = Replay(src, list(runnables["c"].stream(inp)))
     if before is not None:
         runnables["c0 no citations"] = before(src_plain)
     times = measure(runnables, inp, repeat, passes)
@@ -653,7 +683,8 @@ def ablation(
         per_round = [(x - d) / n * 1e9 for x, d in zip(times[key], times[floor], strict=True)]
         return f"{statistics.median(per_round):.0f}"
 
-    cells = {key: own(key, "d") for key in ("t", "s", "c", "no list")}
+    cells = {key: own(key, "d") for key in ("t", "s", "r", "c", "no list")}
+    cells["c - r"] = own("c", "r")
     cells.update({key: own(key, "d plain") for key in runnables if "citations" in key})
     return cells
 
@@ -1026,13 +1057,14 @@ def main() -> None:
                 )
                 row(kind, n, runnables)
         if args.ablate:
-            columns = ["t", "s", "c", "no list", "no citations"]
+            columns = ["t", "s", "r", "c", "c - r", "no list", "no citations"]
             columns += ["c0 no citations"] if before is not None else []
             print()
             print(
                 "Ablation: the wrapper's own time, (x) - (d), in us per 1,000 tokens (median of "
                 "rounds): (t) the per-chunk test alone; (s) one call per chunk to that test; "
-                "(c); (c) without the reference list; (c) "
+                "(r) a do-nothing layer yielding (c)'s output; (c); (c) - (r): (c) against (r); "
+                "(c) without the reference list; (c) "
                 "and (c0) on the same answer without citations (every [ made a <)"
             )
             print(f"{'source':<18}{'tokens':>7}" + "".join(f"{c:>18}" for c in columns))

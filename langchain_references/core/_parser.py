@@ -272,7 +272,8 @@ class CitationParser:
 
     Args:
         markers: The citation dialects to read, some of :data:`MARKER_DIALECTS` (a collection
-            of names, or one name); :data:`DEFAULT_MARKERS` (``[N](id=K)`` only) by default.
+            of names, or one name); :data:`DEFAULT_MARKERS` (``[N](id=K)`` and ``【K†source】``)
+            by default.
 
     Raises:
         ValueError: If ``markers`` names an unknown dialect, or none.

@@ -82,7 +82,8 @@ class ReferenceRewriter:
         markers: The citation dialects the answer uses, some of
             :data:`~langchain_references.core._parser.MARKER_DIALECTS` (``"id"`` for ``[N](id=K)``,
             ``"source"`` for ``【K†source】``, ``"bracket"`` for ``[K]`` and ``[K, L]``); by
-            default :data:`~langchain_references.core._parser.DEFAULT_MARKERS`, ``"id"`` only.
+            default :data:`~langchain_references.core._parser.DEFAULT_MARKERS`, ``"id"`` and
+            ``"source"``.
 
     Raises:
         ValueError: If ``markers`` names an unknown dialect, or none.

@@ -54,7 +54,7 @@ def test_bench_streaming_prints_every_row() -> None:
     ablation = out[out.index("Ablation: ") :]
     for label in ("str", "AIMessageChunk"):
         for n in (200, 400):
-            row = re.search(rf"^{label} +{n}((?: +-?\d+){{5,6}})$", ablation, re.MULTILINE)
+            row = re.search(rf"^{label} +{n}((?: +-?\d+){{7,8}})$", ablation, re.MULTILINE)
             assert row is not None, f"no {label} {n} ablation row in:\n{ablation}"
     assert "Scaling: time per token" in out
     agent = out[out.index("Agent turn, model -> tool -> model") :]
