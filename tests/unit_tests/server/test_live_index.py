@@ -35,9 +35,17 @@ PATH = "/api/abstract/evidence?re_rank=false"
 
 
 def _records(tag: str, filler: int = 0) -> list[EvidenceRecord]:
-    """Three records titled ``tag`` about glaciers, then ``filler`` records about nothing."""
+    """Three records titled ``tag`` about glaciers, then ``filler`` records less about them.
+
+    Each filler shares one word with the query ("glaciers") among 1 to 40 others ("far"), so
+    that its cosine to the query is graded (0.02 to 0.32) and below the records' (0.63). With
+    fillers sharing no word with it, every filler sat at cosine 0: on that plateau Chroma's
+    HNSW search (approximate) sometimes stopped before it reached the records and answered
+    three fillers, as often from the builder's index as from a reopened one (1 build in 10
+    with 1,500 fillers, about 1 in 50 with 200), which failed the switching tests below.
+    """
     texts = [f"Record {tag} {i}: glaciers melt." for i in range(3)]
-    texts += [f"Filler {tag} {i}: an unrelated sentence." for i in range(filler)]
+    texts += [f"Filler {tag} {i}: glaciers" + " far" * (1 + i % 40) + "." for i in range(filler)]
     return [
         parse_evidence_record({"id": f"{tag}-{i}", "title": tag, "text": text})
         for i, text in enumerate(texts)
