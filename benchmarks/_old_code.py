@@ -1,10 +1,40 @@
 """Old versions of the package's modules, read with ``git show``, importing today's modules.
 
 The benchmarks that compare with an earlier commit execute that commit's modules beside
-today's package: their imports of modules that have moved since are sent to today's path.
+today's package: :func:`git_show` reads them, and their imports of modules that have moved
+since are sent to today's path (:func:`today_imports`).
 """
 
 from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+#: The checkout the benchmarks run from (``git show`` runs there).
+REPO = Path(__file__).resolve().parents[1]
+
+
+def git_show(rev: str, path: str) -> str | None:
+    """The text of ``path`` (from the checkout's root) at commit ``rev``.
+
+    Args:
+        rev: A commit.
+        path: A file's path in the repository.
+
+    Returns:
+        The text, or None without git, the commit or the file.
+    """
+    try:
+        return subprocess.run(
+            ["git", "show", f"{rev}:{path}"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=REPO,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
 
 CORE_MODULES = ("_parser", "_code", "deeplinks", "styles", "numbering", "rewriter", "prompting")
 SERVICE_MODULES = (

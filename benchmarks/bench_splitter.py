@@ -34,7 +34,6 @@ import argparse
 import itertools
 import logging
 import statistics
-import subprocess
 import sys
 import time
 import types
@@ -44,7 +43,7 @@ from pathlib import Path
 from unittest import mock
 
 import eval_citations as ev
-from _old_code import today_imports
+from _old_code import git_show, today_imports
 from climate_fever import ClaimRecord, load_climate_fever, split_claims
 
 import langchain_references.citations.evaluation as evaluation
@@ -57,7 +56,6 @@ from langchain_references.citations.sentences import (
     split_cited_sentences,
 )
 
-REPO = Path(__file__).resolve().parents[1]
 BEFORE = "0fbb6db037daa020b9eee8e4c4503ea0a48bd2d7"
 Splitter = Callable[[str], list[CitedSentence]]
 DOTS_LABEL = '"a.b " repeated'
@@ -80,15 +78,8 @@ EXAMPLES = [
 
 def load_before(rev: str) -> Splitter | None:
     """``split_cited_sentences`` of commit ``rev``, or None without git or the commit."""
-    try:
-        code = subprocess.run(
-            ["git", "show", f"{rev}:langchain_references/citations/sentences.py"],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=REPO,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError):
+    code = git_show(rev, "langchain_references/citations/sentences.py")
+    if code is None:
         return None
     code = today_imports(code)  # modules that moved since: today's, at today's path
     module = types.ModuleType("_before_sentences")

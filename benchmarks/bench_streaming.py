@@ -97,16 +97,14 @@ import platform
 import random
 import re
 import statistics
-import subprocess
 import sys
 import time
 import tracemalloc
 import types
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from _old_code import today_imports
+from _old_code import git_show, today_imports
 from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
     CallbackManagerForChainRun,
@@ -134,7 +132,6 @@ from langchain_references import MarkdownReferenceStyle, manage_references
 from langchain_references.core._code import CodeAwareParser
 from langchain_references.manager import _merge_input
 
-REPO = Path(__file__).resolve().parents[1]
 #: The last commit before the per-chunk step was made one method with thin drivers (issue 20).
 BEFORE = "05a129bfd5554de1a58bce93eeeea1891ec4cacb"
 WORDS = "the space needle is in seattle and it was built for the world fair of 1962"
@@ -825,19 +822,10 @@ def load_before(rev: str) -> Callable[[Runnable[Any, Any]], Runnable[Any, Any]] 
     module = None
     for name in names:
         short = name.replace("/", "_")
-        code = None
-        for path in (name, f"core/{name}"):
-            try:
-                code = subprocess.run(
-                    ["git", "show", f"{rev}:langchain_references/{path}.py"],
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                    cwd=REPO,
-                ).stdout
-                break
-            except (OSError, subprocess.CalledProcessError):
-                continue
+        path, code = name, git_show(rev, f"langchain_references/{name}.py")
+        if code is None:
+            path = f"core/{name}"
+            code = git_show(rev, f"langchain_references/{path}.py")
         if code is None and name == "factory":  # before manage_references moved there
             break
         if code is None:
