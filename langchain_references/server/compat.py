@@ -27,6 +27,7 @@ The decisions live in pure functions (:func:`select_evidence`, :func:`verificati
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import weakref
 from collections.abc import Sequence
@@ -35,7 +36,6 @@ from typing import Annotated, Any, Final, Literal, Required, TypeAlias, TypedDic
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, WithJsonSchema
-from starlette.concurrency import run_in_threadpool
 
 from langchain_references.judges import Judgement, Label
 from langchain_references.judges.base import JudgeInfo, JudgeInputLike
@@ -434,10 +434,10 @@ async def _entries(index: EvidenceIndex | LiveIndex, granularity: Granularity) -
     rebuild, a request refused before any search counts the new generation. (Its
     :meth:`~LiveIndex.count` is retried on a newer generation if the one served is deleted.)
     """
-    served = await run_in_threadpool(index.fresh) if isinstance(index, LiveIndex) else index
+    served = await asyncio.to_thread(index.fresh) if isinstance(index, LiveIndex) else index
     counts = _ENTRIES.setdefault(served, {})
     if granularity not in counts:
-        counts[granularity] = await run_in_threadpool(index.count, granularity)
+        counts[granularity] = await asyncio.to_thread(index.count, granularity)
     return counts[granularity]
 
 
@@ -503,7 +503,7 @@ async def averify_claims(
             for evidence in selected
         ]
 
-    units = await run_in_threadpool(plan_units)
+    units = await asyncio.to_thread(plan_units)  # the event loop's (fair) worker threads
     inputs = _judge_inputs(plan.claims, units)
     maximum = services.settings.max_judged
     if len(inputs) > maximum:

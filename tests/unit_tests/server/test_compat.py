@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
+from langchain_references.server import compat
 from langchain_references.server.app import create_app
 from langchain_references.server.compat import (
     RankedHit,
@@ -244,6 +247,45 @@ def test_abstract_verify_judges_each_sentence(
     for item in items:
         assert item["similarity"] == by_num[item["num"]]["similarity"]
         assert item["title"] == by_num[item["num"]]["title"]
+
+
+def test_the_verify_work_runs_in_the_services_fair_worker_threads(
+    settings: ServerSettings,
+    evidence_index: EvidenceIndex,
+    scripted: ScriptedJudge,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The abstracts' splitting and the index count go through the fair pool, by client.
+
+    They ran in Starlette's own thread pool, which the per-client share does not govern.
+    """
+    threads: dict[str, list[str]] = {"split": [], "count": []}
+    split, count = compat.verification_units, EvidenceIndex.count
+
+    def recorded_split(*args: Any, **kwargs: Any) -> Any:
+        threads["split"].append(threading.current_thread().name)
+        return split(*args, **kwargs)
+
+    def recorded_count(index: EvidenceIndex, granularity: Any) -> int:
+        threads["count"].append(threading.current_thread().name)
+        return count(index, granularity)
+
+    monkeypatch.setattr(compat, "verification_units", recorded_split)
+    monkeypatch.setattr(EvidenceIndex, "count", recorded_count)
+
+    def post(limits: ServerSettings, path: str, body: dict[str, Any]) -> int:
+        services = Services(settings=limits, index=evidence_index, judge=scripted)
+        with TestClient(create_app(limits, services=services), base_url="http://localhost") as c:
+            return c.post(path, json=body).status_code
+
+    # 2 claims x top_k 2 may exceed max_judged 3: the index is counted before any search
+    tight = dataclasses.replace(settings, max_judged=3)
+    claims = {"claims": ["global warming causes", "sea level rise"], "top_k": 2}
+    assert post(tight, "/api/abstract/verify/batch", claims) == 413
+    assert post(settings, "/api/abstract/verify", {"claim": "global warming", "top_k": 2}) == 200
+    assert len(threads["count"]) == 1
+    assert len(threads["split"]) == 1  # one per claim
+    assert all(name.startswith("fair-") for name in threads["count"] + threads["split"]), threads
 
 
 def test_a_judge_failure_answers_for_its_items_only(
