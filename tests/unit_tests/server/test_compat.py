@@ -22,7 +22,7 @@ from langchain_references.server.compat import (
 )
 from langchain_references.server.index import EvidenceHit, EvidenceIndex, split_sentences
 from langchain_references.server.services import Services
-from langchain_references.server.settings import ServerSettings
+from langchain_references.server.settings import LimitExceededError, ServerSettings
 
 from .conftest import DATA, ScriptedJudge
 
@@ -462,6 +462,27 @@ def test_verification_units_split_abstracts_only_and_join_the_title_with_one_per
         [_ranked("Ice melts.", " . ")], granularity="phrase", include_title=True
     )
     assert [u.passage for u in untitled] == ["Ice melts."]
+
+
+def test_averify_claims_on_a_bare_index_refuses_a_request_sure_to_exceed_max_judged(
+    settings: ServerSettings, evidence_index: EvidenceIndex, scripted: ScriptedJudge
+) -> None:
+    """The function API on an :class:`EvidenceIndex` (no :class:`LiveIndex`): counted as is."""
+    import asyncio
+
+    tight = dataclasses.replace(settings, max_judged=3)
+    services = Services(settings=tight, index=evidence_index, judge=scripted)
+    claims = ["global warming causes", "sea level rise"]
+    with pytest.raises(LimitExceededError) as refused:
+        asyncio.run(averify_claims(services, claims, granularity="abstract", top_k=2))
+    error = refused.value
+    assert (error.status_code, error.limit, error.maximum, error.actual) == (
+        413,
+        "max_judged",
+        3,
+        4,
+    )
+    assert scripted.passages == []  # refused before any search or judgement
 
 
 def test_averify_claims_judges_titled_passages_and_drops_nei_by_default(
