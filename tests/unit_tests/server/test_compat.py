@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -272,6 +273,8 @@ def test_the_verify_work_runs_in_the_services_fair_worker_threads(
 
     monkeypatch.setattr(compat, "verification_units", recorded_split)
     monkeypatch.setattr(EvidenceIndex, "count", recorded_count)
+    # the counts are cached per index object: an earlier test may have counted this one
+    monkeypatch.setattr(compat, "_ENTRIES", weakref.WeakKeyDictionary())
 
     def post(limits: ServerSettings, path: str, body: dict[str, Any]) -> int:
         services = Services(settings=limits, index=evidence_index, judge=scripted)
