@@ -62,6 +62,7 @@ from langchain_references.factcheck.chain import FactCheckInput
 from langchain_references.factcheck.extract import aextract_all
 from langchain_references.factcheck.fetch import PageFetcher
 from langchain_references.factcheck.result import FactCheckProgress, FactCheckResult
+from langchain_references.factcheck.verdict import Verdict, verdict_note
 from langchain_references.judges.base import JudgeInfo
 from langchain_references.server.cpu import run_cpu_bound
 from langchain_references.server.events import (
@@ -306,6 +307,10 @@ def _claim_json(
         "verdict": result.verdict.value,
         "confidence": result.confidence,
         "score": result.score,
+        # what the page shows beside the verdict: the reports' and CLI's own words
+        "note": None
+        if result.verdict is Verdict.ERROR
+        else verdict_note(result.verdict, result.confidence, result.score, result.verdict_details),
         "error": result.error,
         "passages": passages,
         "references": references,

@@ -264,23 +264,6 @@ function showClaim(claim) {
   setStatus("article-status", claimsDone + " of " + claimCount + " claims checked");
 }
 
-// What follows a claim's verdict: its confidence, except for "not enough evidence", whose
-// confidence (its distance from the threshold) reads 1.00 when no passage leans either way,
-// a certainty the evidence does not carry: that verdict shows its score instead (the claim
-// does not carry the threshold). Nothing for a claim that could not be checked.
-function verdictNote(verdict, claim) {
-  if (verdict === "error") return null;
-  if (verdict === "not_enough_evidence") {
-    const score = Number(claim.score);
-    if (!Number.isFinite(score)) return null;
-    // cut, not rounded, to two decimals: |shown| <= |score|, so a score below the threshold is
-    // never shown at it (0.2997 reads +0.29, not +0.30)
-    const digits = Math.abs(score).toFixed(10);
-    return "score " + (score < 0 ? "-" : "+") + digits.slice(0, digits.indexOf(".") + 3);
-  }
-  return "confidence " + Number(claim.confidence).toFixed(2);
-}
-
 function showEvidence(id) {
   const aside = byId("evidence");
   clear(aside);
@@ -297,8 +280,11 @@ function showEvidence(id) {
   const verdict = Object.hasOwn(VERDICT_LABELS, claim.verdict) ? claim.verdict : "error";
   aside.appendChild(el("h3", "claim-text", claim.text));
   const badge = el("p", "verdict " + verdict, VERDICT_LABELS[verdict]);
-  const note = verdictNote(verdict, claim);
-  if (note !== null) badge.appendChild(document.createTextNode(" (" + note + ")"));
+  // the server's note (confidence and score, or for "not enough evidence" the score beside
+  // its threshold and no confidence): the same words as the reports and the CLI
+  if (verdict !== "error" && typeof claim.note === "string") {
+    badge.appendChild(document.createTextNode(" (" + claim.note + ")"));
+  }
   aside.appendChild(badge);
   const judge = judgeText(claim.judge);
   if (judge !== null) aside.appendChild(el("p", "judge", judge));

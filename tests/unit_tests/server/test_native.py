@@ -293,6 +293,20 @@ def test_article_one_failing_claim_does_not_stop_the_others(make_client: ClientF
     assert verdicts["Honey bees make honey from nectar."] == ("supported", None)
 
 
+def test_article_claims_carry_the_note_the_reports_show(make_client: ClientFactory) -> None:
+    judge = ScriptedJudge({"gift": "explode", "honey": "supports"})
+    data = (
+        make_client(use_judge=judge).post("/v1/article", json={"text": ARTICLE, "top_k": 1}).json()
+    )
+    notes = {c["text"]: (c["verdict"], c["note"]) for c in data["claims"]}
+    assert notes == {
+        # no passage leans either way: the score beside the threshold, no "confidence 100%"
+        "The Eiffel Tower is 330 metres tall.": ("not_enough_evidence", "score +0.00 < 0.30"),
+        "The Statue of Liberty was a gift from France.": ("error", None),  # a reason instead
+        "Honey bees make honey from nectar.": ("supported", "confidence 90%, score +0.90 ≥ 0.30"),
+    }
+
+
 def test_article_limits(make_client: ClientFactory) -> None:
     client = make_client(max_claims=2, max_article_chars=len(ARTICLE))
     too_many = client.post("/v1/article", json={"text": ARTICLE})

@@ -158,9 +158,10 @@ def test_claims_turn_and_show_their_evidence(page_at: Callable[..., object]) -> 
     assert evidence.locator(".verdict").inner_text().startswith("contradicted (confidence ")
     assert "184 metres" in evidence.locator("li.passage.contradicts").first.inner_text()
 
-    # no passage leans either way: its score, not "confidence 1.00" (a certainty it lacks)
+    # no passage leans either way: its score beside the threshold, not "confidence 100%" (a
+    # certainty it lacks): the server's note, in the reports' words
     claims.nth(2).click()
-    assert evidence.locator(".verdict").inner_text() == "not enough evidence (score +0.00)"
+    assert evidence.locator(".verdict").inner_text() == "not enough evidence (score +0.00 < 0.30)"
 
 
 XSS_ARTICLE = (
@@ -298,22 +299,20 @@ LONG = "x" * 100_000 + "<b>end</b>"
 
 
 @pytest.mark.slow
-def test_a_verdicts_note_shows_confidence_except_for_not_enough_evidence(
-    page_at: Callable[..., object],
-) -> None:
+def test_a_verdict_shows_the_servers_note_as_text(page_at: Callable[..., object]) -> None:
     page = page_at()
     base: dict[str, object] = {"error": None, "judge": None, "passages": [], "references": []}
     claims = [
-        {**base, "id": 0, "text": "A.", "verdict": "not_enough_evidence", "confidence": 0.6,
-         "score": -0.12},
-        {**base, "id": 1, "text": "B.", "verdict": "not_enough_evidence", "confidence": 0.6,
-         "score": 0.12},
-        {**base, "id": 2, "text": "C.", "verdict": "supported", "confidence": 0.75,
-         "score": 0.75},
-        {**base, "id": 3, "text": "D.", "verdict": "not_enough_evidence", "confidence": 0.001,
-         "score": 0.2997},
-        {**base, "id": 4, "text": "E.", "verdict": "not_enough_evidence", "confidence": 0.03,
-         "score": -0.29},
+        {**base, "id": 0, "text": "A.", "verdict": "not_enough_evidence", "confidence": 0.001,
+         "score": 0.2997, "note": "score +0.2997 < 0.30"},
+        {**base, "id": 1, "text": "B.", "verdict": "supported", "confidence": 0.75,
+         "score": 0.75, "note": "confidence 75%, score +0.75 ≥ 0.30"},
+        {**base, "id": 2, "text": "C.", "verdict": "refuted", "confidence": 0.5,
+         "score": -0.5, "note": "<b>markup</b> stays text"},
+        {**base, "id": 3, "text": "D.", "verdict": "error", "confidence": 0.0,
+         "score": 0.0, "note": "never shown for an error", "error": "no page"},
+        {**base, "id": 4, "text": "E.", "verdict": "supported", "confidence": 0.75,
+         "score": 0.75},  # a server without notes: the verdict alone
     ]  # fmt: skip
     article = _sse(
         (
@@ -341,12 +340,13 @@ def test_a_verdicts_note_shows_confidence_except_for_not_enough_evidence(
         spans.nth(i).click()
         shown.append(badge.inner_text())
     assert shown == [
-        "not enough evidence (score -0.12)",
-        "not enough evidence (score +0.12)",
-        "supported (confidence 0.75)",
-        "not enough evidence (score +0.29)",  # cut: never +0.30 below a 0.30 threshold
-        "not enough evidence (score -0.29)",  # 0.29 is 0.28999... in binary: not cut to 0.28
+        "not enough evidence (score +0.2997 < 0.30)",
+        "supported (confidence 75%, score +0.75 ≥ 0.30)",
+        "contradicted (<b>markup</b> stays text)",
+        "could not check",
+        "supported",
     ]
+    assert badge.locator("b").count() == 0  # type: ignore[attr-defined]
 
 
 def _sse(*events: tuple[str, object]) -> str:
